@@ -1,0 +1,147 @@
+// parse_gpu and parse_cluster: the strict readers of GPU and cluster objects (presets and scenario overrides).
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "hardware/cluster_spec.h"
+#include "hardware/hardware_presets.h"
+#include "models/error.h"
+#include "models/json_fields.h"
+
+namespace orrery {
+
+using nlohmann::json;
+
+namespace {
+
+// Top-level keys of `overrides` replace those of `base`; nested "peak_tflops" merges key by key.
+json merge(json base, const json& overrides) {
+  for (auto it = overrides.begin(); it != overrides.end(); ++it) {
+    if (it.key() == "preset") continue;
+    if (it.key() == "peak_tflops" && it->is_object() && base.contains("peak_tflops")) {
+      for (auto p = it->begin(); p != it->end(); ++p) base["peak_tflops"][p.key()] = p.value();
+    } else {
+      base[it.key()] = it.value();
+    }
+  }
+  return base;
+}
+
+// Resolves a preset reference: a name, or an object with "preset" and overrides, or a full object.
+json resolve(const json& value, const std::string& list, const std::string& path) {
+  if (value.is_string()) return hardware_preset(list, value.get<std::string>(), path);
+  if (!value.is_object()) throw Error::invalid(path, describe_json(value), "must be a preset name or a JSON object");
+  if (auto it = value.find("preset"); it != value.end()) {
+    if (!it->is_string()) throw Error::invalid(join_path(path, "preset"), describe_json(*it), "must be a string");
+    return merge(hardware_preset(list, it->get<std::string>(), join_path(path, "preset")), value);
+  }
+  return value;
+}
+
+void read_common_labels(FieldReader& in) {
+  for (const char* key : {"source", "notes", "vendor", "architecture"}) in.allow(key);
+}
+
+}  // namespace
+
+FlopsPerSecond GpuSpec::peak_for(DType dtype) const {
+  FlopsPerSecond peak = 0;
+  switch (dtype) {
+    case DType::kFp32: peak = peak_fp32; break;
+    case DType::kTf32: peak = peak_tf32; break;
+    case DType::kFp16: peak = peak_fp16; break;
+    case DType::kBf16: peak = peak_bf16; break;
+    case DType::kFp8: peak = peak_fp8; break;
+  }
+  if (peak <= 0) {
+    throw Error::invalid("training.precision", to_string(dtype), fmt::format("is not supported by the GPU {}", name));
+  }
+  return peak;
+}
+
+GpuSpec parse_gpu(const json& value, const std::string& path) {
+  json resolved = resolve(value, "gpus", path);
+  FieldReader in(resolved, path);
+  read_common_labels(in);
+  GpuSpec g;
+  g.name = in.optional_string("name").value_or("custom-gpu");
+  g.display_name = in.optional_string("display_name").value_or(g.name);
+  const json* peaks = in.raw("peak_tflops");
+  if (!peaks) throw Error::invalid(in.field("peak_tflops"), "missing", "is required");
+  FieldReader p(*peaks, in.field("peak_tflops"));
+  g.peak_fp32 = from_tflops(p.double_or("fp32", 0.0));
+  g.peak_tf32 = from_tflops(p.double_or("tf32", 0.0));
+  g.peak_fp16 = from_tflops(p.double_or("fp16", 0.0));
+  g.peak_bf16 = from_tflops(p.double_or("bf16", 0.0));
+  g.peak_fp8 = from_tflops(p.double_or("fp8", 0.0));
+  p.reject_unknown();
+  require(g.peak_fp16 > 0 || g.peak_bf16 > 0, in.field("peak_tflops"), "{}", "needs fp16 or bf16 tensor throughput");
+  g.hbm_capacity = from_GiB(in.require_double("hbm_capacity_GiB", true));
+  g.hbm_bandwidth = from_TB_s(in.require_double("hbm_bandwidth_TB_s", true));
+  g.sm_count = static_cast<int>(in.require_int("sm_count", 1));
+  g.l2_cache = from_MiB(in.double_or("l2_cache_MiB", 40.0, true));
+  g.nvlink_bandwidth = from_GB_s(in.require_double("nvlink_bandwidth_GB_s", true));
+  in.optional_int("nvlink_links", 0);
+  g.pcie_bandwidth = from_GB_s(in.double_or("pcie_bandwidth_GB_s", 32.0, true));
+  g.tdp_watts = in.double_or("tdp_W", 700.0, true);
+  in.reject_unknown();
+  return g;
+}
+
+ClusterSpec parse_cluster(const json& value, const std::string& path) {
+  json resolved = resolve(value, "clusters", path);
+  FieldReader in(resolved, path);
+  in.allow("source");
+  in.allow("notes");
+  ClusterSpec c;
+  c.name = in.optional_string("name").value_or("custom-cluster");
+  c.display_name = in.optional_string("display_name").value_or(c.name);
+  const json* gpu = in.raw("gpu");
+  if (!gpu) throw Error::invalid(in.field("gpu"), "missing", "is required (a GPU preset name or object)");
+  c.gpu = parse_gpu(*gpu, in.field("gpu"));
+  c.num_gpus = static_cast<int>(in.int_or("num_gpus", 0, 1));
+  c.gpus_per_node = static_cast<int>(in.require_int("gpus_per_node", 1));
+  c.nvlink_domain_size = static_cast<int>(in.int_or("nvlink_domain_size", c.gpus_per_node, 1));
+  c.nvls = in.bool_or("nvls", false);
+  c.nics_per_node = static_cast<int>(in.require_int("nics_per_node", 1));
+  c.nic_bandwidth = from_Gbit_s(in.require_double("nic_bandwidth_Gbit_s", true));
+  c.nvlink_latency = from_us(in.double_or("nvlink_latency_us", 0.6, true));
+  c.nic_latency = from_us(in.double_or("nic_latency_us", 5.0, true));
+  if (const json* tiers = in.raw("network")) {
+    if (!tiers->is_array()) throw Error::invalid(in.field("network"), describe_json(*tiers), "must be a list of tiers");
+    for (std::size_t i = 0; i < tiers->size(); ++i) {
+      FieldReader t((*tiers)[i], fmt::format("{}[{}]", in.field("network"), i));
+      NetworkTier tier;
+      tier.name = t.require_string("tier");
+      tier.nodes = static_cast<int>(t.int_or("nodes", 0, 0));
+      tier.latency = from_us(t.double_or("latency_us", 1.0, true));
+      tier.oversubscription = t.double_or("oversubscription", 1.0, true);
+      t.reject_unknown();
+      c.network.push_back(tier);
+    }
+  }
+  in.reject_unknown();
+  require(c.nvlink_domain_size >= c.gpus_per_node && c.nvlink_domain_size % c.gpus_per_node == 0,
+          in.field("nvlink_domain_size"), std::to_string(c.nvlink_domain_size),
+          fmt::format("must be a multiple of gpus_per_node ({})", c.gpus_per_node));
+  for (std::size_t i = 1; i < c.network.size(); ++i) {
+    const auto& inner = c.network[i - 1];
+    const auto& outer = c.network[i];
+    require(outer.nodes == 0 || (inner.nodes > 0 && outer.nodes >= inner.nodes), in.field("network"),
+            outer.name, "tiers must be listed innermost first, each reaching at least as many nodes as the one before");
+  }
+  return c;
+}
+
+std::vector<PresetSummary> gpu_presets() {
+  std::vector<PresetSummary> out;
+  for (const json& p : hardware_presets("gpus")) out.push_back({p.at("name"), p.value("display_name", "")});
+  return out;
+}
+
+std::vector<PresetSummary> cluster_presets() {
+  std::vector<PresetSummary> out;
+  for (const json& p : hardware_presets("clusters")) out.push_back({p.at("name"), p.value("display_name", "")});
+  return out;
+}
+
+}  // namespace orrery

@@ -1,0 +1,54 @@
+#pragma once
+// A GPU cluster: nodes of GPUs on an NVLink (or Infinity Fabric) domain, NICs, and a rail-optimised fat tree of
+// network tiers (hardware/presets/clusters.json gives each number with its source).
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <string>
+#include <vector>
+
+#include "hardware/gpu_spec.h"
+#include "models/units.h"
+
+namespace orrery {
+
+struct NetworkTier {
+  std::string name;               // "leaf", "spine", ...
+  int nodes = 0;                  // nodes reachable within this tier; 0 = unbounded
+  Seconds latency = 0;            // one hop through this tier's switches
+  double oversubscription = 1.0;  // down:up bandwidth ratio at this tier (1 = non-blocking)
+};
+
+struct ClusterSpec {
+  std::string name;
+  std::string display_name;
+  GpuSpec gpu;
+  int num_gpus = 0;             // 0 until the scenario fixes it (it may be derived from the plan)
+  int gpus_per_node = 8;
+  int nvlink_domain_size = 8;   // GPUs on one NVLink/NVSwitch fabric (72 on NVL72)
+  bool nvls = false;            // NVLink SHARP in-switch reduction
+  int nics_per_node = 8;
+  BytesPerSecond nic_bandwidth = 0;  // one NIC's line rate
+  Seconds nvlink_latency = 0;        // one NVLink hop as NCCL's tuning model charges it
+  Seconds nic_latency = 0;           // one network hop as NCCL's tuning model charges it
+  std::vector<NetworkTier> network;  // innermost first
+
+  int num_nodes() const { return (num_gpus + gpus_per_node - 1) / gpus_per_node; }
+  /// A GPU's share of its node's NIC bandwidth.
+  BytesPerSecond nic_bandwidth_per_gpu() const {
+    return nic_bandwidth * static_cast<double>(nics_per_node) / static_cast<double>(gpus_per_node);
+  }
+};
+
+/// Parses a scenario's cluster value: a preset name, {"preset": NAME, "num_gpus": N, ...overrides}, or a full
+/// inline description. Unknown keys are errors. Errors name `path` ("cluster").
+ClusterSpec parse_cluster(const nlohmann::json& value, const std::string& path);
+
+struct PresetSummary {
+  std::string name;
+  std::string display_name;
+};
+std::vector<PresetSummary> gpu_presets();
+std::vector<PresetSummary> cluster_presets();
+
+}  // namespace orrery

@@ -1,0 +1,51 @@
+#include "hardware/compute_cost.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace orrery {
+
+RooflineComputeModel::RooflineComputeModel(GpuSpec gpu, ComputeParams params)
+    : gpu_(std::move(gpu)), params_(std::move(params)) {}
+
+Seconds RooflineComputeModel::memory_time(Bytes bytes) const {
+  return static_cast<double>(bytes) / (gpu_.hbm_bandwidth * params_.hbm_efficiency);
+}
+
+Seconds RooflineComputeModel::gemm_compute_time(const GemmShape& s) const {
+  if (s.m <= 0 || s.n <= 0 || s.k <= 0 || s.batch <= 0) return 0.0;
+  const double peak = gpu_.peak_for(s.dtype);
+  const double sms = static_cast<double>(gpu_.sm_count);
+  const double k = static_cast<double>(s.k);
+  const double k_factor = k / (k + params_.gemm_k_half);
+  Seconds best = std::numeric_limits<double>::infinity();
+  for (const GemmTile& tile : params_.gemm_tiles) {
+    // The GEMM runs as ceil(CTAs / SMs) waves; each wave costs one tile's FLOPs at one SM's share of the peak.
+    const std::int64_t ctas = ((s.m + tile.m - 1) / tile.m) * ((s.n + tile.n - 1) / tile.n) * s.batch;
+    const double waves = std::ceil(static_cast<double>(ctas) / sms);
+    const double tile_flops = 2.0 * tile.m * tile.n * k;
+    const double sm_rate = peak / sms * params_.gemm_peak_fraction * tile.relative_efficiency * k_factor;
+    best = std::min(best, waves * tile_flops / sm_rate);
+  }
+  return best;
+}
+
+Seconds RooflineComputeModel::gemm(const GemmShape& s) const {
+  if (s.m <= 0 || s.n <= 0 || s.k <= 0 || s.batch <= 0) return 0.0;
+  return std::max(gemm_compute_time(s), memory_time(s.bytes())) + params_.kernel_overhead;
+}
+
+Seconds RooflineComputeModel::attention(const AttentionShape& s) const {
+  if (s.batch <= 0 || s.heads <= 0 || s.q_len <= 0) return 0.0;
+  const double fraction =
+      s.backward ? params_.attention_backward_peak_fraction : params_.attention_forward_peak_fraction;
+  Seconds compute = s.executed_flops() / (gpu_.peak_for(s.dtype) * fraction);
+  return std::max(compute, memory_time(s.bytes())) + params_.kernel_overhead;
+}
+
+Seconds RooflineComputeModel::elementwise(const ElementwiseShape& s) const {
+  if (s.bytes() <= 0) return 0.0;
+  return memory_time(s.bytes()) + params_.kernel_overhead;
+}
+
+}  // namespace orrery

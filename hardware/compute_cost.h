@@ -1,0 +1,47 @@
+#pragma once
+// Compute cost models (DESIGN.md "Cost models"): the time of one kernel on one GPU. Behind a narrow interface so a
+// calibrated profile can replace the default roofline model (STYLE.md rule 10).
+
+#include <memory>
+#include <string>
+
+#include "hardware/cost_params.h"
+#include "hardware/gpu_spec.h"
+#include "models/ops.h"
+
+namespace orrery {
+
+class ComputeCostModel {
+ public:
+  virtual ~ComputeCostModel() = default;
+  virtual std::string name() const = 0;
+  /// Seconds for one GEMM (batched GEMMs included). Errors: Error::invalid if the GPU lacks the dtype.
+  virtual Seconds gemm(const GemmShape& shape) const = 0;
+  /// Seconds for one fused attention kernel (forward or backward).
+  virtual Seconds attention(const AttentionShape& shape) const = 0;
+  /// Seconds for one memory-bound kernel.
+  virtual Seconds elementwise(const ElementwiseShape& shape) const = 0;
+};
+
+/// Roofline: max(FLOPs / (peak x efficiency), bytes / (HBM bandwidth x hbm_efficiency)) + kernel overhead.
+/// GEMM efficiency from shape: the best of the candidate CTA tiles, each paying tile quantization (padded m, n),
+/// wave quantization (ceil(CTAs / SMs) full waves) and a short-k penalty k / (k + k_half). Sources for the effects:
+/// NVIDIA Deep Learning Performance Guide, "Matrix Multiplication Background" (tile and wave quantization).
+class RooflineComputeModel final : public ComputeCostModel {
+ public:
+  RooflineComputeModel(GpuSpec gpu, ComputeParams params);
+  std::string name() const override { return "roofline"; }
+  Seconds gemm(const GemmShape& shape) const override;
+  Seconds attention(const AttentionShape& shape) const override;
+  Seconds elementwise(const ElementwiseShape& shape) const override;
+
+  /// Time the GEMM's arithmetic takes under the tile/wave model, without memory bound or overhead.
+  Seconds gemm_compute_time(const GemmShape& shape) const;
+
+ private:
+  Seconds memory_time(Bytes bytes) const;
+  GpuSpec gpu_;
+  ComputeParams params_;
+};
+
+}  // namespace orrery

@@ -1,0 +1,35 @@
+#pragma once
+// One accelerator's datasheet figures (hardware/presets/gpus.json gives each with its source).
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <string>
+
+#include "models/ops.h"
+#include "models/units.h"
+
+namespace orrery {
+
+struct GpuSpec {
+  std::string name;          // preset key, e.g. "h100-sxm"
+  std::string display_name;  // e.g. "NVIDIA H100 SXM5 80GB"
+  // Dense tensor-core peaks (FLOP/s); 0 where the chip has no such path. peak_fp32 is the non-tensor FP32 rate.
+  FlopsPerSecond peak_fp32 = 0, peak_tf32 = 0, peak_fp16 = 0, peak_bf16 = 0, peak_fp8 = 0;
+  Bytes hbm_capacity = 0;
+  BytesPerSecond hbm_bandwidth = 0;
+  int sm_count = 0;                    // SMs (NVIDIA) or compute units (AMD)
+  Bytes l2_cache = 0;
+  BytesPerSecond nvlink_bandwidth = 0;  // per GPU, per direction (NVLink or Infinity Fabric aggregate)
+  BytesPerSecond pcie_bandwidth = 0;    // host link, per direction
+  double tdp_watts = 0;
+
+  /// Dense peak for GEMMs in `dtype`. Errors: Error::invalid naming "training.precision" when the GPU lacks it.
+  FlopsPerSecond peak_for(DType dtype) const;
+};
+
+/// Parses a GPU: a preset name, or an object with "preset" plus overrides, or a full object (keys as in
+/// gpus.json: peak_tflops{fp32,tf32,fp16,bf16,fp8}, hbm_capacity_GiB, hbm_bandwidth_TB_s, sm_count, l2_cache_MiB,
+/// nvlink_bandwidth_GB_s, nvlink_links, pcie_bandwidth_GB_s, tdp_W). Errors name `path`.
+GpuSpec parse_gpu(const nlohmann::json& value, const std::string& path);
+
+}  // namespace orrery

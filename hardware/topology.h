@@ -1,0 +1,37 @@
+#pragma once
+// Where a communication group sits on the cluster: how many of its ranks share an NVLink domain or a node, how many
+// domains it spans, and the outermost network tier it must cross. Ranks are numbered as Megatron-LM numbers them,
+// consecutive ranks filling a node first (DESIGN.md; Megatron-Core parallel_state, order tp-cp-ep-dp-pp).
+
+#include <string>
+#include <vector>
+
+#include "hardware/cluster_spec.h"
+
+namespace orrery {
+
+enum class Tier {
+  kNvlink,  // every member on one NVLink domain
+  kLeaf,    // across domains, within one leaf group of the fat tree
+  kSpine,   // through the spine (or beyond the last listed tier)
+};
+
+const char* to_string(Tier tier);
+
+struct GroupPlacement {
+  int size = 1;              // ranks in the group
+  int ranks_per_domain = 1;  // members on each NVLink domain it touches
+  int domains = 1;           // NVLink domains spanned
+  int ranks_per_node = 1;    // members on each node it touches
+  Tier tier = Tier::kNvlink;
+  double oversubscription = 1.0;  // of the outermost tier crossed
+  Seconds network_latency = 0;    // one hop through the outermost tier crossed (0 on NVLink)
+
+  bool operator==(const GroupPlacement&) const = default;
+};
+
+/// Places the group of global ranks `members` (any order, no duplicates, at least one).
+/// ranks_per_domain and ranks_per_node are the largest number of members sharing one domain or node.
+GroupPlacement place_members(const ClusterSpec& cluster, const std::vector<int>& members);
+
+}  // namespace orrery

@@ -1,0 +1,62 @@
+#pragma once
+// Strict reading of one JSON object (STYLE.md rule 7): every parse_* function reads its object through a
+// FieldReader, which converts values with errors that name the full field path, and rejects keys nobody read
+// (typos must not pass silently, DESIGN.md "Scenario file").
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+namespace orrery {
+
+/// Reads fields of one JSON object. `path` is the object's dotted path used in errors ("parallel", "cluster.gpu").
+/// Numbers may be written plainly or, in preset files, as {"value": X, "source": "..."}; both read the same.
+/// Errors: Error::invalid naming "path.key" when the value has the wrong type or breaks the stated range.
+class FieldReader {
+ public:
+  FieldReader(const nlohmann::json& object, std::string path);
+
+  bool has(std::string_view key) const;
+  /// Marks a key as known without reading it (documentation-only keys such as "source").
+  void allow(std::string_view key);
+  /// The raw value, or nullptr when absent (marks the key as known).
+  const nlohmann::json* raw(std::string_view key);
+
+  std::optional<std::int64_t> optional_int(std::string_view key, std::int64_t min_value = INT64_MIN);
+  std::int64_t require_int(std::string_view key, std::int64_t min_value = INT64_MIN);
+  std::int64_t int_or(std::string_view key, std::int64_t fallback, std::int64_t min_value = INT64_MIN);
+
+  /// Doubles must be finite; `positive` additionally requires > 0.
+  std::optional<double> optional_double(std::string_view key, bool positive = false);
+  double require_double(std::string_view key, bool positive = false);
+  double double_or(std::string_view key, double fallback, bool positive = false);
+
+  std::optional<bool> optional_bool(std::string_view key);
+  bool bool_or(std::string_view key, bool fallback);
+
+  std::optional<std::string> optional_string(std::string_view key);
+  std::string require_string(std::string_view key);
+
+  /// Throws Error::invalid for the first key (in sorted order) that no getter read or allowed.
+  void reject_unknown() const;
+
+  std::string field(std::string_view key) const;
+  const std::string& path() const { return path_; }
+
+ private:
+  const nlohmann::json& object_;
+  std::string path_;
+  std::set<std::string, std::less<>> read_;
+};
+
+/// "tp" at path "parallel" is "parallel.tp"; at the empty path it is "tp".
+std::string join_path(std::string_view path, std::string_view key);
+
+/// Short text of a JSON value for error messages (strings unquoted, long values cut).
+std::string describe_json(const nlohmann::json& value);
+
+}  // namespace orrery

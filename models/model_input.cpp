@@ -1,0 +1,60 @@
+#include "models/model_input.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "models/error.h"
+#include "models/hf_config.h"
+#include "models/json_fields.h"
+#include "models/model_presets.h"
+
+namespace orrery {
+
+using nlohmann::json;
+
+namespace {
+
+json read_hf_config_file(const std::filesystem::path& file, const std::string& field) {
+  std::ifstream in(file);
+  if (!in) throw Error::invalid(field, file.string(), "cannot be opened");
+  try {
+    return json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw Error::invalid(field, file.string(), std::string("is not valid JSON: ") + e.what());
+  }
+}
+
+// Top-level keys of `overrides` replace those of `base`, except the selector keys themselves.
+json apply_overrides(json base, const json& overrides) {
+  for (auto it = overrides.begin(); it != overrides.end(); ++it) {
+    if (it.key() == "preset" || it.key() == "hf_config") continue;
+    base[it.key()] = it.value();
+  }
+  return base;
+}
+
+}  // namespace
+
+ModelSpec parse_model_input(const json& value, const std::filesystem::path& base_dir, const std::string& path) {
+  if (value.is_string()) return parse_hf_config(model_preset_config(value.get<std::string>(), path), path);
+  if (!value.is_object()) throw Error::invalid(path, describe_json(value), "must be a preset name or a JSON object");
+  if (value.contains("preset") && value.contains("hf_config")) {
+    throw Error::invalid(join_path(path, "preset"), describe_json(value.at("preset")), "cannot be combined with hf_config");
+  }
+  if (auto it = value.find("preset"); it != value.end()) {
+    if (!it->is_string()) throw Error::invalid(join_path(path, "preset"), describe_json(*it), "must be a string");
+    json config = model_preset_config(it->get<std::string>(), join_path(path, "preset"));
+    return parse_hf_config(apply_overrides(std::move(config), value), path);
+  }
+  if (auto it = value.find("hf_config"); it != value.end()) {
+    if (!it->is_string()) throw Error::invalid(join_path(path, "hf_config"), describe_json(*it), "must be a file path");
+    std::filesystem::path file = base_dir / it->get<std::string>();
+    json config = read_hf_config_file(file, join_path(path, "hf_config"));
+    if (!value.contains("name")) config["name"] = file.stem().string();
+    return parse_hf_config(apply_overrides(std::move(config), value), path);
+  }
+  return parse_hf_config(value, path);
+}
+
+}  // namespace orrery

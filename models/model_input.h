@@ -1,0 +1,21 @@
+#pragma once
+// The `model` value of a scenario file (DESIGN.md "Scenario file"): a preset name; {"preset": NAME, ...overrides};
+// {"hf_config": "path/relative/to/scenario.json", ...overrides}; or an inline Hugging Face config object. An
+// optional "name" labels the model in reports.
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "models/model_spec.h"
+
+namespace orrery {
+
+/// Resolves and parses a scenario's model value. `base_dir` is the folder of the scenario file (for hf_config
+/// paths); `path` is the field path for errors ("model").
+/// Errors: Error::invalid for unknown presets, unreadable or malformed hf_config files, and everything
+/// parse_hf_config rejects; Error::io when the hf_config file cannot be read.
+ModelSpec parse_model_input(const nlohmann::json& value, const std::filesystem::path& base_dir, const std::string& path);
+
+}  // namespace orrery

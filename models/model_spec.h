@@ -1,0 +1,84 @@
+#pragma once
+// The architecture of a decoder-only transformer, as far as performance depends on it. Filled from a Hugging Face
+// config.json (models/hf_config.h) or a preset (models/model_presets.h). Sizes are element counts, not bytes.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace orrery {
+
+enum class NormKind { kLayerNorm, kRmsNorm };
+enum class Activation { kGelu, kSilu, kRelu, kSquaredRelu };
+enum class PositionKind { kLearned, kRotary, kAlibi };
+
+/// Mixture-of-experts block. Zero experts means dense MLPs everywhere.
+struct MoeSpec {
+  int num_experts = 0;             // routed experts per MoE layer
+  int experts_per_token = 0;       // top-k
+  std::int64_t expert_intermediate_size = 0;  // per-expert MLP width
+  int num_shared_experts = 0;      // always-active experts (DeepSeek, Qwen2-MoE)
+  std::int64_t shared_expert_intermediate_size = 0;  // width of each shared expert
+  int first_dense_layers = 0;      // first_k_dense_replace: leading layers with a dense MLP
+  std::vector<bool> moe_layers;    // per layer: true where the MLP is routed experts (set by the importer)
+  bool router_bias = false;        // a bias on the router logits (GPT-OSS)
+  bool router_correction_bias = false;  // DeepSeek-V3's e_score_correction_bias (E numbers, not in the logits GEMM)
+};
+
+/// Multi-head latent attention (DeepSeek-V2/V3, arXiv:2405.04434 Section 2.1). Zero kv_lora_rank means none.
+struct MlaSpec {
+  std::int64_t q_lora_rank = 0;  // 0: queries projected directly from the hidden state
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+};
+
+struct ModelSpec {
+  std::string name;        // preset or user name, for reports
+  std::string model_type;  // Hugging Face model_type, e.g. "llama", "gpt2"
+
+  int num_layers = 0;
+  std::int64_t hidden_size = 0;
+  int num_attention_heads = 0;
+  int num_kv_heads = 0;            // GQA/MQA query groups; equals num_attention_heads for MHA
+  std::int64_t head_dim = 0;       // need not be hidden_size / num_attention_heads (Qwen3)
+  std::int64_t intermediate_size = 0;  // dense MLP width
+  std::int64_t vocab_size = 0;     // unpadded; Megatron's padding is applied by the lowering
+  std::int64_t max_position_embeddings = 0;
+  bool tie_word_embeddings = false;
+
+  NormKind norm = NormKind::kRmsNorm;
+  bool norm_has_bias = false;      // LayerNorm with a bias vector
+  Activation activation = Activation::kSilu;
+  bool gated_mlp = true;           // SwiGLU-style: gate and up projections
+  PositionKind position = PositionKind::kRotary;
+  bool qkv_bias = false;
+  bool attention_output_bias = false;
+  bool mlp_bias = false;
+  bool qk_norm = false;            // per-head RMSNorm on queries and keys (Qwen3)
+  bool embedding_norm = false;     // LayerNorm right after the word embedding (BLOOM)
+  bool attention_sinks = false;    // one learned logit per head (GPT-OSS)
+
+  double attention_dropout = 0.0;  // dropout on attention probabilities
+  double hidden_dropout = 0.0;     // dropout before each residual add
+
+  std::int64_t sliding_window = 0;         // 0: full attention everywhere
+  std::vector<bool> sliding_window_layers;  // per layer; empty means every layer uses the window when one is set
+
+  MoeSpec moe;
+  MlaSpec mla;
+
+  bool is_moe() const { return moe.num_experts > 0; }
+  bool is_mla() const { return mla.kv_lora_rank > 0; }
+  /// True when layer `layer` (0-based) has a routed-expert MLP.
+  bool layer_is_moe(int layer) const;
+  /// Attention window of layer `layer` in tokens, or 0 for full (causal) attention.
+  std::int64_t layer_window(int layer) const;
+};
+
+const char* to_string(NormKind kind);
+const char* to_string(Activation act);
+const char* to_string(PositionKind kind);
+
+}  // namespace orrery

@@ -1,0 +1,75 @@
+#include "models/ops.h"
+
+#include <algorithm>
+
+namespace orrery {
+
+int dtype_bytes(DType dtype) {
+  switch (dtype) {
+    case DType::kFp32:
+    case DType::kTf32: return 4;
+    case DType::kFp16:
+    case DType::kBf16: return 2;
+    case DType::kFp8: return 1;
+  }
+  return 4;
+}
+
+const char* to_string(DType dtype) {
+  switch (dtype) {
+    case DType::kFp32: return "fp32";
+    case DType::kTf32: return "tf32";
+    case DType::kFp16: return "fp16";
+    case DType::kBf16: return "bf16";
+    case DType::kFp8: return "fp8";
+  }
+  return "?";
+}
+
+Flops GemmShape::flops() const {
+  return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
+}
+
+Bytes GemmShape::bytes() const { return (m * k + k * n + m * n) * batch * dtype_bytes(dtype); }
+
+Flops AttentionShape::model_flops() const {
+  double forward = 2.0 * static_cast<double>(batch * heads) * static_cast<double>(q_len) * static_cast<double>(kv_len) *
+                   static_cast<double>(head_dim_qk + head_dim_v);
+  return backward ? 2.0 * forward : forward;
+}
+
+double AttentionShape::kept_fraction() const {
+  // Query i (0-based, aligned to the end of the keys) sees keys [i + kv - q - window + 1, i + kv - q], clipped.
+  const double q = static_cast<double>(q_len), kv = static_cast<double>(kv_len);
+  if (!causal && window <= 0) return 1.0;
+  double offset = kv - q;  // keys before the first query
+  double kept = 0.0;
+  if (window <= 0) {
+    // sum_{i=0}^{q-1} (offset + i + 1)
+    kept = q * offset + q * (q + 1.0) / 2.0;
+  } else {
+    const double w = static_cast<double>(window);
+    // Each query sees min(offset + i + 1, w) keys.
+    double full_from = std::max(0.0, w - offset - 1.0);  // first i with offset + i + 1 >= w
+    double ramp = std::min(q, full_from);
+    kept = ramp * offset + ramp * (ramp + 1.0) / 2.0 + (q - ramp) * w;
+  }
+  return std::clamp(kept / (q * kv), 0.0, 1.0);
+}
+
+Flops AttentionShape::executed_flops() const {
+  double forward = model_flops() / (backward ? 2.0 : 1.0) * kept_fraction();
+  return backward ? 2.5 * forward : forward;
+}
+
+Bytes AttentionShape::bytes() const {
+  const Bytes e = dtype_bytes(dtype);
+  Bytes q = batch * q_len * heads * head_dim_qk * e;
+  Bytes k = batch * kv_len * kv_heads * head_dim_qk * e;
+  Bytes v = batch * kv_len * kv_heads * head_dim_v * e;
+  Bytes o = batch * q_len * heads * head_dim_v * e;
+  Bytes forward = q + k + v + o;
+  return backward ? 2 * forward + o : forward;  // + dO in, dQ dK dV out, O re-read
+}
+
+}  // namespace orrery

@@ -1,0 +1,57 @@
+#pragma once
+// The op vocabulary: kernel-level operations with their shapes, FLOPs and bytes (DESIGN.md "The workload graph").
+// The lowering in sim/ emits these; the cost models in hardware/ price them. Sizes are element counts; FLOPs count
+// a multiply-add as 2.
+
+#include <cstdint>
+
+#include "models/units.h"
+
+namespace orrery {
+
+enum class DType : std::uint8_t { kFp32, kTf32, kFp16, kBf16, kFp8 };
+
+/// Bytes per element (TF32 is stored as FP32).
+int dtype_bytes(DType dtype);
+const char* to_string(DType dtype);
+
+/// C[m,n] = A[m,k] B[k,n], `batch` independent times (batched GEMM for unfused attention).
+struct GemmShape {
+  std::int64_t m = 0, n = 0, k = 0, batch = 1;
+  DType dtype = DType::kBf16;
+
+  Flops flops() const;   // 2 m n k batch
+  Bytes bytes() const;   // A and B read, C written once each: (mk + kn + mn) batch elements
+};
+
+/// A fused (flash) attention kernel over `batch` sequences: softmax(Q K^T) V with `heads` query heads sharing
+/// `kv_heads` key/value heads. Source for the FLOPs: FlashAttention-2 (Dao, arXiv:2307.08691) Section 4: the
+/// forward is 2 matmuls (4 q kv d FLOPs per head when dqk = dv = d), the backward 5 (2.5x the forward) because it
+/// recomputes the scores.
+struct AttentionShape {
+  std::int64_t batch = 0, heads = 0, kv_heads = 0, q_len = 0, kv_len = 0;
+  std::int64_t head_dim_qk = 0, head_dim_v = 0;
+  bool causal = true;
+  std::int64_t window = 0;  // sliding window in tokens; 0 = none
+  bool backward = false;
+  DType dtype = DType::kBf16;
+
+  /// Model FLOPs with the full score matrix (PaLM / SC21 convention): forward 2 b h q kv (dqk + dv), backward 2x.
+  Flops model_flops() const;
+  /// Fraction of the q x kv score matrix the mask keeps: (s+1)/(2s) for causal self-attention, less with a window.
+  double kept_fraction() const;
+  /// FLOPs the kernel performs: the kept part of the matrix, the backward at 2.5x the forward.
+  Flops executed_flops() const;
+  /// HBM traffic: Q, K, V read and O written (forward); plus dO read and dQ, dK, dV written (backward).
+  Bytes bytes() const;
+};
+
+/// A memory-bound kernel (norm, activation, residual, softmax, optimizer update): its HBM traffic and FLOPs.
+struct ElementwiseShape {
+  Bytes bytes_read = 0;
+  Bytes bytes_written = 0;
+  Flops flops = 0;
+  Bytes bytes() const { return bytes_read + bytes_written; }
+};
+
+}  // namespace orrery

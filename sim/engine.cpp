@@ -1,0 +1,215 @@
+#include "sim/engine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <queue>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace orrery {
+
+namespace {
+
+struct Event {
+  Nanoseconds time;
+  std::int64_t seq;
+  std::int32_t instance;
+  std::int32_t task;
+  bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+};
+
+struct Arrival {
+  std::int32_t instance;
+  std::int32_t task;
+};
+
+struct Rendezvous {
+  std::vector<Arrival> arrived;
+};
+
+class Simulation {
+ public:
+  Simulation(const WorkloadGraph& g, const Instantiation& inst, const Durations& d, const RunOptions& opt)
+      : graph_(g), inst_(inst), durations_(d) {
+    const std::size_t n = inst.instances.size();
+    offset_.resize(n + 1);
+    std::int64_t total = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      offset_[i] = total;
+      total += static_cast<std::int64_t>(program(i).tasks.size());
+    }
+    offset_[n] = total;
+    pending_.resize(static_cast<std::size_t>(total));
+    for (std::size_t i = 0; i < n; ++i) {
+      const Program& p = program(i);
+      std::copy(p.in_degree.begin(), p.in_degree.end(), pending_.begin() + offset_[i]);
+    }
+    base_ns_.resize(g.programs.size());
+    for (std::size_t p = 0; p < g.programs.size(); ++p) {
+      for (Seconds s : d.per_program[p]) base_ns_[p].push_back(to_nanos(s));
+    }
+    result_.instances.resize(n);
+    const bool record_all = total <= opt.record_budget;
+    std::vector<bool> stage_seen(g.programs.size(), false);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Instance& in = inst.instances[i];
+      bool record = record_all || !stage_seen[static_cast<std::size_t>(in.program)] || in.compute_slowdown != 1.0;
+      stage_seen[static_cast<std::size_t>(in.program)] = true;
+      InstanceRun& run = result_.instances[i];
+      run.recorded = record;
+      if (record) run.timings.resize(program(i).tasks.size());
+      live_.push_back({});
+      for (int k = 0; k < kNumMemoryKinds; ++k) {
+        live_.back()[static_cast<std::size_t>(k)] = program(i).static_memory[static_cast<std::size_t>(k)];
+      }
+      note_memory(i, 0);
+    }
+  }
+
+  RunResult run() {
+    for (std::size_t i = 0; i < inst_.instances.size(); ++i) {
+      const Program& p = program(i);
+      for (std::size_t t = 0; t < p.tasks.size(); ++t) {
+        if (p.in_degree[t] == 0) make_ready(static_cast<std::int32_t>(i), static_cast<std::int32_t>(t), 0);
+      }
+    }
+    while (!events_.empty()) {
+      Event e = events_.top();
+      events_.pop();
+      finish(e.instance, e.task, e.time);
+      ++result_.events;
+    }
+    if (completed_ != static_cast<std::int64_t>(pending_.size())) {
+      throw std::logic_error(fmt::format("engine: {} of {} tasks never ran (deadlock in the workload graph); {}",
+                                         static_cast<std::int64_t>(pending_.size()) - completed_, pending_.size(),
+                                         describe_stuck()));
+    }
+    for (const InstanceRun& r : result_.instances) result_.makespan = std::max(result_.makespan, r.end);
+    return std::move(result_);
+  }
+
+ private:
+  // The rendezvous each instance is stuck at, for the deadlock message.
+  std::string describe_stuck() const {
+    std::string text;
+    for (const auto& [key, r] : rendezvous_) {
+      for (const Arrival& a : r.arrived) {
+        const Task& t = program(static_cast<std::size_t>(a.instance)).tasks[static_cast<std::size_t>(a.task)];
+        text += fmt::format("[instance {} task {} ({}, group {}, seq {}, layer {}, mb {}) waits at group {}] ",
+                            a.instance, a.task, t.label, static_cast<int>(t.group), t.group_seq, t.layer,
+                            t.microbatch, key >> 32);
+      }
+      if (text.size() > 2000) break;
+    }
+    return text;
+  }
+
+  const Program& program(std::size_t instance) const {
+    return graph_.programs[static_cast<std::size_t>(inst_.instances[instance].program)];
+  }
+
+  Nanoseconds duration(std::int32_t instance, std::int32_t task) const {
+    const Instance& in = inst_.instances[static_cast<std::size_t>(instance)];
+    const auto p = static_cast<std::size_t>(in.program);
+    const Task& t = graph_.programs[p].tasks[static_cast<std::size_t>(task)];
+    if (in.compute_slowdown == 1.0 || !t.is_compute()) return base_ns_[p][static_cast<std::size_t>(task)];
+    return to_nanos(durations_.per_program[p][static_cast<std::size_t>(task)] * in.compute_slowdown);
+  }
+
+  TaskTiming* timing(std::int32_t instance, std::int32_t task) {
+    InstanceRun& r = result_.instances[static_cast<std::size_t>(instance)];
+    return r.recorded ? &r.timings[static_cast<std::size_t>(task)] : nullptr;
+  }
+
+  void make_ready(std::int32_t instance, std::int32_t task, Nanoseconds now) {
+    if (TaskTiming* t = timing(instance, task)) t->ready = now;
+    const Task& t = program(static_cast<std::size_t>(instance)).tasks[static_cast<std::size_t>(task)];
+    if (!t.is_rendezvous()) {
+      start(instance, task, now, duration(instance, task));
+      return;
+    }
+    const std::int32_t group = inst_.group(static_cast<std::size_t>(instance), t.group);
+    const std::int32_t members = inst_.group_size[static_cast<std::size_t>(group)];
+    if (members <= 1) {
+      start(instance, task, now, duration(instance, task));
+      return;
+    }
+    const std::uint64_t key = (static_cast<std::uint64_t>(group) << 32) | static_cast<std::uint32_t>(t.group_seq);
+    Rendezvous& r = rendezvous_[key];
+    r.arrived.push_back({instance, task});
+    if (static_cast<std::int32_t>(r.arrived.size()) < members) return;
+    Nanoseconds d = 0;
+    for (const Arrival& a : r.arrived) d = std::max(d, duration(a.instance, a.task));
+    for (const Arrival& a : r.arrived) start(a.instance, a.task, now, d);
+    rendezvous_.erase(key);
+  }
+
+  void start(std::int32_t instance, std::int32_t task, Nanoseconds now, Nanoseconds d) {
+    if (TaskTiming* t = timing(instance, task)) t->start = now;
+    const Task& t = program(static_cast<std::size_t>(instance)).tasks[static_cast<std::size_t>(task)];
+    apply(static_cast<std::size_t>(instance), t.at_start, now);
+    events_.push({now + d, next_seq_++, instance, task});
+  }
+
+  void finish(std::int32_t instance, std::int32_t task, Nanoseconds now) {
+    ++completed_;
+    const auto i = static_cast<std::size_t>(instance);
+    if (TaskTiming* t = timing(instance, task)) t->end = now;
+    const Program& p = program(i);
+    apply(i, p.tasks[static_cast<std::size_t>(task)].at_end, now);
+    InstanceRun& r = result_.instances[i];
+    r.end = std::max(r.end, now);
+    auto [begin, end] = boost::out_edges(static_cast<std::size_t>(task), p.successors);
+    for (auto e = begin; e != end; ++e) {
+      const auto next = static_cast<std::int32_t>(boost::target(*e, p.successors));
+      if (--pending_[static_cast<std::size_t>(offset_[i] + next)] == 0) make_ready(instance, next, now);
+    }
+  }
+
+  void apply(std::size_t instance, const MemoryEffect& effect, Nanoseconds now) {
+    if (effect.bytes == 0) return;
+    live_[instance][static_cast<std::size_t>(effect.kind)] += effect.bytes;
+    note_memory(instance, now);
+  }
+
+  void note_memory(std::size_t instance, Nanoseconds now) {
+    Bytes total = 0;
+    for (Bytes b : live_[instance]) total += b;
+    InstanceRun& r = result_.instances[instance];
+    if (total > r.peak) {
+      r.peak = total;
+      r.at_peak = live_[instance];
+    }
+    if (r.recorded) {
+      if (!r.memory.empty() && r.memory.back().time == now) {
+        r.memory.back().live = total;
+      } else {
+        r.memory.push_back({now, total});
+      }
+    }
+  }
+
+  const WorkloadGraph& graph_;
+  const Instantiation& inst_;
+  const Durations& durations_;
+  std::vector<std::int64_t> offset_;
+  std::vector<std::uint16_t> pending_;
+  std::vector<std::vector<Nanoseconds>> base_ns_;
+  std::vector<std::array<Bytes, kNumMemoryKinds>> live_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::unordered_map<std::uint64_t, Rendezvous> rendezvous_;
+  std::int64_t next_seq_ = 0;
+  std::int64_t completed_ = 0;
+  RunResult result_;
+};
+
+}  // namespace
+
+RunResult run_engine(const WorkloadGraph& graph, const Instantiation& instances, const Durations& durations,
+                     const RunOptions& options) {
+  Simulation sim(graph, instances, durations, options);
+  return sim.run();
+}
+
+}  // namespace orrery

@@ -1,0 +1,63 @@
+#pragma once
+// The discrete-event engine (DESIGN.md "The workload graph and the engine"). It knows tasks, streams, durations,
+// rendezvous groups and memory effects, nothing of transformers (STYLE.md rule 1). Time is integer nanoseconds
+// and events are ordered by (time, sequence number), so runs are deterministic (STYLE.md rule 5). The graph is
+// read-only; all run state lives here (STYLE.md rule 3).
+//
+// Semantics: a task becomes ready when every predecessor in its program (data and stream order) has ended. A
+// task of a rendezvous group starts when every member instance of its group has made its task of the same group
+// kind and issue order ready (NCCL's matching of calls on a communicator), so one slow member delays the whole
+// group; others start when ready. A task allocates its at_start bytes when it starts and applies its at_end
+// bytes when it ends.
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "sim/instances.h"
+#include "sim/workload_graph.h"
+
+namespace orrery {
+
+/// Base duration (seconds) of every task of every program, before per-instance slowdowns.
+struct Durations {
+  std::vector<std::vector<Seconds>> per_program;
+};
+
+struct TaskTiming {
+  Nanoseconds ready = 0;  // all predecessors done (for rendezvous: this member arrived)
+  Nanoseconds start = 0;
+  Nanoseconds end = 0;
+};
+
+struct MemorySample {
+  Nanoseconds time = 0;
+  Bytes live = 0;
+};
+
+struct InstanceRun {
+  Nanoseconds end = 0;  // when its last task ended
+  Bytes peak = 0;       // largest live bytes
+  std::array<Bytes, kNumMemoryKinds> at_peak{};  // composition at the first instant of the peak
+  bool recorded = false;
+  std::vector<TaskTiming> timings;      // per task, when recorded
+  std::vector<MemorySample> memory;     // live bytes after each change, when recorded
+};
+
+struct RunResult {
+  std::vector<InstanceRun> instances;
+  Nanoseconds makespan = 0;
+  std::int64_t events = 0;
+};
+
+struct RunOptions {
+  /// Keep per-task timings and memory samples of every instance when instances x tasks stays below this;
+  /// above it, only the first instance of each stage and those with a slowdown are recorded.
+  std::int64_t record_budget = 20'000'000;
+};
+
+/// Runs the graph. Errors: std::logic_error if tasks never become ready (a deadlock, i.e. a lowering bug).
+RunResult run_engine(const WorkloadGraph& graph, const Instantiation& instances, const Durations& durations,
+                     const RunOptions& options = {});
+
+}  // namespace orrery

@@ -1,0 +1,141 @@
+#include "sim/lower/context.h"
+
+#include <cassert>
+
+namespace orrery {
+
+std::int64_t padded_vocab_size(std::int64_t vocab, int tp, int divisible_by) {
+  const std::int64_t multiple = static_cast<std::int64_t>(divisible_by) * tp;
+  return (vocab + multiple - 1) / multiple * multiple;
+}
+
+namespace {
+
+// Bytes per parameter of gradient buffer and optimizer state (before ZeRO sharding), Megatron-LM
+// docs/source/api-guide/dist_optimizer.md table: bf16 params with fp32 grads 2 + 4 + 12 = 18 bytes; fp16 params
+// with fp16 grads 2 + 2 + 16 (fp32 main params, main grads, Adam m and v) = 20; fp32 4 + 4 + 8 = 16.
+struct StateBytes {
+  Bytes param, grad, optimizer;
+};
+
+StateBytes state_bytes(Precision precision, Optimizer optimizer) {
+  const bool adam = optimizer == Optimizer::kAdam;
+  switch (precision) {
+    case Precision::kFp32: return {4, 4, adam ? 8 : 4};
+    case Precision::kFp16: return {2, 2, adam ? 16 : 12};
+    case Precision::kBf16:
+    case Precision::kFp8: return {2, 4, adam ? 12 : 8};
+  }
+  return {2, 4, 12};
+}
+
+}  // namespace
+
+LoweringContext::LoweringContext(const Scenario& s)
+    : scenario(s),
+      model(s.model),
+      plan(s.parallel),
+      training(s.training),
+      cluster(s.cluster),
+      layout(make_pipeline_layout(s.model, s.parallel)),
+      ranks(s.parallel),
+      microbatches(s.num_microbatches()) {
+  tp = plan.tp;
+  batch = training.micro_batch_size;
+  seq = training.seq_length / plan.cp;
+  tokens = batch * seq;
+  tokens_sp = plan.sequence_parallel ? tokens / tp : tokens;
+  padded_vocab = padded_vocab_size(model.vocab_size, tp);
+  act_dtype = activation_dtype(training.precision);
+  gemm_dtype = orrery::gemm_dtype(training.precision);
+  act_bytes = dtype_bytes(act_dtype);
+  StateBytes sb = state_bytes(training.precision, training.optimizer);
+  param_bytes = sb.param;
+  grad_bytes = sb.grad;
+  optimizer_bytes = sb.optimizer;
+  padded_model = model;
+  padded_model.vocab_size = padded_vocab;
+}
+
+const GroupPlacement& LoweringContext::placement(GroupKind kind, int stage) const {
+  auto key = std::make_pair(kind, stage);
+  auto it = placements_.find(key);
+  if (it != placements_.end()) return it->second;
+  std::vector<int> members = ranks.group_members(kind, ranks.rank({0, 0, 0, stage}));
+  if (members.empty()) members.push_back(ranks.rank({0, 0, 0, stage}));
+  return placements_.emplace(key, place_members(cluster, members)).first->second;
+}
+
+std::int64_t LoweringContext::local_elements(const ParamTensor& t) const {
+  switch (t.sharding) {
+    case ParamSharding::kReplicated: return t.elements;
+    case ParamSharding::kTensorParallel: return t.elements / tp;
+    case ParamSharding::kExpert: return t.elements / (plan.ep * plan.etp);
+  }
+  return t.elements;
+}
+
+Emitter::Emitter(const LoweringContext& ctx, ProgramBuilder& builder, int stage)
+    : ctx_(ctx), builder_(builder), stage_(stage) {}
+
+void Emitter::at(int microbatch, int chunk, int layer, Phase phase) {
+  microbatch_ = microbatch;
+  chunk_ = chunk;
+  layer_ = layer;
+  phase_ = phase;
+}
+
+Task Emitter::base(TaskKind kind, const char* label, Stream stream) const {
+  Task t;
+  t.kind = kind;
+  t.phase = phase_;
+  t.stream = stream;
+  t.chunk = static_cast<std::int16_t>(chunk_);
+  t.layer = layer_;
+  t.microbatch = microbatch_;
+  t.label = label;
+  return t;
+}
+
+TaskId Emitter::gemm(const char* label, GemmShape shape, std::initializer_list<TaskId> deps) {
+  Task t = base(TaskKind::kGemm, label, Stream::kCompute);
+  t.op = shape;
+  return builder_.add(t, deps);
+}
+
+TaskId Emitter::attention(const char* label, AttentionShape shape, std::initializer_list<TaskId> deps) {
+  Task t = base(TaskKind::kAttention, label, Stream::kCompute);
+  t.op = shape;
+  return builder_.add(t, deps);
+}
+
+TaskId Emitter::elementwise(const char* label, Bytes read, Bytes written, std::initializer_list<TaskId> deps) {
+  Task t = base(TaskKind::kElementwise, label, Stream::kCompute);
+  t.op = ElementwiseShape{read, written, 0.0};
+  return builder_.add(t, deps);
+}
+
+TaskId Emitter::optimizer(const char* label, Bytes read, Bytes written, std::initializer_list<TaskId> deps) {
+  Task t = base(TaskKind::kOptimizer, label, Stream::kCompute);
+  t.op = ElementwiseShape{read, written, 0.0};
+  return builder_.add(t, deps);
+}
+
+TaskId Emitter::collective(const char* label, Stream stream, GroupKind group, CollectiveKind kind, Bytes bytes,
+                           std::initializer_list<TaskId> deps) {
+  const GroupPlacement& where = ctx_.placement(group, stage_);
+  if (where.size <= 1) return -1;
+  Task t = base(TaskKind::kCollective, label, stream);
+  t.group = group;
+  t.op = CollectiveOp{kind, bytes, where};
+  return builder_.add(t, deps);
+}
+
+TaskId Emitter::p2p(const char* label, Stream stream, GroupKind group, Bytes bytes, std::initializer_list<TaskId> deps) {
+  Task t = base(TaskKind::kSendRecv, label, stream);
+  t.group = group;
+  t.op = CollectiveOp{CollectiveKind::kSendRecv, bytes, ctx_.placement(group, stage_)};
+  return builder_.add(t, deps);
+}
+
+}  // namespace orrery

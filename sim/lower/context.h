@@ -1,0 +1,113 @@
+#pragma once
+// Shared state of the lowering: the derived sizes every op needs (tokens per rank, local heads, padded vocabulary,
+// element sizes), the placement of each communication group, and an Emitter that appends tasks to one stage's
+// program with the current (micro-batch, chunk, layer, phase) coordinates.
+
+#include <map>
+#include <utility>
+
+#include "hardware/topology.h"
+#include "models/param_count.h"
+#include "sim/pipeline_layout.h"
+#include "sim/rank_layout.h"
+#include "sim/scenario.h"
+#include "sim/workload_graph.h"
+
+namespace orrery {
+
+using TaskId = ProgramBuilder::TaskId;
+
+struct LoweringContext {
+  LoweringContext(const Scenario& scenario);
+
+  const Scenario& scenario;
+  const ModelSpec& model;
+  const ParallelPlan& plan;
+  const TrainingSpec& training;
+  const ClusterSpec& cluster;
+  PipelineLayout layout;
+  RankLayout ranks;
+  int microbatches = 0;
+
+  int tp = 1;
+  std::int64_t batch = 0;         // micro-batch size b
+  std::int64_t seq = 0;           // sequence length a rank processes (s / cp)
+  std::int64_t tokens = 0;        // b s: rows of every GEMM
+  std::int64_t tokens_sp = 0;     // rows of norms and residuals: b s / tp with sequence parallelism
+  std::int64_t padded_vocab = 0;  // Megatron-padded vocabulary
+  DType act_dtype = DType::kBf16;
+  DType gemm_dtype = DType::kBf16;
+  Bytes act_bytes = 2;            // bytes per activation element
+  Bytes param_bytes = 2;          // bytes per model parameter
+  Bytes grad_bytes = 4;           // bytes per gradient element in the reduction buffer
+  Bytes optimizer_bytes = 12;     // bytes per parameter of optimizer state, before ZeRO sharding
+  ModelSpec padded_model;         // the model with the padded vocabulary (what ranks really hold)
+
+  /// Placement of the `kind` group of the first rank of pipeline stage `stage` (cached).
+  const GroupPlacement& placement(GroupKind kind, int stage) const;
+  /// Elements of `tensor` held by one rank.
+  std::int64_t local_elements(const ParamTensor& tensor) const;
+  /// Ranks that share (and so shard under ZeRO) the data-parallel gradients: dp x cp.
+  int data_parallel_ranks() const { return plan.dp * plan.cp; }
+
+ private:
+  mutable std::map<std::pair<GroupKind, int>, GroupPlacement> placements_;
+};
+
+/// A parameter group as the data-parallel reduction sees it: local elements, the task that finishes its gradient
+/// in the last backward pass, and the task that first reads it in the first forward pass.
+struct ParamUse {
+  int chunk = 0;
+  int layer = -1;          // -1 for embedding and head parameters
+  const char* name = "";   // the module that owns the parameters
+  std::int64_t elements = 0;
+  TaskId grad_ready = -1;
+  TaskId first_use = -1;
+};
+
+/// Appends tasks to one stage's program at the current coordinates.
+class Emitter {
+ public:
+  Emitter(const LoweringContext& ctx, ProgramBuilder& builder, int stage);
+
+  void at(int microbatch, int chunk, int layer, Phase phase);
+  void set_phase(Phase phase) { phase_ = phase; }
+  Phase phase() const { return phase_; }
+  int stage() const { return stage_; }
+  int microbatch() const { return microbatch_; }
+  int chunk() const { return chunk_; }
+  int layer() const { return layer_; }
+
+  TaskId gemm(const char* label, GemmShape shape, std::initializer_list<TaskId> deps = {});
+  TaskId attention(const char* label, AttentionShape shape, std::initializer_list<TaskId> deps = {});
+  TaskId elementwise(const char* label, Bytes read, Bytes written, std::initializer_list<TaskId> deps = {});
+  TaskId optimizer(const char* label, Bytes read, Bytes written, std::initializer_list<TaskId> deps = {});
+  /// A collective of `group` on `stream`; `bytes` as nccl-tests sizes it (collective_cost.h). Returns -1 and adds
+  /// nothing when the group has one rank.
+  TaskId collective(const char* label, Stream stream, GroupKind group, CollectiveKind kind, Bytes bytes,
+                    std::initializer_list<TaskId> deps = {});
+  /// One side of a point-to-point transfer (the p2p group kinds pair it with the peer's other side).
+  TaskId p2p(const char* label, Stream stream, GroupKind group, Bytes bytes, std::initializer_list<TaskId> deps = {});
+
+  void save(TaskId task, Bytes bytes) { builder_.alloc_at_start(task, MemoryKind::kActivations, bytes); }
+  void release(TaskId task, Bytes bytes) { builder_.free_at_end(task, MemoryKind::kActivations, bytes); }
+  void depend(TaskId after, TaskId before) { builder_.depend(after, before); }
+  TaskId last_compute() const { return builder_.last_on(Stream::kCompute); }
+  TaskId last_on(Stream stream) const { return builder_.last_on(stream); }
+  const LoweringContext& ctx() const { return ctx_; }
+  ProgramBuilder& builder() { return builder_; }
+
+ private:
+  Task base(TaskKind kind, const char* label, Stream stream) const;
+  const LoweringContext& ctx_;
+  ProgramBuilder& builder_;
+  int stage_;
+  int microbatch_ = -1, chunk_ = -1, layer_ = -1;
+  Phase phase_ = Phase::kForward;
+};
+
+/// Megatron-LM's vocabulary padding: the next multiple of make_vocab_size_divisible_by (128) x tp
+/// (megatron/training/tokenizer: _vocab_size_with_padding).
+std::int64_t padded_vocab_size(std::int64_t vocab, int tp, int divisible_by = 128);
+
+}  // namespace orrery

@@ -1,0 +1,155 @@
+#include "sim/lower/data_parallel.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+#include <map>
+
+namespace orrery {
+
+std::int64_t DataParallelLowering::bucket_size(int data_parallel_ranks) {
+  return std::max<std::int64_t>(40'000'000, 1'000'000LL * data_parallel_ranks);
+}
+
+DataParallelLowering::DataParallelLowering(const LoweringContext& ctx, int stage)
+    : ctx_(ctx), stage_(stage), groups_(stage_param_groups(ctx, stage)) {
+  distributed_optimizer_ = ctx.plan.zero_stage >= 1;
+  reduce_ = ctx.data_parallel_ranks() > 1;
+  for (const ParamGroup& g : groups_) local_params_ += g.elements;
+  // Buckets per chunk, filled in backward (reverse) order; a bucket closes once it reaches the bucket size.
+  const std::int64_t size = bucket_size(ctx.data_parallel_ranks());
+  for (int chunk = 0; chunk < ctx.layout.vpp; ++chunk) {
+    GradBucket open;
+    open.chunk = chunk;
+    for (std::size_t i = groups_.size(); i-- > 0;) {
+      if (groups_[i].chunk != chunk) continue;
+      open.groups.push_back(i);
+      open.elements += groups_[i].elements;
+      if (open.elements >= size) {
+        buckets_.push_back(open);
+        open = GradBucket{};
+        open.chunk = chunk;
+      }
+    }
+    if (!open.groups.empty()) buckets_.push_back(open);
+  }
+}
+
+std::size_t DataParallelLowering::find_group(const ParamUse& use) const {
+  for (std::size_t i = 0; i < groups_.size(); ++i) {
+    const ParamGroup& g = groups_[i];
+    if (g.chunk == use.chunk && g.layer == use.layer && std::strcmp(g.name, use.name) == 0) return i;
+  }
+  assert(false && "parameter use without a group");
+  return 0;
+}
+
+void DataParallelLowering::emit_prologue(Emitter& emit) {
+  if (!distributed_optimizer_ || !reduce_ || !ctx_.plan.overlap_param_gather) return;
+  emit.at(-1, -1, -1, Phase::kForward);
+  // Forward order: chunk 0 first, and within a chunk the bucket holding the first layers first.
+  for (int chunk = 0; chunk < ctx_.layout.vpp; ++chunk) {
+    for (auto it = buckets_.rbegin(); it != buckets_.rend(); ++it) {
+      if (it->chunk != chunk) continue;
+      it->param_gather = emit.collective("param_gather", Stream::kDp, GroupKind::kDp, CollectiveKind::kAllGather,
+                                         it->elements * ctx_.param_bytes);
+    }
+  }
+}
+
+void DataParallelLowering::emit_gradient_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready,
+                                                   TaskId last_backward, std::vector<TaskId>& done) {
+  std::vector<TaskId> ready(groups_.size(), -1);
+  for (const ParamUse& use : grad_ready) ready[find_group(use)] = use.grad_ready;
+  // Issue buckets in the order their gradients complete: by the task that finishes each bucket.
+  std::vector<std::pair<TaskId, std::size_t>> order;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    TaskId last = -1;
+    for (std::size_t g : buckets_[b].groups) last = std::max(last, ready[g]);
+    order.emplace_back(ctx_.plan.overlap_grad_reduce ? last : last_backward, b);
+  }
+  std::stable_sort(order.begin(), order.end());
+  const auto kind = distributed_optimizer_ ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+  for (const auto& [after, b] : order) {
+    TaskId t = emit.collective("grad_reduce", Stream::kDp, GroupKind::kDp, kind,
+                               buckets_[b].elements * ctx_.grad_bytes, {after});
+    if (t >= 0) done.push_back(t);
+  }
+}
+
+TaskId DataParallelLowering::emit_optimizer(Emitter& emit, const std::vector<TaskId>& after) {
+  const std::int64_t n = distributed_optimizer_ ? local_params_ / ctx_.data_parallel_ranks() : local_params_;
+  const Bytes grads = n * ctx_.grad_bytes;
+  emit.at(-1, -1, -1, Phase::kOptimizer);
+  TaskId start = emit.optimizer("optimizer_wait", 0, 0);
+  for (TaskId t : after) emit.depend(start, t);
+  TaskId last = start;
+  if (ctx_.training.precision == Precision::kFp16) {
+    // Dynamic loss scaling: unscale and look for inf/nan, then agree across the model-parallel ranks.
+    last = emit.optimizer("unscale_grads", grads, grads);
+    emit.collective("found_inf", Stream::kDp, GroupKind::kModelParallel, CollectiveKind::kAllReduce, 4, {last});
+  }
+  // Gradient clipping: the global norm needs one scalar all-reduce across the model-parallel ranks.
+  last = emit.optimizer("grad_norm", grads, 4);
+  TaskId norm = emit.collective("grad_norm", Stream::kDp, GroupKind::kModelParallel, CollectiveKind::kAllReduce, 4, {last});
+  last = emit.optimizer("clip_grads", grads, grads, {norm});
+  // Fused Adam (apex/TE multi_tensor_adam): read the fp32 master weight, m, v and the gradient; write weight, m, v.
+  const Bytes state = n * ctx_.optimizer_bytes;
+  last = emit.optimizer("adam", state + grads, state);
+  if (ctx_.param_bytes < 4) last = emit.optimizer("param_copy", n * 4, n * ctx_.param_bytes);
+  return last;
+}
+
+void DataParallelLowering::emit_epilogue(Emitter& emit, const std::vector<ParamUse>& first_uses,
+                                         const std::vector<ParamUse>& grad_ready, TaskId last_backward) {
+  // The first forward use of each parameter waits for the all-gather of its bucket.
+  std::map<std::size_t, TaskId> gather_of_group;
+  for (const GradBucket& b : buckets_) {
+    for (std::size_t g : b.groups) gather_of_group[g] = b.param_gather;
+  }
+  for (const ParamUse& use : first_uses) {
+    TaskId gather = gather_of_group[find_group(use)];
+    if (gather >= 0) emit.depend(use.first_use, gather);
+  }
+  std::vector<TaskId> done;
+  emit.at(-1, -1, -1, Phase::kBackwardWeight);
+  if (reduce_) emit_gradient_reduction(emit, grad_ready, last_backward, done);
+  // Tied embeddings across pipeline stages: the first and last stage all-reduce their copies' gradients
+  // (Megatron-Core finalize_model_grads, after the data-parallel reduction).
+  const bool first_or_last = stage_ == 0 || stage_ == ctx_.plan.pp - 1;
+  if (ctx_.model.tie_word_embeddings && ctx_.plan.pp > 1 && first_or_last) {
+    const Bytes bytes = ctx_.padded_vocab / ctx_.tp * ctx_.model.hidden_size * ctx_.grad_bytes;
+    TaskId t = emit.collective("embedding_grad", Stream::kDp, GroupKind::kEmbedding, CollectiveKind::kAllReduce, bytes,
+                               {last_backward});
+    if (t >= 0) done.push_back(t);
+  }
+  // Sequence parallelism leaves each TP rank with partial norm-weight gradients; they are all-reduced over TP.
+  if (ctx_.plan.sequence_parallel && ctx_.tp > 1) {
+    std::int64_t norms = 0;
+    for (const ParamGroup& g : groups_) {
+      if (std::strstr(g.name, "norm")) norms += g.elements;
+    }
+    TaskId t = emit.collective("norm_grad", Stream::kTp, GroupKind::kTp, CollectiveKind::kAllReduce,
+                               norms * ctx_.grad_bytes, {last_backward});
+    if (t >= 0) done.push_back(t);
+  }
+  done.push_back(last_backward);
+  TaskId step = emit_optimizer(emit, done);
+  if (distributed_optimizer_ && reduce_ && !ctx_.plan.overlap_param_gather) {
+    emit.at(-1, -1, -1, Phase::kOptimizer);
+    for (auto it = buckets_.rbegin(); it != buckets_.rend(); ++it) {
+      emit.collective("param_gather", Stream::kDp, GroupKind::kDp, CollectiveKind::kAllGather,
+                      it->elements * ctx_.param_bytes, {step});
+    }
+  }
+}
+
+void DataParallelLowering::set_static_memory(ProgramBuilder& builder, Bytes other) const {
+  const int shards = distributed_optimizer_ ? ctx_.data_parallel_ranks() : 1;
+  builder.set_static_memory(MemoryKind::kWeights, local_params_ * ctx_.param_bytes);
+  builder.set_static_memory(MemoryKind::kGradients, local_params_ * ctx_.grad_bytes);
+  builder.set_static_memory(MemoryKind::kOptimizer, local_params_ * ctx_.optimizer_bytes / shards);
+  builder.set_static_memory(MemoryKind::kOther, other);
+}
+
+}  // namespace orrery

@@ -1,0 +1,59 @@
+#pragma once
+// Data-parallel gradient reduction, the optimizer step and the distributed optimizer's parameter all-gather for
+// one pipeline stage, as Megatron-Core's DistributedDataParallel and DistributedOptimizer run them:
+// - gradients go into buckets of at least max(40M, 1M x DP) parameters, filled in backward order per model chunk
+//   (megatron/core/distributed/distributed_data_parallel.py, default bucket_size);
+// - a bucket is all-reduced (ZeRO 0) or reduce-scattered (ZeRO 1) on the data-parallel stream as soon as its last
+//   gradient is ready in the last micro-batch (overlap_grad_reduce), or after the backward pass otherwise;
+// - after the optimizer step, ZeRO 1 all-gathers the updated parameters; with overlap_param_gather the gathers of
+//   the next iteration run during the first micro-batch's forward pass, which waits for each bucket it uses.
+
+#include <vector>
+
+#include "sim/lower/context.h"
+#include "sim/lower/param_groups.h"
+
+namespace orrery {
+
+struct GradBucket {
+  int chunk = 0;
+  std::int64_t elements = 0;
+  std::vector<std::size_t> groups;  // indexes into the stage's groups
+  TaskId param_gather = -1;         // the all-gather that refreshes it (ZeRO 1), if emitted
+};
+
+class DataParallelLowering {
+ public:
+  DataParallelLowering(const LoweringContext& ctx, int stage);
+
+  /// Before the schedule: the overlapped parameter all-gathers of the distributed optimizer.
+  void emit_prologue(Emitter& emit);
+  /// After the schedule: gradient reduction, embedding and norm synchronisation, optimizer step, and the
+  /// non-overlapped parameter all-gathers. `first_uses` and `grad_ready` come from the lowering of the first
+  /// forward and last backward pass of each chunk; `last_backward` is the last compute task of the schedule.
+  void emit_epilogue(Emitter& emit, const std::vector<ParamUse>& first_uses, const std::vector<ParamUse>& grad_ready,
+                     TaskId last_backward);
+  /// Static memory of the stage (weights, gradients, optimizer state), written into the builder.
+  void set_static_memory(ProgramBuilder& builder, Bytes other) const;
+
+  const std::vector<GradBucket>& buckets() const { return buckets_; }
+  std::int64_t local_parameters() const { return local_params_; }
+  /// Minimum bucket size in parameters: max(40M, 1M x data-parallel ranks).
+  static std::int64_t bucket_size(int data_parallel_ranks);
+
+ private:
+  std::size_t find_group(const ParamUse& use) const;
+  void emit_gradient_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready, TaskId last_backward,
+                               std::vector<TaskId>& done);
+  TaskId emit_optimizer(Emitter& emit, const std::vector<TaskId>& after);
+
+  const LoweringContext& ctx_;
+  int stage_;
+  std::vector<ParamGroup> groups_;
+  std::vector<GradBucket> buckets_;
+  std::int64_t local_params_ = 0;
+  bool distributed_optimizer_ = false;
+  bool reduce_ = false;  // more than one data-parallel rank
+};
+
+}  // namespace orrery

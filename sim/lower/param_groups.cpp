@@ -1,0 +1,101 @@
+#include "sim/lower/param_groups.h"
+
+#include <cstring>
+
+namespace orrery {
+
+namespace {
+
+struct GroupDef {
+  const char* name;
+  std::initializer_list<const char*> tensors;
+};
+
+// Module -> parameter tensors (names of models/param_count.cpp).
+const GroupDef kLayerGroups[] = {
+    {"input_norm", {"input_norm"}},
+    {"qkv", {"qkv", "qkv_bias"}},
+    {"qk_norm", {"qk_norm"}},
+    {"attention_proj", {"attention_proj", "attention_proj_bias"}},
+    {"post_attention_norm", {"post_attention_norm"}},
+    {"mlp_up", {"mlp_up"}},
+    {"mlp_down", {"mlp_down", "mlp_down_bias"}},
+};
+
+std::vector<ParamGroup> collect(const LoweringContext& ctx, const std::vector<ParamTensor>& tensors,
+                                std::initializer_list<GroupDef> defs, int layer, int chunk) {
+  std::vector<ParamGroup> out;
+  for (const GroupDef& def : defs) {
+    std::int64_t n = 0;
+    for (const ParamTensor& t : tensors) {
+      for (const char* name : def.tensors) {
+        if (t.name == name) n += ctx.local_elements(t);
+      }
+    }
+    if (n > 0) out.push_back({chunk, layer, def.name, n});
+  }
+  return out;
+}
+
+std::int64_t position_rows(const LoweringContext& ctx) {
+  return std::max(ctx.model.max_position_embeddings, ctx.training.seq_length);
+}
+
+}  // namespace
+
+std::vector<ParamGroup> layer_param_groups(const LoweringContext& ctx, int layer, int chunk) {
+  const auto tensors = layer_param_tensors(ctx.padded_model, layer);
+  return collect(ctx, tensors,
+                 {kLayerGroups[0], kLayerGroups[1], kLayerGroups[2], kLayerGroups[3], kLayerGroups[4],
+                  kLayerGroups[5], kLayerGroups[6]},
+                 layer, chunk);
+}
+
+std::vector<ParamGroup> embedding_param_groups(const LoweringContext& ctx, int chunk) {
+  const auto tensors = embedding_param_tensors(ctx.padded_model, position_rows(ctx));
+  return collect(ctx, tensors,
+                 {{"word_embedding", {"word_embedding"}},
+                  {"position_embedding", {"position_embedding"}},
+                  {"embedding_norm", {"embedding_norm"}}},
+                 -1, chunk);
+}
+
+std::vector<ParamGroup> head_param_groups(const LoweringContext& ctx, int chunk) {
+  auto out = collect(ctx, head_param_tensors(ctx.padded_model), {{"final_norm", {"final_norm"}}, {"lm_head", {"lm_head"}}},
+                     -1, chunk);
+  if (ctx.model.tie_word_embeddings && ctx.plan.pp > 1) {
+    // Megatron keeps a copy of the word embedding on the last stage to use as the LM head.
+    out.push_back({chunk, -1, "lm_head", ctx.padded_vocab / ctx.tp * ctx.model.hidden_size});
+  }
+  return out;
+}
+
+std::vector<ParamGroup> stage_param_groups(const LoweringContext& ctx, int stage) {
+  std::vector<ParamGroup> out;
+  const PipelineLayout& layout = ctx.layout;
+  for (int chunk = 0; chunk < layout.vpp; ++chunk) {
+    if (layout.holds_embedding(stage, chunk)) {
+      auto e = embedding_param_groups(ctx, chunk);
+      out.insert(out.end(), e.begin(), e.end());
+    }
+    const int first = layout.first_layer_of(stage, chunk);
+    for (int l = first; l < first + layout.layers_in(stage, chunk); ++l) {
+      auto g = layer_param_groups(ctx, l, chunk);
+      out.insert(out.end(), g.begin(), g.end());
+    }
+    if (layout.holds_head(stage, chunk)) {
+      auto h = head_param_groups(ctx, chunk);
+      out.insert(out.end(), h.begin(), h.end());
+    }
+  }
+  return out;
+}
+
+std::int64_t group_elements(const std::vector<ParamGroup>& groups, const char* name) {
+  for (const ParamGroup& g : groups) {
+    if (std::strcmp(g.name, name) == 0) return g.elements;
+  }
+  return 0;
+}
+
+}  // namespace orrery

@@ -1,0 +1,32 @@
+#pragma once
+// Parameter groups of one pipeline rank as the lowering and the data-parallel reduction see them: one group per
+// module that owns parameters (e.g. a layer's "qkv" holds the QKV weight and bias), with the elements one rank
+// holds after tensor-parallel sharding, in forward order per model chunk.
+
+#include <vector>
+
+#include "sim/lower/context.h"
+
+namespace orrery {
+
+struct ParamGroup {
+  int chunk = 0;
+  int layer = -1;          // -1: embedding or head
+  const char* name = "";   // module label, as the lowering records it
+  std::int64_t elements = 0;
+};
+
+/// Groups of transformer layer `layer`, forward order.
+std::vector<ParamGroup> layer_param_groups(const LoweringContext& ctx, int layer, int chunk);
+/// Groups of the embedding (first virtual stage), forward order.
+std::vector<ParamGroup> embedding_param_groups(const LoweringContext& ctx, int chunk);
+/// Groups of the final norm and LM head (last virtual stage). The LM head is a group of its own unless its weight
+/// is the word embedding on the same rank (tied embeddings with pp == 1).
+std::vector<ParamGroup> head_param_groups(const LoweringContext& ctx, int chunk);
+/// Every group of pipeline stage `stage`, chunk by chunk, forward order.
+std::vector<ParamGroup> stage_param_groups(const LoweringContext& ctx, int stage);
+
+/// Elements of the named group (0 when the model has no such parameters).
+std::int64_t group_elements(const std::vector<ParamGroup>& groups, const char* name);
+
+}  // namespace orrery

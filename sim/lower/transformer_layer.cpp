@@ -1,0 +1,363 @@
+#include "sim/lower/transformer_layer.h"
+
+#include <algorithm>
+
+#include "sim/lower/param_groups.h"
+
+namespace orrery {
+
+namespace {
+
+// Restores the emitter's phase when a backward block has emitted its weight-gradient task.
+class PhaseScope {
+ public:
+  PhaseScope(Emitter& emit, Phase phase) : emit_(emit), saved_(emit.phase()) { emit_.set_phase(phase); }
+  ~PhaseScope() { emit_.set_phase(saved_); }
+  PhaseScope(const PhaseScope&) = delete;
+  PhaseScope& operator=(const PhaseScope&) = delete;
+
+ private:
+  Emitter& emit_;
+  Phase saved_;
+};
+
+}  // namespace
+
+TransformerLayerLowering::TransformerLayerLowering(Emitter& emit, int layer)
+    : emit_(emit), ctx_(emit.ctx()), layer_(layer), groups_(layer_param_groups(ctx_, layer, emit.chunk())) {
+  const ModelSpec& m = ctx_.model;
+  qkv_features_ = (m.num_attention_heads + 2 * m.num_kv_heads) * m.head_dim;
+  attn_features_ = m.num_attention_heads * m.head_dim;
+  up_features_ = (m.gated_mlp ? 2 : 1) * m.intermediate_size;
+  dropout_attention_ = m.attention_dropout > 0.0;
+  dropout_hidden_ = m.hidden_dropout > 0.0;
+}
+
+GemmShape TransformerLayerLowering::linear(std::int64_t m, std::int64_t n, std::int64_t k) const {
+  return GemmShape{m, n, k, 1, ctx_.gemm_dtype};
+}
+
+void TransformerLayerLowering::record(std::vector<ParamUse>* params, const char* name, TaskId task, bool forward) const {
+  const std::int64_t elements = group_elements(groups_, name);
+  if (!params || elements == 0) return;
+  ParamUse use;
+  use.chunk = emit_.chunk();
+  use.layer = layer_;
+  use.name = name;
+  use.elements = elements;
+  (forward ? use.first_use : use.grad_ready) = task;
+  params->push_back(use);
+}
+
+// ---- sizes of saved activations (Korthikanti et al., arXiv:2205.05198, Section 4.1) ----
+
+Bytes TransformerLayerLowering::norm_saved() const { return ctx_.tokens_sp * ctx_.model.hidden_size * ctx_.act_bytes; }
+
+Bytes TransformerLayerLowering::column_saved() const {
+  // With sequence parallelism Megatron keeps the sharded input and all-gathers it again in the backward pass.
+  return ctx_.tokens_sp * ctx_.model.hidden_size * ctx_.act_bytes;
+}
+
+Bytes TransformerLayerLowering::row_saved(std::int64_t in_features) const {
+  return ctx_.tokens * (in_features / ctx_.tp) * ctx_.act_bytes;
+}
+
+Bytes TransformerLayerLowering::core_inputs_saved() const {
+  const ModelSpec& m = ctx_.model;
+  return ctx_.tokens * (m.num_attention_heads + 2 * m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
+}
+
+Bytes TransformerLayerLowering::core_internals_saved() const {
+  const std::int64_t heads = ctx_.model.num_attention_heads / ctx_.tp;
+  if (ctx_.training.attention_backend == AttentionBackend::kFlash) {
+    return ctx_.batch * heads * ctx_.seq * 4;  // fp32 log-sum-exp per query row
+  }
+  const std::int64_t scores = ctx_.batch * heads * ctx_.seq * ctx_.seq;
+  // Softmax output, and with attention dropout its 1-byte mask and its output.
+  return scores * ctx_.act_bytes + (dropout_attention_ ? scores * (1 + ctx_.act_bytes) : 0);
+}
+
+Bytes TransformerLayerLowering::residual_saved() const {
+  return dropout_hidden_ ? ctx_.tokens_sp * ctx_.model.hidden_size : 0;  // 1-byte dropout mask
+}
+
+Bytes TransformerLayerLowering::activation_saved() const {
+  return ctx_.tokens * (up_features_ / ctx_.tp) * ctx_.act_bytes;
+}
+
+Bytes TransformerLayerLowering::saved_bytes(const SavePolicy& s) const {
+  const ModelSpec& m = ctx_.model;
+  Bytes total = s.layer_input ? norm_saved() : 0;
+  if (s.modules) {
+    total += column_saved() + core_inputs_saved() + row_saved(attn_features_) + residual_saved() + norm_saved() +
+             column_saved() + activation_saved() + row_saved(m.intermediate_size) + residual_saved();
+    if (m.qk_norm) total += ctx_.tokens * (m.num_attention_heads + m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
+  }
+  if (s.attention_internals) total += core_internals_saved();
+  return total;
+}
+
+// ---- forward ----
+
+TaskId TransformerLayerLowering::norm_fwd(const char* label, TaskId input, bool save) {
+  const Bytes bytes = norm_saved();
+  TaskId t = emit_.elementwise(label, bytes, bytes, {input});
+  if (save) emit_.save(t, bytes);
+  return t;
+}
+
+TaskId TransformerLayerLowering::column_fwd(const char* label, TaskId input, std::int64_t out_features, bool save) {
+  const std::int64_t T = ctx_.tokens, h = ctx_.model.hidden_size, n = out_features / ctx_.tp;
+  const Bytes full = T * h * ctx_.act_bytes;
+  TaskId first = -1, out = -1;
+  if (ctx_.plan.sequence_parallel && ctx_.tp > 1) {
+    TaskId gather = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather, full, {input});
+    if (ctx_.plan.tp_overlap_active()) {
+      // Pipelined all-gather + GEMM (Transformer Engine userbuffers): the GEMM works on chunks that have arrived;
+      // only the last 1/tp of it waits for the whole gather.
+      first = emit_.gemm(label, linear(T - T / ctx_.tp, n, h), {input});
+      out = emit_.gemm(label, linear(T / ctx_.tp, n, h), {gather});
+    } else {
+      first = out = emit_.gemm(label, linear(T, n, h), {gather});
+    }
+  } else {
+    first = out = emit_.gemm(label, linear(T, n, h), {input});
+  }
+  if (save) emit_.save(first, column_saved());
+  return out;
+}
+
+TaskId TransformerLayerLowering::row_fwd(const char* label, TaskId input, std::int64_t in_features, bool save) {
+  const std::int64_t T = ctx_.tokens, h = ctx_.model.hidden_size, k = in_features / ctx_.tp;
+  const Bytes full = T * h * ctx_.act_bytes;
+  TaskId first = -1, out = -1;
+  if (ctx_.tp > 1 && ctx_.plan.tp_overlap_active()) {
+    // Pipelined GEMM + reduce-scatter: the scatter starts once the first chunk of output exists.
+    first = emit_.gemm(label, linear(T / ctx_.tp, h, k), {input});
+    TaskId scatter = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kReduceScatter, full, {first});
+    emit_.gemm(label, linear(T - T / ctx_.tp, h, k));  // the rest overlaps the scatter
+    out = scatter;
+  } else {
+    first = out = emit_.gemm(label, linear(T, h, k), {input});
+    if (ctx_.tp > 1) {
+      auto kind = ctx_.plan.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+      out = emit_.collective(label, Stream::kTp, GroupKind::kTp, kind, full, {first});
+    }
+  }
+  if (save) emit_.save(first, row_saved(in_features));
+  return out;
+}
+
+TaskId TransformerLayerLowering::core_fwd(TaskId input, bool save_inputs, bool save_internals) {
+  const ModelSpec& m = ctx_.model;
+  const std::int64_t heads = m.num_attention_heads / ctx_.tp, s = ctx_.seq, d = m.head_dim;
+  TaskId first = -1, last = -1;
+  if (ctx_.training.attention_backend == AttentionBackend::kFlash) {
+    AttentionShape a{ctx_.batch, heads, m.num_kv_heads / ctx_.tp, s, s, d, d, true, m.layer_window(layer_), false,
+                     ctx_.act_dtype};
+    first = last = emit_.attention("attention", a, {input});
+  } else {
+    // Unfused attention as Megatron ran it before fused kernels: batched QK^T, fused scale-mask-softmax,
+    // dropout, batched probabilities x V. The score-sized tensors live in HBM.
+    const std::int64_t bh = ctx_.batch * heads;
+    const Bytes scores = bh * s * s * ctx_.act_bytes;
+    first = emit_.gemm("attention_scores", GemmShape{s, s, d, bh, ctx_.act_dtype}, {input});
+    emit_.elementwise("softmax", scores, scores);
+    if (dropout_attention_) emit_.elementwise("attention_dropout", scores, scores + bh * s * s);
+    last = emit_.gemm("attention_values", GemmShape{s, d, s, bh, ctx_.act_dtype});
+  }
+  if (save_inputs) emit_.save(first, core_inputs_saved());
+  if (save_internals) emit_.save(first, core_internals_saved());
+  return last;
+}
+
+TaskId TransformerLayerLowering::residual_fwd(const char* label, TaskId input, bool save) {
+  const Bytes x = ctx_.tokens_sp * ctx_.model.hidden_size * ctx_.act_bytes;
+  TaskId t = emit_.elementwise(label, 2 * x, x + residual_saved(), {input});
+  if (save) emit_.save(t, residual_saved());
+  return t;
+}
+
+TaskId TransformerLayerLowering::activation_fwd(TaskId input, bool save) {
+  const Bytes out = ctx_.tokens * (ctx_.model.intermediate_size / ctx_.tp) * ctx_.act_bytes;
+  TaskId t = emit_.elementwise("mlp_activation", activation_saved(), out, {input});
+  if (save) emit_.save(t, activation_saved());
+  return t;
+}
+
+TaskId TransformerLayerLowering::forward(TaskId input, const SavePolicy& save, std::vector<ParamUse>* params) {
+  const ModelSpec& m = ctx_.model;
+  TaskId x = norm_fwd("input_norm", input, save.layer_input);
+  record(params, "input_norm", x, true);
+  TaskId q = column_fwd("qkv", x, qkv_features_, save.modules);
+  record(params, "qkv", q, true);
+  const Bytes qk = ctx_.tokens * (m.num_attention_heads + m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
+  if (m.qk_norm) {
+    q = emit_.elementwise("qk_norm", qk, qk);
+    if (save.modules) emit_.save(q, qk);
+    record(params, "qk_norm", q, true);
+  }
+  if (m.position == PositionKind::kRotary) q = emit_.elementwise("rope", qk, qk);
+  TaskId c = core_fwd(q, save.modules, save.attention_internals);
+  TaskId o = row_fwd("attention_proj", c, attn_features_, save.modules);
+  record(params, "attention_proj", o, true);
+  TaskId r = residual_fwd("attention_residual", o, save.modules);
+  TaskId y = norm_fwd("post_attention_norm", r, save.modules);
+  record(params, "post_attention_norm", y, true);
+  TaskId u = column_fwd("mlp_up", y, up_features_, save.modules);
+  record(params, "mlp_up", u, true);
+  TaskId a = activation_fwd(u, save.modules);
+  TaskId dn = row_fwd("mlp_down", a, m.intermediate_size, save.modules);
+  record(params, "mlp_down", dn, true);
+  return residual_fwd("mlp_residual", dn, save.modules);
+}
+
+// ---- backward ----
+
+TaskId TransformerLayerLowering::norm_bwd(const char* label, TaskId grad) {
+  const Bytes x = norm_saved();
+  TaskId t = emit_.elementwise(label, 2 * x, x, {grad});
+  emit_.release(t, x);
+  return t;
+}
+
+TaskId TransformerLayerLowering::column_bwd(const char* label, TaskId grad, std::int64_t out_features, TaskId* wgrad) {
+  const std::int64_t T = ctx_.tokens, h = ctx_.model.hidden_size, n = out_features / ctx_.tp;
+  const Bytes full = T * h * ctx_.act_bytes;
+  const bool sp = ctx_.plan.sequence_parallel && ctx_.tp > 1;
+  TaskId regather = -1;
+  if (sp) {
+    // Korthikanti et al. Section 4.2.2: the sharded input is all-gathered again for the weight gradient.
+    regather = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather, full, {grad});
+    emit_.save(regather, full);
+  }
+  TaskId grad_input = -1;
+  if (sp && ctx_.plan.tp_overlap_active()) {
+    TaskId head = emit_.gemm(label, linear(T / ctx_.tp, h, n), {grad});
+    grad_input = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kReduceScatter, full, {head});
+    emit_.gemm(label, linear(T - T / ctx_.tp, h, n));
+  } else {
+    TaskId d = emit_.gemm(label, linear(T, h, n), {grad});
+    grad_input = d;
+    if (ctx_.tp > 1) {
+      // Megatron launches this asynchronously and computes the weight gradient meanwhile.
+      auto kind = sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+      grad_input = emit_.collective(label, Stream::kTp, GroupKind::kTp, kind, full, {d});
+    }
+  }
+  TaskId w = -1;
+  {
+    PhaseScope scope(emit_, Phase::kBackwardWeight);
+    w = emit_.gemm(label, linear(n, h, T), {regather});
+  }
+  emit_.release(w, column_saved() + (sp ? full : 0));
+  *wgrad = w;
+  return grad_input;
+}
+
+TaskId TransformerLayerLowering::row_bwd(const char* label, TaskId grad, std::int64_t in_features, TaskId* wgrad) {
+  const std::int64_t T = ctx_.tokens, h = ctx_.model.hidden_size, k = in_features / ctx_.tp;
+  const Bytes full = T * h * ctx_.act_bytes;
+  const bool sp = ctx_.plan.sequence_parallel && ctx_.tp > 1;
+  TaskId gather = -1, dgrad = -1;
+  if (sp) {
+    gather = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather, full, {grad});
+    emit_.save(gather, full);
+    if (ctx_.plan.tp_overlap_active()) {
+      emit_.gemm(label, linear(T - T / ctx_.tp, k, h), {grad});
+      dgrad = emit_.gemm(label, linear(T / ctx_.tp, k, h), {gather});
+    } else {
+      dgrad = emit_.gemm(label, linear(T, k, h), {gather});
+    }
+  } else {
+    dgrad = emit_.gemm(label, linear(T, k, h), {grad});
+  }
+  TaskId w = -1;
+  {
+    PhaseScope scope(emit_, Phase::kBackwardWeight);
+    w = emit_.gemm(label, linear(k, h, T), {gather});
+  }
+  emit_.release(w, row_saved(in_features) + (sp ? full : 0));
+  *wgrad = w;
+  return dgrad;
+}
+
+TaskId TransformerLayerLowering::core_bwd(TaskId grad) {
+  const ModelSpec& m = ctx_.model;
+  const std::int64_t heads = m.num_attention_heads / ctx_.tp, s = ctx_.seq, d = m.head_dim;
+  TaskId last = -1;
+  if (ctx_.training.attention_backend == AttentionBackend::kFlash) {
+    AttentionShape a{ctx_.batch, heads, m.num_kv_heads / ctx_.tp, s, s, d, d, true, m.layer_window(layer_), true,
+                     ctx_.act_dtype};
+    last = emit_.attention("attention", a, {grad});
+  } else {
+    const std::int64_t bh = ctx_.batch * heads;
+    const Bytes scores = bh * s * s * ctx_.act_bytes;
+    emit_.gemm("attention_values", GemmShape{s, s, d, bh, ctx_.act_dtype}, {grad});  // d(probs) = dO V^T
+    emit_.gemm("attention_values", GemmShape{s, d, s, bh, ctx_.act_dtype});          // dV = P^T dO
+    if (dropout_attention_) emit_.elementwise("attention_dropout", scores + bh * s * s, scores);
+    emit_.elementwise("softmax", 2 * scores, scores);
+    emit_.gemm("attention_scores", GemmShape{s, d, s, bh, ctx_.act_dtype});  // dQ = dS K
+    last = emit_.gemm("attention_scores", GemmShape{s, d, s, bh, ctx_.act_dtype});  // dK = dS^T Q
+  }
+  emit_.release(last, core_inputs_saved() + core_internals_saved());
+  return last;
+}
+
+TaskId TransformerLayerLowering::residual_bwd(const char* label, TaskId grad) {
+  if (!dropout_hidden_) return grad;  // the add's gradient is the incoming gradient itself
+  const Bytes x = ctx_.tokens_sp * ctx_.model.hidden_size * ctx_.act_bytes;
+  TaskId t = emit_.elementwise(label, x + residual_saved(), x, {grad});
+  emit_.release(t, residual_saved());
+  return t;
+}
+
+TaskId TransformerLayerLowering::activation_bwd(TaskId grad) {
+  const Bytes out = ctx_.tokens * (ctx_.model.intermediate_size / ctx_.tp) * ctx_.act_bytes;
+  TaskId t = emit_.elementwise("mlp_activation", out + activation_saved(), activation_saved(), {grad});
+  emit_.release(t, activation_saved());
+  return t;
+}
+
+TaskId TransformerLayerLowering::backward(TaskId grad_output, std::vector<ParamUse>* params) {
+  const ModelSpec& m = ctx_.model;
+  const Recompute policy = ctx_.training.recompute;
+  if (policy == Recompute::kFull) {
+    // Megatron's uniform full recompute with one layer per checkpoint: the whole layer forward runs again from
+    // its saved input when the backward pass reaches it.
+    PhaseScope scope(emit_, Phase::kRecompute);
+    forward(grad_output, SavePolicy{false, true, true});
+  }
+  TaskId w = -1;
+  TaskId g = residual_bwd("mlp_residual", grad_output);
+  g = row_bwd("mlp_down", g, m.intermediate_size, &w);
+  record(params, "mlp_down", w, false);
+  g = activation_bwd(g);
+  g = column_bwd("mlp_up", g, up_features_, &w);
+  record(params, "mlp_up", w, false);
+  g = norm_bwd("post_attention_norm", g);
+  record(params, "post_attention_norm", g, false);
+  g = residual_bwd("attention_residual", g);
+  g = row_bwd("attention_proj", g, attn_features_, &w);
+  record(params, "attention_proj", w, false);
+  if (policy == Recompute::kSelective) {
+    // Selective recompute (Korthikanti et al. Section 5): only the attention core runs again.
+    PhaseScope scope(emit_, Phase::kRecompute);
+    core_fwd(g, false, true);
+  }
+  g = core_bwd(g);
+  const Bytes qk = ctx_.tokens * (m.num_attention_heads + m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
+  if (m.position == PositionKind::kRotary) g = emit_.elementwise("rope", qk, qk, {g});
+  if (m.qk_norm) {
+    g = emit_.elementwise("qk_norm", 2 * qk, qk, {g});
+    emit_.release(g, qk);
+    record(params, "qk_norm", g, false);
+  }
+  g = column_bwd("qkv", g, qkv_features_, &w);
+  record(params, "qkv", w, false);
+  g = norm_bwd("input_norm", g);
+  record(params, "input_norm", g, false);
+  return g;
+}
+
+}  // namespace orrery

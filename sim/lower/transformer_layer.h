@@ -1,0 +1,79 @@
+#pragma once
+// Lowering of one transformer layer (dense decoder, GPT- or Llama-style) into kernel tasks, forward, backward and
+// recompute, with Megatron-LM's tensor parallelism (column/row-parallel linears, all-reduce or, with sequence
+// parallelism, all-gather/reduce-scatter; Shoeybi et al. arXiv:1909.08053, Korthikanti et al. arXiv:2205.05198).
+//
+// Saved activations follow Korthikanti et al. Section 4.1: each op allocates what its backward needs when it runs
+// forward, and the backward frees it; with dropout and unfused attention one layer saves s b h (34 + 5 a s / h)
+// bytes without parallelism, and the Table 2 variants under TP, SP and recompute.
+
+#include <vector>
+
+#include "sim/lower/context.h"
+#include "sim/lower/param_groups.h"
+
+namespace orrery {
+
+/// What a forward pass keeps for the backward: the layer input, the other modules' inputs, and the attention
+/// core's internals (score-sized tensors, or flash's softmax statistics).
+struct SavePolicy {
+  bool layer_input = true;
+  bool modules = true;
+  bool attention_internals = true;
+};
+
+class TransformerLayerLowering {
+ public:
+  TransformerLayerLowering(Emitter& emit, int layer);
+
+  /// Emits the forward pass (phase kForward, or kRecompute for full recompute) after task `input`; returns the
+  /// task that produces the layer output. `params`, when given, receives the first use of each parameter group.
+  TaskId forward(TaskId input, const SavePolicy& save, std::vector<ParamUse>* params = nullptr);
+
+  /// Emits the backward pass after `grad_output` (with the recompute the training spec asks for) and returns the
+  /// task producing the input gradient. `params`, when given, receives the gradient-ready task of each group.
+  TaskId backward(TaskId grad_output, std::vector<ParamUse>* params = nullptr);
+
+  /// Bytes one forward pass of this layer saves under `save` (for tests and reports).
+  Bytes saved_bytes(const SavePolicy& save) const;
+
+ private:
+  // Forward building blocks; each returns the task producing its output.
+  TaskId norm_fwd(const char* label, TaskId input, bool save);
+  TaskId column_fwd(const char* label, TaskId input, std::int64_t out_features, bool save);
+  TaskId row_fwd(const char* label, TaskId input, std::int64_t in_features, bool save);
+  TaskId core_fwd(TaskId input, bool save_inputs, bool save_internals);
+  TaskId residual_fwd(const char* label, TaskId input, bool save);
+  TaskId activation_fwd(TaskId input, bool save);
+  // Backward building blocks; `wgrad` receives the task that finishes the weight gradient.
+  TaskId norm_bwd(const char* label, TaskId grad);
+  TaskId column_bwd(const char* label, TaskId grad, std::int64_t out_features, TaskId* wgrad);
+  TaskId row_bwd(const char* label, TaskId grad, std::int64_t in_features, TaskId* wgrad);
+  TaskId core_bwd(TaskId grad);
+  TaskId residual_bwd(const char* label, TaskId grad);
+  TaskId activation_bwd(TaskId grad);
+
+  // Sizes (bytes) of what each block saves.
+  Bytes norm_saved() const;
+  Bytes column_saved() const;
+  Bytes row_saved(std::int64_t in_features) const;
+  Bytes core_inputs_saved() const;
+  Bytes core_internals_saved() const;
+  Bytes residual_saved() const;
+  Bytes activation_saved() const;
+
+  GemmShape linear(std::int64_t m, std::int64_t n, std::int64_t k) const;
+  void record(std::vector<ParamUse>* params, const char* name, TaskId task, bool forward) const;
+
+  Emitter& emit_;
+  const LoweringContext& ctx_;
+  int layer_;
+  std::vector<ParamGroup> groups_;
+  std::int64_t qkv_features_ = 0;   // output features of the QKV projection (all heads)
+  std::int64_t attn_features_ = 0;  // input features of the output projection
+  std::int64_t up_features_ = 0;    // output features of the first MLP linear (gate and up when gated)
+  bool dropout_attention_ = false;
+  bool dropout_hidden_ = false;
+};
+
+}  // namespace orrery

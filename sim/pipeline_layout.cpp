@@ -1,0 +1,113 @@
+#include "sim/pipeline_layout.h"
+
+#include <fmt/format.h>
+
+#include <numeric>
+
+#include "models/error.h"
+
+namespace orrery {
+
+namespace {
+
+constexpr const char* kSplitKeys =
+    "decoder_first_pipeline_num_layers / decoder_last_pipeline_num_layers, "
+    "account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split, or pipeline_layout";
+
+std::vector<int> from_explicit_layout(const ModelSpec& m, const ParallelPlan& p) {
+  const int n = p.pp * p.vpp;
+  require(static_cast<int>(p.pipeline_layout.size()) == n, "parallel.pipeline_layout",
+          std::to_string(p.pipeline_layout.size()) + " entries",
+          fmt::format("must have one entry per virtual stage: pp x vpp = {} x {} = {}", p.pp, p.vpp, n));
+  int sum = std::accumulate(p.pipeline_layout.begin(), p.pipeline_layout.end(), 0);
+  require(sum == m.num_layers, "parallel.pipeline_layout", fmt::format("sum {}", sum),
+          fmt::format("must add up to num_hidden_layers ({})", m.num_layers));
+  return p.pipeline_layout;
+}
+
+std::vector<int> from_accounting(const ModelSpec& m, const ParallelPlan& p) {
+  const int n = p.pp * p.vpp;
+  const int extra = (p.account_for_embedding_in_pipeline_split ? 1 : 0) + (p.account_for_loss_in_pipeline_split ? 1 : 0);
+  const int slots = m.num_layers + extra;
+  require(slots % n == 0, "parallel.pp", std::to_string(p.pp),
+          fmt::format("x vpp ({}) = {} virtual stages must divide num_hidden_layers ({}) plus the {} layer(s) the "
+                      "embedding/loss account for ({})",
+                      p.vpp, n, m.num_layers, extra, slots));
+  std::vector<int> layers(static_cast<std::size_t>(n), slots / n);
+  if (p.account_for_embedding_in_pipeline_split) layers.front() -= 1;
+  if (p.account_for_loss_in_pipeline_split) layers.back() -= 1;
+  return layers;
+}
+
+std::vector<int> from_first_last(const ModelSpec& m, const ParallelPlan& p) {
+  require(p.pp >= 2, "parallel.decoder_first_pipeline_num_layers", "set", "needs pp >= 2");
+  std::vector<int> per_stage(static_cast<std::size_t>(p.pp), -1);
+  int fixed = 0, open = p.pp;
+  if (p.decoder_first_pipeline_num_layers) {
+    per_stage.front() = *p.decoder_first_pipeline_num_layers;
+    fixed += per_stage.front();
+    --open;
+  }
+  if (p.decoder_last_pipeline_num_layers) {
+    per_stage.back() = *p.decoder_last_pipeline_num_layers;
+    fixed += per_stage.back();
+    --open;
+  }
+  const int rest = m.num_layers - fixed;
+  require(rest >= 0 && (open == 0 ? rest == 0 : rest % open == 0), "parallel.decoder_first_pipeline_num_layers",
+          std::to_string(fixed) + " layers on the first/last stages",
+          fmt::format("leaves {} of num_hidden_layers ({}) for {} other stage(s), which must divide evenly", rest,
+                      m.num_layers, open));
+  for (int& n : per_stage) {
+    if (n < 0) n = rest / open;
+  }
+  std::vector<int> layers(static_cast<std::size_t>(p.pp * p.vpp));
+  for (int s = 0; s < p.pp; ++s) {
+    const int n = per_stage[static_cast<std::size_t>(s)];
+    require(n % p.vpp == 0, "parallel.vpp", std::to_string(p.vpp),
+            fmt::format("must divide the {} layers of pipeline stage {} (uneven split)", n, s));
+    for (int c = 0; c < p.vpp; ++c) layers[static_cast<std::size_t>(c * p.pp + s)] = n / p.vpp;
+  }
+  return layers;
+}
+
+}  // namespace
+
+int PipelineLayout::layers_on_stage(int stage) const {
+  int n = 0;
+  for (int c = 0; c < vpp; ++c) n += layers_in(stage, c);
+  return n;
+}
+
+PipelineLayout make_pipeline_layout(const ModelSpec& m, const ParallelPlan& p) {
+  PipelineLayout out;
+  out.pp = p.pp;
+  out.vpp = p.vpp;
+  const bool first_last = p.decoder_first_pipeline_num_layers || p.decoder_last_pipeline_num_layers;
+  const bool accounting = p.account_for_embedding_in_pipeline_split || p.account_for_loss_in_pipeline_split;
+  const bool explicit_layout = !p.pipeline_layout.empty();
+  require(int(first_last) + int(accounting) + int(explicit_layout) <= 1, "parallel.pipeline_layout", "combined",
+          std::string("split keys cannot be combined; use one of ") + kSplitKeys);
+  if (explicit_layout) {
+    out.layers = from_explicit_layout(m, p);
+  } else if (accounting) {
+    out.layers = from_accounting(m, p);
+  } else if (first_last) {
+    out.layers = from_first_last(m, p);
+  } else {
+    const int n = p.pp * p.vpp;
+    require(m.num_layers % n == 0, "parallel.pp", std::to_string(p.pp),
+            fmt::format("x vpp ({}) = {} virtual stages must divide num_hidden_layers ({}); for an uneven split set {}",
+                        p.vpp, n, m.num_layers, kSplitKeys));
+    out.layers.assign(static_cast<std::size_t>(n), m.num_layers / n);
+  }
+  out.first_layer.resize(out.layers.size());
+  int next = 0;
+  for (std::size_t v = 0; v < out.layers.size(); ++v) {
+    out.first_layer[v] = next;
+    next += out.layers[v];
+  }
+  return out;
+}
+
+}  // namespace orrery

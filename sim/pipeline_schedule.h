@@ -1,0 +1,30 @@
+#pragma once
+// Pipeline schedules as the order in which one pipeline rank runs forward and backward passes of (micro-batch,
+// model chunk) pairs. A schedule is a pure function here; the lowering turns its steps into tasks (STYLE.md
+// rule 11: a schedule is a graph builder, not engine code).
+
+#include <vector>
+
+#include "sim/scenario.h"
+
+namespace orrery {
+
+enum class StepKind { kForward, kBackward };
+
+struct ScheduleStep {
+  StepKind kind = StepKind::kForward;
+  int microbatch = 0;
+  int chunk = 0;  // model chunk (virtual stage) on this rank
+  bool operator==(const ScheduleStep&) const = default;
+};
+
+/// Steps of pipeline rank `stage` of `pp`, with `vpp` chunks each and `microbatches` micro-batches.
+/// - GPipe (Huang et al., arXiv:1811.06965): all forwards, then all backwards (last micro-batch first).
+/// - 1F1B (PipeDream-Flush, Narayanan et al., arXiv:2006.09503): pp - stage - 1 warm-up forwards, then alternating
+///   one forward and one backward, then the remaining backwards.
+/// - Interleaved 1F1B (SC21, arXiv:2104.04473 Section 2.2.2), Megatron-Core's order: forward k runs chunk
+///   (k mod (pp vpp)) / pp of micro-batch (k / (pp vpp)) pp + k mod pp; backward k the mirrored chunk; warm-up
+///   (pp - stage - 1) 2 + (vpp - 1) pp forwards, all of them when microbatches == pp.
+std::vector<ScheduleStep> pipeline_steps(Schedule schedule, int pp, int vpp, int stage, int microbatches);
+
+}  // namespace orrery

@@ -1,0 +1,43 @@
+#pragma once
+// One prediction end to end: lower -> price -> simulate -> analyze (DESIGN.md "Data flow").
+
+#include <memory>
+
+#include "hardware/cost_params.h"
+#include "sim/durations.h"
+#include "sim/engine.h"
+#include "sim/instances.h"
+#include "sim/report.h"
+#include "sim/scenario.h"
+#include "sim/workload_graph.h"
+
+namespace orrery {
+
+struct PredictOptions {
+  Expansion expansion = Expansion::kAuto;
+  const CostParams* params = nullptr;  // null: hardware/presets/cost_model.json
+  RunOptions run;
+};
+
+/// Everything a prediction produced, for reports and observers (traces, timelines).
+struct Prediction {
+  Scenario scenario;
+  WorkloadGraph graph;
+  Instantiation instances;
+  Durations durations;
+  RunResult run;
+  Report report;
+};
+
+/// The default cost models for a cluster.
+struct DefaultCostModels {
+  DefaultCostModels(const ClusterSpec& cluster, const CostParams& params);
+  std::unique_ptr<ComputeCostModel> compute;
+  std::unique_ptr<CollectiveCostModel> network;
+  CostModels models() const { return {*compute, *network}; }
+};
+
+/// Errors: those of lower(); std::logic_error for internal deadlocks.
+Prediction predict(const Scenario& scenario, const PredictOptions& options = {});
+
+}  // namespace orrery

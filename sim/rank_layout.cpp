@@ -1,0 +1,67 @@
+#include "sim/rank_layout.h"
+
+namespace orrery {
+
+RankLayout::RankLayout(const ParallelPlan& plan) : tp_(plan.tp), cp_(plan.cp), dp_(plan.dp), pp_(plan.pp) {}
+
+RankCoord RankLayout::coord(int rank) const {
+  RankCoord c;
+  c.tp = rank % tp_;
+  rank /= tp_;
+  c.cp = rank % cp_;
+  rank /= cp_;
+  c.dp = rank % dp_;
+  c.pp = rank / dp_;
+  return c;
+}
+
+std::vector<int> RankLayout::group_members(GroupKind kind, int rank) const {
+  const RankCoord me = coord(rank);
+  std::vector<int> out;
+  auto with = [&](auto change) {
+    RankCoord c = me;
+    change(c);
+    out.push_back(this->rank(c));
+  };
+  const int next = (me.pp + 1) % pp_;
+  const int prev = (me.pp + pp_ - 1) % pp_;
+  switch (kind) {
+    case GroupKind::kNone: break;
+    case GroupKind::kTp:
+      for (int t = 0; t < tp_; ++t) with([&](RankCoord& c) { c.tp = t; });
+      break;
+    case GroupKind::kCp:
+      for (int x = 0; x < cp_; ++x) with([&](RankCoord& c) { c.cp = x; });
+      break;
+    case GroupKind::kEp:  // expert parallelism is carved from the data-parallel ranks; not lowered yet
+    case GroupKind::kDp:
+      for (int d = 0; d < dp_; ++d) {
+        for (int x = 0; x < cp_; ++x) with([&](RankCoord& c) { c.dp = d, c.cp = x; });
+      }
+      break;
+    case GroupKind::kEmbedding:
+      with([&](RankCoord& c) { c.pp = 0; });
+      if (pp_ > 1) with([&](RankCoord& c) { c.pp = pp_ - 1; });
+      break;
+    case GroupKind::kModelParallel:
+      for (int s = 0; s < pp_; ++s) {
+        for (int t = 0; t < tp_; ++t) with([&](RankCoord& c) { c.pp = s, c.tp = t; });
+      }
+      break;
+    case GroupKind::kPpForwardSend:  // me -> next
+      if (pp_ > 1) out = {rank, this->rank({me.tp, me.cp, me.dp, next})};
+      break;
+    case GroupKind::kPpForwardRecv:  // prev -> me
+      if (pp_ > 1) out = {this->rank({me.tp, me.cp, me.dp, prev}), rank};
+      break;
+    case GroupKind::kPpBackwardSend:  // me -> prev
+      if (pp_ > 1) out = {rank, this->rank({me.tp, me.cp, me.dp, prev})};
+      break;
+    case GroupKind::kPpBackwardRecv:  // next -> me
+      if (pp_ > 1) out = {this->rank({me.tp, me.cp, me.dp, next}), rank};
+      break;
+  }
+  return out;
+}
+
+}  // namespace orrery

@@ -1,0 +1,35 @@
+#pragma once
+// Global rank numbering and communication groups, as Megatron-Core's parallel_state builds them with its default
+// order "tp-cp-ep-dp-pp": rank = tp + TP (cp + CP (dp + DP pp)), so TP peers are neighbours on a node and pipeline
+// stages are furthest apart.
+
+#include <vector>
+
+#include "sim/scenario.h"
+#include "sim/workload_graph.h"
+
+namespace orrery {
+
+struct RankCoord {
+  int tp = 0, cp = 0, dp = 0, pp = 0;
+  bool operator==(const RankCoord&) const = default;
+};
+
+class RankLayout {
+ public:
+  explicit RankLayout(const ParallelPlan& plan);
+
+  int num_ranks() const { return tp_ * cp_ * dp_ * pp_; }
+  int pp() const { return pp_; }
+  int rank(const RankCoord& c) const { return c.tp + tp_ * (c.cp + cp_ * (c.dp + dp_ * c.pp)); }
+  RankCoord coord(int rank) const;
+
+  /// Global ranks of the `kind` group that contains `rank`, in group order. For the p2p kinds the group is the
+  /// pair (sender, receiver); it is empty when the pair does not exist (pp == 1).
+  std::vector<int> group_members(GroupKind kind, int rank) const;
+
+ private:
+  int tp_, cp_, dp_, pp_;
+};
+
+}  // namespace orrery

@@ -1,0 +1,178 @@
+#include "sim/report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+
+#include "models/model_flops.h"
+#include "sim/lower/context.h"
+
+namespace orrery {
+
+Seconds Breakdown::total() const {
+  return compute + exposed_tp_comm + exposed_cp_comm + exposed_ep_comm + exposed_pp_comm + exposed_dp_comm + bubble +
+         optimizer + other;
+}
+
+namespace {
+
+// Activity classes in priority order: the first active one names each instant.
+enum Activity : int { kCompute, kOptimizerCompute, kTp, kCp, kEp, kPp, kDp, kOptimizerComm, kPipelineWait, kCount };
+
+int comm_activity(const Task& t) {
+  if (t.phase == Phase::kOptimizer) return kOptimizerComm;
+  switch (t.group) {
+    case GroupKind::kTp: return kTp;
+    case GroupKind::kCp: return kCp;
+    case GroupKind::kEp: return kEp;
+    case GroupKind::kPpForwardSend:
+    case GroupKind::kPpForwardRecv:
+    case GroupKind::kPpBackwardSend:
+    case GroupKind::kPpBackwardRecv: return kPp;
+    default: return kDp;
+  }
+}
+
+double task_flops(const Task& t) {
+  if (const auto* g = std::get_if<GemmShape>(&t.op)) return g->flops();
+  if (const auto* a = std::get_if<AttentionShape>(&t.op)) return a->model_flops();
+  return 0.0;
+}
+
+}  // namespace
+
+Breakdown breakdown_of(const Program& program, const InstanceRun& run, Nanoseconds until) {
+  struct Edge {
+    Nanoseconds time;
+    int activity;
+    int delta;
+  };
+  std::vector<Edge> edges;
+  auto add = [&](Nanoseconds from, Nanoseconds to, int activity) {
+    if (to <= from) return;
+    edges.push_back({from, activity, +1});
+    edges.push_back({to, activity, -1});
+  };
+  for (std::size_t i = 0; i < program.tasks.size(); ++i) {
+    const Task& t = program.tasks[i];
+    const TaskTiming& tm = run.timings[i];
+    if (t.is_compute()) {
+      add(tm.start, tm.end, t.phase == Phase::kOptimizer ? kOptimizerCompute : kCompute);
+    } else if (t.kind == TaskKind::kSendRecv && (t.stream == Stream::kPpRecvPrev || t.stream == Stream::kPpRecvNext)) {
+      add(tm.ready, tm.start, kPipelineWait);  // waiting for the other stage is pipeline bubble
+      add(tm.start, tm.end, kPp);
+    } else {
+      add(tm.ready, tm.end, comm_activity(t));  // includes waiting for slower members at the rendezvous
+    }
+  }
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.time < b.time; });
+  std::array<int, kCount> active{};
+  std::array<Nanoseconds, kCount + 1> spent{};  // last slot: idle
+  Nanoseconds now = 0;
+  std::size_t e = 0;
+  while (now < until) {
+    while (e < edges.size() && edges[e].time <= now) {
+      active[static_cast<std::size_t>(edges[e].activity)] += edges[e].delta;
+      ++e;
+    }
+    const Nanoseconds next = e < edges.size() ? std::min(edges[e].time, until) : until;
+    int which = kCount;
+    for (int a = 0; a < kCount; ++a) {
+      if (active[static_cast<std::size_t>(a)] > 0) {
+        which = a;
+        break;
+      }
+    }
+    spent[static_cast<std::size_t>(which)] += next - now;
+    now = next;
+  }
+  Breakdown b;
+  b.compute = from_nanos(spent[kCompute]);
+  b.optimizer = from_nanos(spent[kOptimizerCompute] + spent[kOptimizerComm]);
+  b.exposed_tp_comm = from_nanos(spent[kTp]);
+  b.exposed_cp_comm = from_nanos(spent[kCp]);
+  b.exposed_ep_comm = from_nanos(spent[kEp]);
+  b.exposed_pp_comm = from_nanos(spent[kPp]);
+  b.exposed_dp_comm = from_nanos(spent[kDp]);
+  b.bubble = from_nanos(spent[kPipelineWait]);
+  b.other = from_nanos(spent[kCount]);
+  return b;
+}
+
+double graph_flops_per_iteration(const WorkloadGraph& graph, const ParallelPlan& plan) {
+  double flops = 0.0;
+  for (const Program& p : graph.programs) {
+    double per_rank = 0.0;
+    for (const Task& t : p.tasks) per_rank += task_flops(t);
+    flops += per_rank;
+  }
+  return flops * plan.tp * plan.dp * plan.cp;
+}
+
+Report analyze(const Scenario& s, const WorkloadGraph& graph, const Instantiation& instances, const RunResult& run) {
+  Report r;
+  r.name = s.name;
+  r.num_gpus = s.cluster.num_gpus;
+  r.microbatches = s.num_microbatches();
+  r.iteration_time = from_nanos(run.makespan);
+  const double gpus = static_cast<double>(r.num_gpus);
+  const double tokens = static_cast<double>(s.training.global_batch_size * s.training.seq_length);
+  r.tokens_per_s = tokens / r.iteration_time;
+  r.tokens_per_s_per_gpu = r.tokens_per_s / gpus;
+  const std::int64_t vocab = padded_vocab_size(s.model.vocab_size, s.parallel.tp);
+  const double batch = static_cast<double>(s.training.global_batch_size);
+  r.model_flops = batch * training_flops_per_sequence(s.model, s.training.seq_length, vocab, AttentionFlops::kFullMatrix);
+  const double causal_flops =
+      batch * training_flops_per_sequence(s.model, s.training.seq_length, vocab, AttentionFlops::kCausalHalved);
+  r.hardware_flops = graph_flops_per_iteration(graph, s.parallel);
+  r.peak_flops_per_gpu = s.cluster.gpu.peak_for(gemm_dtype(s.training.precision));
+  const double denominator = r.iteration_time * gpus * r.peak_flops_per_gpu;
+  r.model_tflops_per_gpu = to_tflops(r.model_flops / (r.iteration_time * gpus));
+  r.hardware_tflops_per_gpu = to_tflops(r.hardware_flops / (r.iteration_time * gpus));
+  r.mfu = r.model_flops / denominator;
+  r.mfu_causal = causal_flops / denominator;
+  r.hfu = r.hardware_flops / denominator;
+
+  // Memory: per stage, the instance with the largest peak.
+  r.memory_capacity = s.cluster.gpu.hbm_capacity;
+  r.per_stage.resize(graph.programs.size());
+  for (std::size_t i = 0; i < instances.instances.size(); ++i) {
+    const int stage = instances.instances[i].program;
+    const InstanceRun& ir = run.instances[i];
+    StageMemory& m = r.per_stage[static_cast<std::size_t>(stage)];
+    m.stage = stage;
+    if (ir.peak > m.peak) {
+      m.peak = ir.peak;
+      m.weights = ir.at_peak[static_cast<std::size_t>(MemoryKind::kWeights)];
+      m.gradients = ir.at_peak[static_cast<std::size_t>(MemoryKind::kGradients)];
+      m.optimizer = ir.at_peak[static_cast<std::size_t>(MemoryKind::kOptimizer)];
+      m.activations = ir.at_peak[static_cast<std::size_t>(MemoryKind::kActivations)];
+      m.other = ir.at_peak[static_cast<std::size_t>(MemoryKind::kOther)];
+    }
+    r.peak_memory = std::max(r.peak_memory, ir.peak);
+  }
+  for (const StageMemory& m : r.per_stage) {
+    if (m.peak > r.memory_capacity) {
+      r.warnings.push_back(fmt::format("does not fit: pipeline stage {} needs {:.1f} GiB of the GPU's {:.1f} GiB",
+                                       m.stage, to_GiB(m.peak), to_GiB(r.memory_capacity)));
+    }
+  }
+  // Breakdown on the critical rank: the recorded instance that ends last (the lowest such index on ties).
+  std::size_t critical = 0;
+  Nanoseconds latest = -1;
+  for (std::size_t i = 0; i < run.instances.size(); ++i) {
+    if (run.instances[i].recorded && run.instances[i].end > latest) {
+      latest = run.instances[i].end;
+      critical = i;
+    }
+  }
+  const Instance& ci = instances.instances[critical];
+  r.critical_stage = ci.program;
+  r.critical_rank = ci.representative_rank;
+  r.breakdown = breakdown_of(graph.programs[static_cast<std::size_t>(ci.program)], run.instances[critical], run.makespan);
+  for (const std::string& w : s.warnings) r.warnings.push_back(w);
+  return r;
+}
+
+}  // namespace orrery

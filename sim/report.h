@@ -1,0 +1,59 @@
+#pragma once
+// analyze(Timeline) -> Report (DESIGN.md "Report", the stable output contract): iteration time, throughput,
+// MFU/HFU, per-stage peak memory with its composition at the peak, and the time breakdown of the critical stage.
+
+#include <string>
+#include <vector>
+
+#include "sim/engine.h"
+#include "sim/instances.h"
+#include "sim/scenario.h"
+#include "sim/workload_graph.h"
+
+namespace orrery {
+
+struct StageMemory {
+  int stage = 0;
+  Bytes weights = 0, gradients = 0, optimizer = 0, activations = 0, other = 0;  // at the instant of the peak
+  Bytes peak = 0;
+};
+
+/// Seconds of the iteration on the critical stage's rank, by what it was doing; the parts sum to the iteration
+/// time. Compute wins over communication; communication counts as exposed only while no compute runs (waiting at
+/// a rendezvous for a slower peer included); idle time waiting for a pipeline receive is bubble.
+struct Breakdown {
+  Seconds compute = 0, exposed_tp_comm = 0, exposed_cp_comm = 0, exposed_ep_comm = 0, exposed_pp_comm = 0,
+          exposed_dp_comm = 0, bubble = 0, optimizer = 0, other = 0;
+  Seconds total() const;
+};
+
+struct Report {
+  std::string name;
+  int num_gpus = 0;
+  int microbatches = 0;
+  Seconds iteration_time = 0;
+  double tokens_per_s = 0, tokens_per_s_per_gpu = 0;
+  double model_flops = 0, hardware_flops = 0;  // per iteration, whole job
+  double model_tflops_per_gpu = 0, hardware_tflops_per_gpu = 0;
+  double mfu = 0, mfu_causal = 0, hfu = 0;
+  FlopsPerSecond peak_flops_per_gpu = 0;
+  Bytes peak_memory = 0;
+  Bytes memory_capacity = 0;
+  std::vector<StageMemory> per_stage;
+  int critical_stage = 0;
+  int critical_rank = 0;
+  Breakdown breakdown;
+  std::vector<std::string> warnings;
+};
+
+/// Hardware FLOPs of one iteration counted from the graph: GEMMs and attention (full score matrix) of every task,
+/// recompute included, times the ranks each program stands for.
+double graph_flops_per_iteration(const WorkloadGraph& graph, const ParallelPlan& plan);
+
+Report analyze(const Scenario& scenario, const WorkloadGraph& graph, const Instantiation& instances,
+               const RunResult& run);
+
+/// The breakdown of one recorded instance over [0, until].
+Breakdown breakdown_of(const Program& program, const InstanceRun& run, Nanoseconds until);
+
+}  // namespace orrery

@@ -1,0 +1,56 @@
+#include "sim/scenario.h"
+
+namespace orrery {
+
+const char* to_string(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return "fp32";
+    case Precision::kFp16: return "fp16";
+    case Precision::kBf16: return "bf16";
+    case Precision::kFp8: return "fp8";
+  }
+  return "?";
+}
+
+const char* to_string(Recompute r) {
+  switch (r) {
+    case Recompute::kNone: return "none";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kFull: return "full";
+  }
+  return "?";
+}
+
+const char* to_string(AttentionBackend a) { return a == AttentionBackend::kFlash ? "flash" : "unfused"; }
+
+const char* to_string(Schedule s) {
+  switch (s) {
+    case Schedule::k1F1B: return "1f1b";
+    case Schedule::kGPipe: return "gpipe";
+    case Schedule::kZbH1: return "zb-h1";
+    case Schedule::kDualPipe: return "dualpipe";
+  }
+  return "?";
+}
+
+DType gemm_dtype(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return DType::kFp32;
+    case Precision::kFp16: return DType::kFp16;
+    case Precision::kBf16: return DType::kBf16;
+    case Precision::kFp8: return DType::kFp8;
+  }
+  return DType::kBf16;
+}
+
+DType activation_dtype(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return DType::kFp32;
+    case Precision::kFp16: return DType::kFp16;
+    case Precision::kBf16:
+    case Precision::kFp8: return DType::kBf16;
+  }
+  return DType::kBf16;
+}
+
+}  // namespace orrery

@@ -1,0 +1,108 @@
+#pragma once
+// The scenario file (DESIGN.md "Scenario file", the stable input contract): model, cluster, parallel plan,
+// training settings, expectations and stragglers. Plain structs, read by parse_scenario (STYLE.md rule 7).
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hardware/cluster_spec.h"
+#include "models/model_spec.h"
+#include "models/ops.h"
+
+namespace orrery {
+
+enum class Precision { kFp32, kFp16, kBf16, kFp8 };
+enum class Recompute { kNone, kSelective, kFull };
+enum class AttentionBackend { kFlash, kUnfused };
+enum class Schedule { k1F1B, kGPipe, kZbH1, kDualPipe };  // 1F1B is interleaved when vpp > 1
+enum class Optimizer { kAdam, kSgd };
+
+const char* to_string(Precision p);
+const char* to_string(Recompute r);
+const char* to_string(AttentionBackend a);
+const char* to_string(Schedule s);
+/// The GEMM data type of a training precision (FP8 runs keep BF16 outside the FP8 GEMMs).
+DType gemm_dtype(Precision p);
+/// The data type of activations and of the model's parameters in memory.
+DType activation_dtype(Precision p);
+
+/// Parallel plan. Names follow DESIGN.md: short names for the sizes, Megatron-LM's names for everything else.
+struct ParallelPlan {
+  int tp = 1, pp = 1, dp = 0, cp = 1, ep = 1, etp = 1, vpp = 1;  // dp 0 = derive from num_gpus
+  bool sequence_parallel = false;
+  int zero_stage = 0;  // DeepSpeed's term: 1 is Megatron's distributed optimizer, 3 is FSDP
+  Schedule schedule = Schedule::k1F1B;
+  // Megatron overlap switches; on by default as the Megatron-Core training recipes set them (DESIGN.md).
+  bool overlap_grad_reduce = true;
+  bool overlap_param_gather = true;
+  bool tp_comm_overlap = true;
+  bool overlap_p2p_comm = true;
+  // Uneven pipeline splits (Megatron-LM arguments).
+  std::optional<int> decoder_first_pipeline_num_layers;
+  std::optional<int> decoder_last_pipeline_num_layers;
+  bool account_for_embedding_in_pipeline_split = false;
+  bool account_for_loss_in_pipeline_split = false;
+  std::vector<int> pipeline_layout;  // transformer layers per virtual stage, in virtual-stage order
+  std::optional<int> num_layers_per_virtual_pipeline_stage;  // Megatron's way to set vpp
+
+  int model_parallel_size() const { return tp * pp * cp; }
+  int num_gpus() const { return tp * pp * dp * cp; }
+  /// True when the TP all-gathers / reduce-scatters are overlapped with GEMMs (needs sequence parallelism).
+  bool tp_overlap_active() const { return tp_comm_overlap && sequence_parallel && tp > 1; }
+};
+
+struct TrainingSpec {
+  std::int64_t seq_length = 0;
+  std::int64_t micro_batch_size = 1;
+  std::int64_t global_batch_size = 0;  // 0 = micro_batch_size x dp
+  Precision precision = Precision::kBf16;
+  Recompute recompute = Recompute::kNone;
+  Optimizer optimizer = Optimizer::kAdam;
+  AttentionBackend attention_backend = AttentionBackend::kFlash;
+};
+
+struct Expectation {
+  std::optional<double> iteration_time_s, tokens_per_s_per_gpu, tflops_per_gpu, mfu, hfu, peak_memory_gib;
+  std::string flops_convention;  // megatron-sc21, full-attention, causal-halved
+  bool empty() const {
+    return !iteration_time_s && !tokens_per_s_per_gpu && !tflops_per_gpu && !mfu && !hfu && !peak_memory_gib;
+  }
+};
+
+struct Straggler {
+  int rank = 0;
+  double compute_slowdown = 1.0;  // multiplies the rank's compute time; 1.1 = 10% slower
+};
+
+struct Scenario {
+  std::string name;
+  std::string source;
+  ModelSpec model;
+  ClusterSpec cluster;
+  ParallelPlan parallel;
+  TrainingSpec training;
+  Expectation expect;
+  std::vector<Straggler> stragglers;
+  std::vector<std::string> warnings;  // accepted but noteworthy input (e.g. sequence_parallel with tp 1)
+
+  /// Micro-batches per pipeline per iteration: global batch / (micro-batch x dp).
+  int num_microbatches() const;
+};
+
+/// Parses and validates a whole scenario. `base_dir` resolves relative paths (model.hf_config).
+/// Errors: Error::invalid naming the field, value and rule; Error::not_modelled for valid features the simulator
+/// does not model yet (message starts "not modelled yet:").
+Scenario parse_scenario(const nlohmann::json& document, const std::filesystem::path& base_dir);
+
+/// Reads a scenario file. Errors: Error::invalid for unreadable or malformed JSON (naming the file), and all of
+/// parse_scenario's errors.
+Scenario load_scenario(const std::filesystem::path& file);
+
+/// Reads a JSON file. Errors: Error::invalid naming the file when it cannot be opened or parsed.
+nlohmann::json read_json_file(const std::filesystem::path& file);
+
+}  // namespace orrery

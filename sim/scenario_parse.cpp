@@ -1,0 +1,220 @@
+// parse_scenario: reads every section of a scenario file strictly, then checks the cross-section rules
+// (divisibility, GPU count, features not modelled yet). Defaults are documented in scenarios/README.md.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "models/error.h"
+#include "models/json_fields.h"
+#include "models/model_input.h"
+#include "sim/pipeline_layout.h"
+#include "sim/scenario.h"
+
+namespace orrery {
+
+using nlohmann::json;
+
+namespace {
+
+template <typename Enum, std::size_t N>
+Enum parse_enum(FieldReader& in, const char* key, Enum fallback, const std::pair<const char*, Enum> (&names)[N]) {
+  auto text = in.optional_string(key);
+  if (!text) return fallback;
+  std::string known;
+  for (const auto& [name, value] : names) {
+    if (*text == name) return value;
+    known += (known.empty() ? "" : ", ") + std::string(name);
+  }
+  throw Error::invalid(in.field(key), *text, "must be one of: " + known);
+}
+
+// Reads a plan size given either by its short name or by its Megatron-LM argument name.
+std::optional<std::int64_t> size_with_alias(FieldReader& in, const char* key, const char* megatron_name) {
+  auto short_value = in.optional_int(key, 1);
+  auto long_value = in.optional_int(megatron_name, 1);
+  if (short_value && long_value) {
+    throw Error::invalid(in.field(megatron_name), std::to_string(*long_value),
+                         fmt::format("duplicates {}; give one of the two", key));
+  }
+  return short_value ? short_value : long_value;
+}
+
+ParallelPlan parse_parallel(const json& value) {
+  FieldReader in(value, "parallel");
+  ParallelPlan p;
+  auto i32 = [](std::optional<std::int64_t> v, int fallback) { return v ? static_cast<int>(*v) : fallback; };
+  p.tp = i32(size_with_alias(in, "tp", "tensor_model_parallel_size"), 1);
+  p.pp = i32(size_with_alias(in, "pp", "pipeline_model_parallel_size"), 1);
+  p.dp = i32(size_with_alias(in, "dp", "data_parallel_size"), 0);
+  p.cp = i32(size_with_alias(in, "cp", "context_parallel_size"), 1);
+  p.ep = i32(size_with_alias(in, "ep", "expert_model_parallel_size"), 1);
+  p.etp = i32(size_with_alias(in, "etp", "expert_tensor_parallel_size"), 0);
+  p.vpp = i32(size_with_alias(in, "vpp", "virtual_pipeline_model_parallel_size"), 1);
+  if (p.etp == 0) p.etp = p.tp;
+  if (auto v = in.optional_int("num_layers_per_virtual_pipeline_stage", 1)) {
+    if (in.has("vpp") || in.has("virtual_pipeline_model_parallel_size")) {
+      throw Error::invalid("parallel.num_layers_per_virtual_pipeline_stage", std::to_string(*v),
+                           "duplicates vpp; give one of the two");
+    }
+    p.num_layers_per_virtual_pipeline_stage = static_cast<int>(*v);
+  }  // Megatron-Core: expert TP defaults to TP
+  p.sequence_parallel = in.bool_or("sequence_parallel", false);
+  auto zero = in.optional_int("zero_stage", 0);
+  auto distopt = in.optional_bool("use_distributed_optimizer");
+  if (zero && distopt && (*zero == 1) != *distopt) {
+    throw Error::invalid("parallel.use_distributed_optimizer", *distopt ? "true" : "false",
+                         fmt::format("contradicts zero_stage ({}); the distributed optimizer is ZeRO stage 1", *zero));
+  }
+  p.zero_stage = static_cast<int>(zero.value_or(distopt.value_or(false) ? 1 : 0));
+  require(p.zero_stage <= 3, "parallel.zero_stage", std::to_string(p.zero_stage), "must be 0, 1, 2 or 3");
+  static constexpr std::pair<const char*, Schedule> kSchedules[] = {
+      {"1f1b", Schedule::k1F1B}, {"interleaved-1f1b", Schedule::k1F1B}, {"gpipe", Schedule::kGPipe},
+      {"zb-h1", Schedule::kZbH1}, {"dualpipe", Schedule::kDualPipe}};
+  p.schedule = parse_enum(in, "schedule", Schedule::k1F1B, kSchedules);
+  p.overlap_grad_reduce = in.bool_or("overlap_grad_reduce", true);
+  p.overlap_param_gather = in.bool_or("overlap_param_gather", true);
+  p.tp_comm_overlap = in.bool_or("tp_comm_overlap", true);
+  p.overlap_p2p_comm = in.bool_or("overlap_p2p_comm", true);
+  if (auto v = in.optional_int("decoder_first_pipeline_num_layers", 0)) p.decoder_first_pipeline_num_layers = static_cast<int>(*v);
+  if (auto v = in.optional_int("decoder_last_pipeline_num_layers", 0)) p.decoder_last_pipeline_num_layers = static_cast<int>(*v);
+  p.account_for_embedding_in_pipeline_split = in.bool_or("account_for_embedding_in_pipeline_split", false);
+  p.account_for_loss_in_pipeline_split = in.bool_or("account_for_loss_in_pipeline_split", false);
+  if (const json* layout = in.raw("pipeline_layout")) {
+    if (!layout->is_array() || layout->empty()) {
+      throw Error::invalid("parallel.pipeline_layout", describe_json(*layout),
+                           "must be a non-empty list of layer counts, one per virtual stage");
+    }
+    for (const json& n : *layout) {
+      if (!n.is_number_integer() || n.get<std::int64_t>() < 0) {
+        throw Error::invalid("parallel.pipeline_layout", describe_json(*layout), "entries must be integers >= 0");
+      }
+      p.pipeline_layout.push_back(n.get<int>());
+    }
+  }
+  in.reject_unknown();
+  return p;
+}
+
+TrainingSpec parse_training(const json& value, const ModelSpec& model) {
+  FieldReader in(value, "training");
+  TrainingSpec t;
+  t.seq_length = in.int_or("seq_length", std::min<std::int64_t>(model.max_position_embeddings, 8192), 1);
+  t.micro_batch_size = in.int_or("micro_batch_size", 1, 1);
+  t.global_batch_size = in.int_or("global_batch_size", 0, 1);
+  static constexpr std::pair<const char*, Precision> kPrecisions[] = {
+      {"bf16", Precision::kBf16}, {"fp16", Precision::kFp16}, {"fp32", Precision::kFp32}, {"fp8", Precision::kFp8}};
+  t.precision = parse_enum(in, "precision", Precision::kBf16, kPrecisions);
+  static constexpr std::pair<const char*, Recompute> kRecompute[] = {
+      {"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}};
+  t.recompute = parse_enum(in, "recompute", Recompute::kNone, kRecompute);
+  static constexpr std::pair<const char*, Optimizer> kOptimizers[] = {
+      {"adam", Optimizer::kAdam}, {"adamw", Optimizer::kAdam}, {"sgd", Optimizer::kSgd}};
+  t.optimizer = parse_enum(in, "optimizer", Optimizer::kAdam, kOptimizers);
+  static constexpr std::pair<const char*, AttentionBackend> kBackends[] = {
+      {"flash", AttentionBackend::kFlash}, {"unfused", AttentionBackend::kUnfused}};
+  t.attention_backend = parse_enum(in, "attention_backend", AttentionBackend::kFlash, kBackends);
+  in.reject_unknown();
+  return t;
+}
+
+Expectation parse_expect(const json& value) {
+  FieldReader in(value, "expect");
+  Expectation e;
+  e.iteration_time_s = in.optional_double("iteration_time_s", true);
+  e.tokens_per_s_per_gpu = in.optional_double("tokens_per_s_per_gpu", true);
+  e.tflops_per_gpu = in.optional_double("tflops_per_gpu", true);
+  e.mfu = in.optional_double("mfu", true);
+  e.hfu = in.optional_double("hfu", true);
+  e.peak_memory_gib = in.optional_double("peak_memory_gib", true);
+  e.flops_convention = in.optional_string("flops_convention").value_or("");
+  if (!e.flops_convention.empty() && e.flops_convention != "megatron-sc21" &&
+      e.flops_convention != "full-attention" && e.flops_convention != "causal-halved") {
+    throw Error::invalid("expect.flops_convention", e.flops_convention,
+                         "must be one of: megatron-sc21, full-attention, causal-halved");
+  }
+  in.optional_string("iteration_time_basis");
+  in.reject_unknown();
+  return e;
+}
+
+std::vector<Straggler> parse_stragglers(const json& value) {
+  if (!value.is_array()) throw Error::invalid("stragglers", describe_json(value), "must be a list of {rank, compute_slowdown}");
+  std::vector<Straggler> out;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    FieldReader in(value[i], fmt::format("stragglers[{}]", i));
+    Straggler s;
+    s.rank = static_cast<int>(in.require_int("rank", 0));
+    s.compute_slowdown = in.require_double("compute_slowdown", true);
+    in.reject_unknown();
+    out.push_back(s);
+  }
+  return out;
+}
+
+void check_text(const json& doc, const char* key) {
+  auto it = doc.find(key);
+  if (it == doc.end() || it->is_null() || it->is_string()) return;
+  if (it->is_array()) {
+    for (const json& item : *it) {
+      if (!item.is_string()) throw Error::invalid(key, describe_json(*it), "must be text or a list of text");
+    }
+    return;
+  }
+  throw Error::invalid(key, describe_json(*it), "must be text or a list of text");
+}
+
+}  // namespace
+
+void validate_scenario(Scenario& s);  // sim/scenario_validate.cpp
+
+Scenario parse_scenario(const json& doc, const std::filesystem::path& base_dir) {
+  FieldReader top(doc, "");
+  Scenario s;
+  s.name = top.optional_string("name").value_or("");
+  s.source = top.optional_string("source").value_or("");
+  for (const char* key : {"notes", "assumed"}) {
+    check_text(doc, key);
+    top.allow(key);
+  }
+  const json* model = top.raw("model");
+  if (!model) throw Error::invalid("model", "missing", "is required (a preset name, {\"hf_config\": ...} or a config object)");
+  s.model = parse_model_input(*model, base_dir, "model");
+  const json* cluster = top.raw("cluster");
+  if (!cluster) throw Error::invalid("cluster", "missing", "is required (a preset name or object)");
+  s.cluster = parse_cluster(*cluster, "cluster");
+  const json empty = json::object();
+  const json* parallel = top.raw("parallel");
+  s.parallel = parse_parallel(parallel ? *parallel : empty);
+  const json* training = top.raw("training");
+  s.training = parse_training(training ? *training : empty, s.model);
+  if (const json* expect = top.raw("expect")) s.expect = parse_expect(*expect);
+  if (const json* stragglers = top.raw("stragglers")) s.stragglers = parse_stragglers(*stragglers);
+  top.reject_unknown();
+  if (s.name.empty()) s.name = s.model.name;
+  validate_scenario(s);
+  return s;
+}
+
+json read_json_file(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw Error::invalid("scenario", file.string(), "cannot be opened");
+  try {
+    return json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw Error::invalid("scenario", file.string(), std::string("is not valid JSON: ") + e.what());
+  }
+}
+
+Scenario load_scenario(const std::filesystem::path& file) {
+  json doc = read_json_file(file);
+  Scenario s = parse_scenario(doc, file.parent_path());
+  if (s.name.empty()) s.name = file.stem().string();
+  return s;
+}
+
+int Scenario::num_microbatches() const {
+  return static_cast<int>(training.global_batch_size / (training.micro_batch_size * parallel.dp));
+}
+
+}  // namespace orrery

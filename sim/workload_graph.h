@@ -1,0 +1,137 @@
+#pragma once
+// The workload graph (DESIGN.md "The workload graph and the engine"): one program per pipeline stage, each a DAG
+// of kernel-level tasks of one representative rank of that stage. Edges are data dependencies and stream order
+// and stay inside a program; tasks of different ranks meet only at rendezvous (collectives, and send/recv pairs),
+// which the engine matches by group and issue order, as NCCL matches calls on a communicator. The graph is
+// immutable after lowering (STYLE.md rule 3); the engine keeps all run state.
+
+#include <boost/graph/compressed_sparse_row_graph.hpp>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "hardware/collective_cost.h"
+#include "models/ops.h"
+#include "models/units.h"
+
+namespace orrery {
+
+enum class TaskKind : std::uint8_t { kGemm, kAttention, kElementwise, kOptimizer, kCollective, kSendRecv };
+
+enum class Phase : std::uint8_t { kForward, kBackwardInput, kBackwardWeight, kRecompute, kOptimizer };
+
+/// Streams of one rank (DESIGN.md): compute, and one per kind of communication so that overlap is modelled.
+/// Point-to-point traffic has a stream per direction and peer, as Megatron's batched isend/irecv lets each progress.
+enum class Stream : std::uint8_t {
+  kCompute,
+  kTp,
+  kCp,
+  kEp,
+  kDp,
+  kPpSendNext,
+  kPpRecvPrev,
+  kPpSendPrev,
+  kPpRecvNext,
+};
+inline constexpr int kNumStreams = 9;
+
+/// The communication group a rendezvous task belongs to. The p2p kinds pair a sender with its receiver: a
+/// kPpForwardSend task of stage s and a kPpForwardRecv task of stage s+1 meet in the same group.
+enum class GroupKind : std::uint8_t {
+  kNone,
+  kTp,
+  kCp,
+  kEp,
+  kDp,             // data-parallel gradients and parameters (dp x cp ranks)
+  kEmbedding,      // first and last pipeline stage, for tied embeddings
+  kModelParallel,  // all tp x pp ranks of one model replica (gradient norm)
+  kPpForwardSend,
+  kPpForwardRecv,
+  kPpBackwardSend,
+  kPpBackwardRecv,
+};
+inline constexpr int kNumGroupKinds = 11;
+
+enum class MemoryKind : std::uint8_t { kWeights, kGradients, kOptimizer, kActivations, kOther };
+inline constexpr int kNumMemoryKinds = 5;
+
+/// Bytes a task allocates (positive) or frees (negative) at its start or its end.
+struct MemoryEffect {
+  MemoryKind kind = MemoryKind::kActivations;
+  Bytes bytes = 0;
+};
+
+using Op = std::variant<GemmShape, AttentionShape, ElementwiseShape, CollectiveOp>;
+
+struct Task {
+  TaskKind kind = TaskKind::kElementwise;
+  Phase phase = Phase::kForward;
+  Stream stream = Stream::kCompute;
+  GroupKind group = GroupKind::kNone;
+  std::int16_t chunk = -1;       // virtual-stage index on this rank (interleaving), -1 for none
+  std::int32_t layer = -1;       // global transformer layer, -1 for embedding, head, optimizer
+  std::int32_t microbatch = -1;  // -1 for per-iteration work
+  const char* label = "";        // short op name ("qkv", "attention", "grad_reduce"), a string literal
+  Op op;
+  MemoryEffect at_start;
+  MemoryEffect at_end;
+  std::int32_t group_seq = -1;   // issue order among this program's tasks of the same group kind
+
+  bool is_rendezvous() const { return group != GroupKind::kNone; }
+  bool is_compute() const { return stream == Stream::kCompute; }
+};
+
+using TaskGraph = boost::compressed_sparse_row_graph<boost::directedS>;
+
+/// The rank program of one pipeline stage.
+struct Program {
+  int stage = 0;
+  std::vector<Task> tasks;
+  TaskGraph successors;                     // edge u -> v: v may start only after u ends
+  std::vector<std::uint16_t> in_degree;     // per task
+  std::array<Bytes, kNumMemoryKinds> static_memory{};  // resident from the start: weights, gradients, optimizer, other
+};
+
+struct WorkloadGraph {
+  std::vector<Program> programs;  // index = pipeline stage
+  std::size_t num_tasks() const;
+};
+
+const char* to_string(TaskKind kind);
+const char* to_string(Phase phase);
+const char* to_string(Stream stream);
+const char* to_string(GroupKind kind);
+const char* to_string(MemoryKind kind);
+
+/// Builds one Program: adds tasks in issue order with their dependencies; the edge from the previous task on the
+/// same stream is added automatically (CUDA streams are FIFO).
+class ProgramBuilder {
+ public:
+  explicit ProgramBuilder(int stage);
+  using TaskId = std::int32_t;
+
+  TaskId add(Task task, std::initializer_list<TaskId> deps = {});
+  void depend(TaskId after, TaskId before);  // `after` starts only when `before` has ended
+  void alloc_at_start(TaskId task, MemoryKind kind, Bytes bytes);
+  void free_at_end(TaskId task, MemoryKind kind, Bytes bytes);
+  /// The last task added on `stream`, or -1.
+  TaskId last_on(Stream stream) const { return last_on_stream_[static_cast<std::size_t>(stream)]; }
+  TaskId last() const { return static_cast<TaskId>(tasks_.size()) - 1; }
+  const Task& task(TaskId id) const { return tasks_[static_cast<std::size_t>(id)]; }
+  void set_static_memory(MemoryKind kind, Bytes bytes) { static_memory_[static_cast<std::size_t>(kind)] = bytes; }
+
+  /// Freezes the program: CSR successor graph, in-degrees, rendezvous issue order. Checks it is acyclic.
+  Program finish();
+
+ private:
+  int stage_;
+  std::vector<Task> tasks_;
+  std::vector<std::pair<std::size_t, std::size_t>> edges_;
+  std::array<TaskId, kNumStreams> last_on_stream_;
+  std::array<Bytes, kNumMemoryKinds> static_memory_{};
+};
+
+}  // namespace orrery

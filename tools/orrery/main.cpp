@@ -1,0 +1,32 @@
+// orrery: the command line. Errors in the input are reported once, here, with exit status 2 (STYLE.md rule 8).
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+#include "models/error.h"
+#include "tools/orrery/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"orrery: a discrete-event performance simulator for LLM training"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "orrery 0.1.0");
+  orrery::cli::add_predict_command(app);
+  orrery::cli::add_list_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  } catch (const orrery::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const nlohmann::json::exception& e) {
+    std::cerr << "error: invalid value in the input: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "internal error (please report): " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,77 @@
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "models/error.h"
+#include "sim/predict.h"
+#include "tools/orrery/commands.h"
+#include "tools/orrery/outputs.h"
+#include "tools/orrery/scenario_flags.h"
+
+namespace orrery::cli {
+
+namespace {
+
+struct PredictArgs {
+  std::string scenario_file;
+  ScenarioFlags flags;
+  bool json = false;
+  bool expand_ranks = false;
+  std::string trace_file;
+  std::string timeline_file;
+};
+
+void write_json(const std::string& path, const nlohmann::json& doc) {
+  std::ofstream out(path);
+  if (!out) throw Error::io(path, "cannot be written");
+  out << doc.dump() << "\n";
+}
+
+void run_predict(const PredictArgs& a) {
+  nlohmann::json doc;
+  std::filesystem::path base = std::filesystem::current_path();
+  if (!a.scenario_file.empty()) {
+    doc = read_json_file(a.scenario_file);
+    base = std::filesystem::path(a.scenario_file).parent_path();
+  } else if (a.flags.names_model()) {
+    doc = nlohmann::json::object();
+    doc["cluster"] = "dgx-h100";
+  } else {
+    doc = default_scenario();
+    std::cerr << "orrery: no scenario given; predicting the built-in default (" << doc["name"].get<std::string>()
+              << ")\n";
+  }
+  a.flags.apply(doc);
+  if (doc.is_object() && !doc.contains("name") && !a.scenario_file.empty()) {
+    doc["name"] = std::filesystem::path(a.scenario_file).stem().string();
+  }
+  Scenario scenario = parse_scenario(doc, base);
+  PredictOptions options;
+  options.expansion = a.expand_ranks ? Expansion::kAllRanks : Expansion::kAuto;
+  Prediction p = predict(scenario, options);
+  if (a.json) {
+    std::cout << report_json(p).dump(2) << "\n";
+  } else {
+    print_summary(std::cout, p);
+  }
+  if (!a.trace_file.empty()) write_json(a.trace_file, chrome_trace(p));
+  if (!a.timeline_file.empty()) write_json(a.timeline_file, timeline_json(p));
+}
+
+}  // namespace
+
+void add_predict_command(CLI::App& app) {
+  auto args = std::make_shared<PredictArgs>();
+  CLI::App* cmd = app.add_subcommand("predict", "predict iteration time, throughput, MFU and memory of a training run");
+  cmd->add_option("scenario", args->scenario_file, "scenario JSON file (default: a built-in Llama-3-70B example)");
+  cmd->add_flag("--json", args->json, "print the report as JSON");
+  cmd->add_flag("--expand-ranks", args->expand_ranks, "simulate every rank instead of one per pipeline stage");
+  cmd->add_option("--trace", args->trace_file, "write a Chrome-trace / Perfetto timeline to FILE");
+  cmd->add_option("--timeline", args->timeline_file, "write the simulated timeline JSON to FILE");
+  args->flags.add_to(*cmd);
+  cmd->callback([args] { run_predict(*args); });
+}
+
+}  // namespace orrery::cli

@@ -1,0 +1,77 @@
+#include <fmt/format.h>
+
+#include "models/param_count.h"
+#include "tools/orrery/outputs.h"
+
+namespace orrery::cli {
+
+using nlohmann::json;
+
+json report_json(const Prediction& p) {
+  const Report& r = p.report;
+  const Scenario& s = p.scenario;
+  json out;
+  out["name"] = r.name;
+  out["num_gpus"] = r.num_gpus;
+  out["iteration_time_s"] = r.iteration_time;
+  out["tokens_per_s"] = r.tokens_per_s;
+  out["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;
+  out["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
+  out["hardware_tflops_per_gpu"] = r.hardware_tflops_per_gpu;
+  out["mfu"] = r.mfu;
+  out["mfu_causal"] = r.mfu_causal;
+  out["hfu"] = r.hfu;
+  out["peak_memory_bytes"] = r.peak_memory;
+  json stages = json::array();
+  for (const StageMemory& m : r.per_stage) {
+    stages.push_back({{"stage", m.stage},
+                      {"weights", m.weights},
+                      {"gradients", m.gradients},
+                      {"optimizer", m.optimizer},
+                      {"activations", m.activations},
+                      {"other", m.other},
+                      {"peak", m.peak}});
+  }
+  out["memory"] = {{"capacity_bytes", r.memory_capacity}, {"per_stage", stages}};
+  const Breakdown& b = r.breakdown;
+  out["breakdown_s"] = {{"compute", b.compute},
+                        {"exposed_tp_comm", b.exposed_tp_comm},
+                        {"exposed_cp_comm", b.exposed_cp_comm},
+                        {"exposed_ep_comm", b.exposed_ep_comm},
+                        {"exposed_pp_comm", b.exposed_pp_comm},
+                        {"exposed_dp_comm", b.exposed_dp_comm},
+                        {"bubble", b.bubble},
+                        {"optimizer", b.optimizer},
+                        {"other", b.other}};
+  out["critical_stage"] = r.critical_stage;
+  out["critical_rank"] = r.critical_rank;
+  out["warnings"] = r.warnings;
+  const ParamCount params = count_parameters(s.model);
+  out["model"] = {{"name", s.model.name},
+                  {"parameters", params.total},
+                  {"active_parameters", params.active},
+                  {"model_flops_per_iteration", r.model_flops},
+                  {"hardware_flops_per_iteration", r.hardware_flops}};
+  const ParallelPlan& pl = s.parallel;
+  out["plan"] = {{"tp", pl.tp},
+                 {"pp", pl.pp},
+                 {"dp", pl.dp},
+                 {"cp", pl.cp},
+                 {"ep", pl.ep},
+                 {"vpp", pl.vpp},
+                 {"sequence_parallel", pl.sequence_parallel},
+                 {"zero_stage", pl.zero_stage},
+                 {"schedule", to_string(pl.schedule)},
+                 {"microbatches", r.microbatches},
+                 {"micro_batch_size", s.training.micro_batch_size},
+                 {"global_batch_size", s.training.global_batch_size},
+                 {"seq_length", s.training.seq_length},
+                 {"precision", to_string(s.training.precision)},
+                 {"recompute", to_string(s.training.recompute)}};
+  out["simulation"] = {{"instances", p.instances.instances.size()},
+                       {"tasks_per_iteration", p.graph.num_tasks()},
+                       {"events", p.run.events}};
+  return out;
+}
+
+}  // namespace orrery::cli

@@ -1,0 +1,134 @@
+#include "tools/orrery/scenario_flags.h"
+
+#include <filesystem>
+
+namespace orrery::cli {
+
+using nlohmann::json;
+
+namespace {
+
+// A boolean switch that stays unset unless given ("--x" sets true, "--no-x" false), so the scenario's own
+// value or default applies otherwise.
+void add_switch(CLI::App& app, const std::string& names, std::optional<bool>& target, const std::string& help) {
+  app.add_flag_function(names, [&target](std::int64_t count) { target = count > 0; }, help);
+}
+
+}  // namespace
+
+void ScenarioFlags::add_to(CLI::App& app) {
+  app.add_option("--model", model, "model preset name or path to a Hugging Face config.json");
+  app.add_option("--cluster", cluster, "cluster preset name (orrery list clusters)");
+  app.add_option("--num-gpus", num_gpus, "number of GPUs");
+  app.add_option("--tp,--tensor-model-parallel-size", tp, "tensor-parallel size");
+  app.add_option("--pp,--pipeline-model-parallel-size", pp, "pipeline-parallel size");
+  app.add_option("--dp,--data-parallel-size", dp, "data-parallel size (default: derived from --num-gpus)");
+  app.add_option("--cp,--context-parallel-size", cp, "context-parallel size");
+  app.add_option("--ep,--expert-model-parallel-size", ep, "expert-parallel size");
+  app.add_option("--etp,--expert-tensor-parallel-size", etp, "expert tensor-parallel size");
+  app.add_option("--vpp,--virtual-pipeline-model-parallel-size", vpp, "virtual pipeline stages per pipeline rank");
+  app.add_option("--num-layers-per-virtual-pipeline-stage", layers_per_virtual_stage,
+                 "Megatron's way to set vpp: layers per virtual stage");
+  add_switch(app, "--sequence-parallel,!--no-sequence-parallel", sequence_parallel, "sequence parallelism");
+  app.add_option("--zero-stage", zero_stage, "ZeRO stage (1 = Megatron's distributed optimizer)");
+  add_switch(app, "--use-distributed-optimizer", distributed_optimizer, "ZeRO stage 1");
+  app.add_option("--schedule", schedule, "pipeline schedule: 1f1b (interleaved when vpp > 1) or gpipe");
+  add_switch(app, "--overlap-grad-reduce,!--no-overlap-grad-reduce", overlap_grad_reduce, "overlap DP gradient reduction");
+  add_switch(app, "--overlap-param-gather,!--no-overlap-param-gather", overlap_param_gather, "overlap ZeRO-1 param gather");
+  add_switch(app, "--tp-comm-overlap,!--no-tp-comm-overlap", tp_comm_overlap, "overlap TP communication with GEMMs");
+  add_switch(app, "--overlap-p2p-comm,!--no-overlap-p2p-comm", overlap_p2p_comm, "overlap pipeline send/recv");
+  app.add_option("--decoder-first-pipeline-num-layers", decoder_first, "layers on the first pipeline stage");
+  app.add_option("--decoder-last-pipeline-num-layers", decoder_last, "layers on the last pipeline stage");
+  add_switch(app, "--account-for-embedding-in-pipeline-split", account_for_embedding, "the embedding counts as a layer");
+  add_switch(app, "--account-for-loss-in-pipeline-split", account_for_loss, "the loss counts as a layer");
+  app.add_option("--seq-length", seq_length, "sequence length");
+  app.add_option("--micro-batch-size", micro_batch_size, "micro-batch size");
+  app.add_option("--global-batch-size", global_batch_size, "global batch size");
+  app.add_option("--precision", precision, "bf16, fp16, fp32 or fp8");
+  app.add_flag("--bf16", bf16, "same as --precision bf16");
+  app.add_flag("--fp16", fp16, "same as --precision fp16");
+  app.add_option("--recompute,--recompute-granularity", recompute, "none, selective or full");
+  app.add_flag("--recompute-activations", recompute_activations, "Megatron's flag for selective recompute");
+  app.add_option("--attention-backend", attention_backend, "flash or unfused");
+}
+
+namespace {
+
+// Sets `section.key`, dropping a Megatron-spelled alias the file may hold so the two cannot clash.
+template <typename T>
+void set(json& doc, const char* section, const char* key, const std::optional<T>& value, const char* alias = nullptr) {
+  if (!value) return;
+  json& s = doc[section];
+  if (!s.is_object()) s = json::object();
+  if (alias) s.erase(alias);
+  s[key] = *value;
+}
+
+}  // namespace
+
+void ScenarioFlags::apply(json& doc) const {
+  if (!model.empty()) {
+    if (std::filesystem::exists(model)) {
+      doc["model"] = {{"hf_config", std::filesystem::absolute(model).string()}};
+    } else {
+      doc["model"] = model;
+    }
+  }
+  if (!cluster.empty()) {
+    if (doc.contains("cluster") && doc["cluster"].is_object()) {
+      doc["cluster"]["preset"] = cluster;
+    } else {
+      doc["cluster"] = cluster;
+    }
+  }
+  if (num_gpus) {
+    if (!doc.contains("cluster")) doc["cluster"] = "dgx-h100";
+    if (doc["cluster"].is_string()) doc["cluster"] = {{"preset", doc["cluster"]}};
+    doc["cluster"]["num_gpus"] = *num_gpus;
+  }
+  set(doc, "parallel", "tp", tp, "tensor_model_parallel_size");
+  set(doc, "parallel", "pp", pp, "pipeline_model_parallel_size");
+  set(doc, "parallel", "dp", dp, "data_parallel_size");
+  set(doc, "parallel", "cp", cp, "context_parallel_size");
+  set(doc, "parallel", "ep", ep, "expert_model_parallel_size");
+  set(doc, "parallel", "etp", etp, "expert_tensor_parallel_size");
+  set(doc, "parallel", "vpp", vpp, "virtual_pipeline_model_parallel_size");
+  if (layers_per_virtual_stage) {
+    // Megatron: vpp = layers per pipeline stage / layers per virtual stage; resolved after the model is known.
+    doc["parallel"]["num_layers_per_virtual_pipeline_stage"] = *layers_per_virtual_stage;
+  }
+  set(doc, "parallel", "sequence_parallel", sequence_parallel);
+  set(doc, "parallel", "zero_stage", zero_stage);
+  if (distributed_optimizer && *distributed_optimizer) set(doc, "parallel", "zero_stage", std::optional<int>(1));
+  set(doc, "parallel", "schedule", schedule);
+  set(doc, "parallel", "overlap_grad_reduce", overlap_grad_reduce);
+  set(doc, "parallel", "overlap_param_gather", overlap_param_gather);
+  set(doc, "parallel", "tp_comm_overlap", tp_comm_overlap);
+  set(doc, "parallel", "overlap_p2p_comm", overlap_p2p_comm);
+  set(doc, "parallel", "decoder_first_pipeline_num_layers", decoder_first);
+  set(doc, "parallel", "decoder_last_pipeline_num_layers", decoder_last);
+  set(doc, "parallel", "account_for_embedding_in_pipeline_split", account_for_embedding);
+  set(doc, "parallel", "account_for_loss_in_pipeline_split", account_for_loss);
+  set(doc, "training", "seq_length", seq_length);
+  set(doc, "training", "micro_batch_size", micro_batch_size);
+  set(doc, "training", "global_batch_size", global_batch_size);
+  set(doc, "training", "precision", precision);
+  if (bf16) set(doc, "training", "precision", std::optional<std::string>("bf16"));
+  if (fp16) set(doc, "training", "precision", std::optional<std::string>("fp16"));
+  set(doc, "training", "recompute", recompute);
+  if (recompute_activations) set(doc, "training", "recompute", std::optional<std::string>("selective"));
+  set(doc, "training", "attention_backend", attention_backend);
+}
+
+json default_scenario() {
+  return json::parse(R"json({
+    "name": "default: llama3-70b on 64 H100 (TP8 PP4 VPP5 DP2, BF16)",
+    "source": "built-in default scenario of orrery predict",
+    "model": "llama3-70b",
+    "cluster": {"preset": "dgx-h100", "num_gpus": 64},
+    "parallel": {"tp": 8, "pp": 4, "vpp": 5, "dp": 2, "sequence_parallel": true, "zero_stage": 1},
+    "training": {"seq_length": 8192, "micro_batch_size": 1, "global_batch_size": 128, "precision": "bf16"}
+  })json");
+}
+
+}  // namespace orrery::cli

@@ -1,0 +1,60 @@
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include "models/param_count.h"
+#include "tools/orrery/outputs.h"
+
+namespace orrery::cli {
+
+namespace {
+
+std::string gib(Bytes b) { return fmt::format("{:7.2f}", to_GiB(b)); }
+
+std::string percent(Seconds part, Seconds whole) { return fmt::format("{:5.1f}%", whole > 0 ? 100.0 * part / whole : 0.0); }
+
+}  // namespace
+
+void print_summary(std::ostream& out, const Prediction& p) {
+  const Report& r = p.report;
+  const Scenario& s = p.scenario;
+  const ParallelPlan& pl = s.parallel;
+  const ParamCount params = count_parameters(s.model);
+  fmt::print(out, "{}\n", r.name);
+  fmt::print(out, "  model    {} ({:.2f} B parameters{}), seq {}, micro-batch {}, global batch {}, {}, recompute {}\n",
+             s.model.name, static_cast<double>(params.total) / kBillion,
+             s.model.is_moe() ? fmt::format(", {:.2f} B active", static_cast<double>(params.active) / kBillion) : "",
+             s.training.seq_length, s.training.micro_batch_size, s.training.global_batch_size,
+             to_string(s.training.precision), to_string(s.training.recompute));
+  fmt::print(out, "  cluster  {} x {} ({})\n", r.num_gpus, s.cluster.gpu.display_name, s.cluster.name);
+  fmt::print(out, "  plan     TP {} PP {} DP {} CP {} VPP {}{}{}, {} micro-batches per pipeline, schedule {}\n", pl.tp,
+             pl.pp, pl.dp, pl.cp, pl.vpp, pl.sequence_parallel ? ", sequence parallel" : "",
+             pl.zero_stage > 0 ? fmt::format(", ZeRO {}", pl.zero_stage) : "", r.microbatches,
+             pl.vpp > 1 ? "interleaved 1f1b" : to_string(pl.schedule));
+  fmt::print(out, "\n");
+  fmt::print(out, "  iteration time     {:10.3f} s\n", r.iteration_time);
+  fmt::print(out, "  throughput         {:10.0f} tokens/s ({:.1f} tokens/s per GPU)\n", r.tokens_per_s, r.tokens_per_s_per_gpu);
+  fmt::print(out, "  model TFLOP/s/GPU  {:10.1f}   MFU {:.1f}% (causal-halved {:.1f}%)\n", r.model_tflops_per_gpu,
+             100 * r.mfu, 100 * r.mfu_causal);
+  fmt::print(out, "  hw TFLOP/s/GPU     {:10.1f}   HFU {:.1f}%\n", r.hardware_tflops_per_gpu, 100 * r.hfu);
+  fmt::print(out, "  peak memory        {:10.2f} GiB of {:.1f} GiB\n", to_GiB(r.peak_memory), to_GiB(r.memory_capacity));
+  fmt::print(out, "\n  time breakdown (critical stage {}, rank {})\n", r.critical_stage, r.critical_rank);
+  const Breakdown& b = r.breakdown;
+  const Seconds T = r.iteration_time;
+  const std::pair<const char*, Seconds> parts[] = {
+      {"compute", b.compute},           {"exposed TP comm", b.exposed_tp_comm}, {"exposed CP comm", b.exposed_cp_comm},
+      {"exposed EP comm", b.exposed_ep_comm}, {"exposed PP comm", b.exposed_pp_comm},
+      {"exposed DP comm", b.exposed_dp_comm}, {"pipeline bubble", b.bubble},   {"optimizer", b.optimizer},
+      {"other", b.other}};
+  for (const auto& [name, value] : parts) {
+    if (value > 0 || std::string(name) == "compute") fmt::print(out, "    {:<18} {:10.3f} s  {}\n", name, value, percent(value, T));
+  }
+  fmt::print(out, "\n  memory per pipeline stage (GiB, at each stage's peak)\n");
+  fmt::print(out, "    stage  weights  grads    optim    activ    other    peak\n");
+  for (const StageMemory& m : r.per_stage) {
+    fmt::print(out, "    {:5}  {}  {}  {}  {}  {}  {}\n", m.stage, gib(m.weights), gib(m.gradients), gib(m.optimizer),
+               gib(m.activations), gib(m.other), gib(m.peak));
+  }
+  for (const std::string& w : r.warnings) fmt::print(out, "\n  warning: {}\n", w);
+}
+
+}  // namespace orrery::cli
