@@ -20,6 +20,7 @@ struct CollectiveOp {
   CollectiveKind kind = CollectiveKind::kAllReduce;
   Bytes bytes = 0;
   GroupPlacement placement;
+  bool operator==(const CollectiveOp&) const = default;
 };
 
 /// nccl-tests' bus-bandwidth factor for `kind` over `n` ranks.

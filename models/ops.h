@@ -22,6 +22,7 @@ struct GemmShape {
 
   Flops flops() const;   // 2 m n k batch
   Bytes bytes() const;   // A and B read, C written once each: (mk + kn + mn) batch elements
+  bool operator==(const GemmShape&) const = default;
 };
 
 /// A fused (flash) attention kernel over `batch` sequences: softmax(Q K^T) V with `heads` query heads sharing
@@ -44,6 +45,7 @@ struct AttentionShape {
   Flops executed_flops() const;
   /// HBM traffic: Q, K, V read and O written (forward); plus dO read and dQ, dK, dV written (backward).
   Bytes bytes() const;
+  bool operator==(const AttentionShape&) const = default;
 };
 
 /// A memory-bound kernel (norm, activation, residual, softmax, optimizer update): its HBM traffic and FLOPs.
@@ -52,6 +54,7 @@ struct ElementwiseShape {
   Bytes bytes_written = 0;
   Flops flops = 0;
   Bytes bytes() const { return bytes_read + bytes_written; }
+  bool operator==(const ElementwiseShape&) const = default;
 };
 
 }  // namespace orrery

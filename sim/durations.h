@@ -13,10 +13,10 @@ struct CostModels {
   const CollectiveCostModel& network;
 };
 
-/// Seconds for one task under the cost models.
-Seconds task_duration(const Task& task, const CostModels& models);
+/// Seconds for one operation under the cost models.
+Seconds op_duration(const Op& op, const CostModels& models);
 
-/// Durations of every task of every program.
+/// Durations of every distinct operation of every program.
 Durations price_graph(const WorkloadGraph& graph, const CostModels& models);
 
 }  // namespace orrery

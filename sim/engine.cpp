@@ -47,7 +47,7 @@ class Simulation {
     }
     base_ns_.resize(g.programs.size());
     for (std::size_t p = 0; p < g.programs.size(); ++p) {
-      for (Seconds s : d.per_program[p]) base_ns_[p].push_back(to_nanos(s));
+      for (Seconds s : d.op_seconds[p]) base_ns_[p].push_back(to_nanos(s));
     }
     result_.instances.resize(n);
     const bool record_all = total <= opt.record_budget;
@@ -113,8 +113,9 @@ class Simulation {
     const Instance& in = inst_.instances[static_cast<std::size_t>(instance)];
     const auto p = static_cast<std::size_t>(in.program);
     const Task& t = graph_.programs[p].tasks[static_cast<std::size_t>(task)];
-    if (in.compute_slowdown == 1.0 || !t.is_compute()) return base_ns_[p][static_cast<std::size_t>(task)];
-    return to_nanos(durations_.per_program[p][static_cast<std::size_t>(task)] * in.compute_slowdown);
+    const auto op = static_cast<std::size_t>(t.op);
+    if (in.compute_slowdown == 1.0 || !t.is_compute()) return base_ns_[p][op];
+    return to_nanos(durations_.op_seconds[p][op] * in.compute_slowdown);
   }
 
   TaskTiming* timing(std::int32_t instance, std::int32_t task) {
@@ -148,7 +149,7 @@ class Simulation {
   void start(std::int32_t instance, std::int32_t task, Nanoseconds now, Nanoseconds d) {
     if (TaskTiming* t = timing(instance, task)) t->start = now;
     const Task& t = program(static_cast<std::size_t>(instance)).tasks[static_cast<std::size_t>(task)];
-    apply(static_cast<std::size_t>(instance), t.at_start, now);
+    apply(static_cast<std::size_t>(instance), t.at_start(), now);
     events_.push({now + d, next_seq_++, instance, task});
   }
 
@@ -157,10 +158,10 @@ class Simulation {
     const auto i = static_cast<std::size_t>(instance);
     if (TaskTiming* t = timing(instance, task)) t->end = now;
     const Program& p = program(i);
-    apply(i, p.tasks[static_cast<std::size_t>(task)].at_end, now);
+    apply(i, p.tasks[static_cast<std::size_t>(task)].at_end(), now);
     InstanceRun& r = result_.instances[i];
     r.end = std::max(r.end, now);
-    auto [begin, end] = boost::out_edges(static_cast<std::size_t>(task), p.successors);
+    auto [begin, end] = boost::out_edges(static_cast<std::uint32_t>(task), p.successors);
     for (auto e = begin; e != end; ++e) {
       const auto next = static_cast<std::int32_t>(boost::target(*e, p.successors));
       if (--pending_[static_cast<std::size_t>(offset_[i] + next)] == 0) make_ready(instance, next, now);

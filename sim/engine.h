@@ -19,9 +19,10 @@
 
 namespace orrery {
 
-/// Base duration (seconds) of every task of every program, before per-instance slowdowns.
+/// Base duration (seconds) of every distinct operation of every program ([program][op], Task::op indexes it),
+/// before per-instance slowdowns.
 struct Durations {
-  std::vector<std::vector<Seconds>> per_program;
+  std::vector<std::vector<Seconds>> op_seconds;
 };
 
 struct TaskTiming {

@@ -34,9 +34,9 @@ int comm_activity(const Task& t) {
   }
 }
 
-double task_flops(const Task& t) {
-  if (const auto* g = std::get_if<GemmShape>(&t.op)) return g->flops();
-  if (const auto* a = std::get_if<AttentionShape>(&t.op)) return a->model_flops();
+double op_flops(const Op& op) {
+  if (const auto* g = std::get_if<GemmShape>(&op)) return g->flops();
+  if (const auto* a = std::get_if<AttentionShape>(&op)) return a->model_flops();
   return 0.0;
 }
 
@@ -103,8 +103,10 @@ Breakdown breakdown_of(const Program& program, const InstanceRun& run, Nanosecon
 double graph_flops_per_iteration(const WorkloadGraph& graph, const ParallelPlan& plan) {
   double flops = 0.0;
   for (const Program& p : graph.programs) {
+    std::vector<double> per_op;
+    for (const Op& op : p.ops) per_op.push_back(op_flops(op));
     double per_rank = 0.0;
-    for (const Task& t : p.tasks) per_rank += task_flops(t);
+    for (const Task& t : p.tasks) per_rank += per_op[static_cast<std::size_t>(t.op)];
     flops += per_rank;
   }
   return flops * plan.tp * plan.dp * plan.cp;

@@ -1,7 +1,5 @@
 #include "sim/workload_graph.h"
 
-#include <boost/graph/topological_sort.hpp>
-
 #include <algorithm>
 #include <cassert>
 #include <iterator>
@@ -83,58 +81,99 @@ const char* to_string(MemoryKind kind) {
 
 ProgramBuilder::ProgramBuilder(int stage) : stage_(stage) { last_on_stream_.fill(-1); }
 
-ProgramBuilder::TaskId ProgramBuilder::add(Task task, std::initializer_list<TaskId> deps) {
+namespace {
+
+void mix(std::size_t& seed, std::int64_t value) {
+  seed ^= std::hash<std::int64_t>{}(value) + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2);
+}
+
+}  // namespace
+
+std::size_t hash_op(const Op& op) {
+  std::size_t h = op.index();
+  if (const auto* g = std::get_if<GemmShape>(&op)) {
+    for (std::int64_t v : {g->m, g->n, g->k, g->batch, std::int64_t(g->dtype)}) mix(h, v);
+  } else if (const auto* a = std::get_if<AttentionShape>(&op)) {
+    for (std::int64_t v : {a->batch, a->heads, a->kv_heads, a->q_len, a->kv_len, a->head_dim_qk, a->head_dim_v,
+                           std::int64_t(a->causal), a->window, std::int64_t(a->backward), std::int64_t(a->dtype)}) {
+      mix(h, v);
+    }
+  } else if (const auto* e = std::get_if<ElementwiseShape>(&op)) {
+    mix(h, e->bytes_read);
+    mix(h, e->bytes_written);
+  } else if (const auto* c = std::get_if<CollectiveOp>(&op)) {
+    for (std::int64_t v : {std::int64_t(c->kind), c->bytes, std::int64_t(c->placement.size),
+                           std::int64_t(c->placement.domains), std::int64_t(c->placement.tier)}) {
+      mix(h, v);
+    }
+  }
+  return h;
+}
+
+ProgramBuilder::TaskId ProgramBuilder::add(Task task, const Op& op, std::initializer_list<TaskId> deps) {
   const auto id = static_cast<TaskId>(tasks_.size());
+  const std::size_t h = hash_op(op);
+  task.op = -1;
+  for (auto [it, end] = op_index_.equal_range(h); it != end; ++it) {
+    if (ops_[static_cast<std::size_t>(it->second)] == op) task.op = it->second;
+  }
+  if (task.op < 0) {
+    task.op = static_cast<std::int32_t>(ops_.size());
+    ops_.push_back(op);
+    op_index_.emplace(h, task.op);
+  }
   const auto stream = static_cast<std::size_t>(task.stream);
   if (last_on_stream_[stream] >= 0) edges_.emplace_back(last_on_stream_[stream], id);
   for (TaskId d : deps) {
     if (d >= 0 && d != last_on_stream_[stream]) edges_.emplace_back(d, id);
   }
+  if (tasks_.size() >= UINT32_MAX) throw std::logic_error("workload graph: too many tasks in one program");
   last_on_stream_[stream] = id;
   tasks_.push_back(task);
   return id;
 }
 
 void ProgramBuilder::depend(TaskId after, TaskId before) {
-  assert(before < after);
-  if (before >= 0) edges_.emplace_back(before, after);
+  if (before < 0) return;
+  // A dependency on a later task would make a cycle: the engine would deadlock. Only a lowering bug does that.
+  if (before >= after) throw std::logic_error("workload graph: a task may only depend on earlier tasks");
+  edges_.emplace_back(before, after);
 }
 
 void ProgramBuilder::alloc_at_start(TaskId id, MemoryKind kind, Bytes bytes) {
   if (bytes == 0) return;
-  MemoryEffect& e = tasks_[static_cast<std::size_t>(id)].at_start;
-  assert(e.bytes == 0 || e.kind == kind);
-  e.kind = kind;
-  e.bytes += bytes;
+  Task& t = tasks_[static_cast<std::size_t>(id)];
+  assert(t.start_bytes == 0 || t.start_kind == kind);
+  t.start_kind = kind;
+  t.start_bytes += bytes;
 }
 
 void ProgramBuilder::free_at_end(TaskId id, MemoryKind kind, Bytes bytes) {
   if (bytes == 0) return;
-  MemoryEffect& e = tasks_[static_cast<std::size_t>(id)].at_end;
-  assert(e.bytes == 0 || e.kind == kind);
-  e.kind = kind;
-  e.bytes -= bytes;
+  Task& t = tasks_[static_cast<std::size_t>(id)];
+  assert(t.end_bytes == 0 || t.end_kind == kind);
+  t.end_kind = kind;
+  t.end_bytes -= bytes;
 }
 
 Program ProgramBuilder::finish() {
   Program p;
   p.stage = stage_;
-  std::sort(edges_.begin(), edges_.end());
+  // Edges arrive grouped by their target in increasing order, so a stable sort by source keeps both sorted.
+  std::stable_sort(edges_.begin(), edges_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   edges_.erase(std::unique(edges_.begin(), edges_.end()), edges_.end());
-  p.successors = TaskGraph(boost::edges_are_sorted, edges_.begin(), edges_.end(), tasks_.size());
+  p.successors = TaskGraph(boost::edges_are_sorted, edges_.begin(), edges_.end(), static_cast<std::uint32_t>(tasks_.size()));
   p.in_degree.assign(tasks_.size(), 0);
   for (const auto& [from, to] : edges_) {
     if (p.in_degree[to] == UINT16_MAX) throw std::logic_error("workload graph: task in-degree overflow");
     ++p.in_degree[to];
   }
-  // A cycle would deadlock the engine; it can only come from a lowering bug.
-  std::vector<std::size_t> order;
-  boost::topological_sort(p.successors, std::back_inserter(order));
   std::array<std::int32_t, kNumGroupKinds> next_seq{};
   for (Task& t : tasks_) {
     if (t.is_rendezvous()) t.group_seq = next_seq[static_cast<std::size_t>(t.group)]++;
   }
   p.tasks = std::move(tasks_);
+  p.ops = std::move(ops_);
   p.static_memory = static_memory_;
   return p;
 }

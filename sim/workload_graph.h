@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -64,32 +65,45 @@ struct MemoryEffect {
   Bytes bytes = 0;
 };
 
+/// A task's operation. Programs keep each distinct Op once (micro-batches repeat the same shapes), so tasks
+/// stay small and each Op is priced once.
 using Op = std::variant<GemmShape, AttentionShape, ElementwiseShape, CollectiveOp>;
 
+/// Hash of an Op's fields, for interning.
+std::size_t hash_op(const Op& op);
+
+/// One task (48 bytes: programs hold millions of them for long pipelines).
 struct Task {
   TaskKind kind = TaskKind::kElementwise;
   Phase phase = Phase::kForward;
   Stream stream = Stream::kCompute;
   GroupKind group = GroupKind::kNone;
+  MemoryKind start_kind = MemoryKind::kActivations;
+  MemoryKind end_kind = MemoryKind::kActivations;
   std::int16_t chunk = -1;       // virtual-stage index on this rank (interleaving), -1 for none
   std::int32_t layer = -1;       // global transformer layer, -1 for embedding, head, optimizer
   std::int32_t microbatch = -1;  // -1 for per-iteration work
-  const char* label = "";        // short op name ("qkv", "attention", "grad_reduce"), a string literal
-  Op op;
-  MemoryEffect at_start;
-  MemoryEffect at_end;
+  std::int32_t op = -1;          // index into Program::ops
   std::int32_t group_seq = -1;   // issue order among this program's tasks of the same group kind
+  const char* label = "";        // short op name ("qkv", "attention", "grad_reduce"), a string literal
+  Bytes start_bytes = 0;         // allocated (+) or freed (-) when the task starts
+  Bytes end_bytes = 0;           // allocated (+) or freed (-) when the task ends
 
+  MemoryEffect at_start() const { return {start_kind, start_bytes}; }
+  MemoryEffect at_end() const { return {end_kind, end_bytes}; }
   bool is_rendezvous() const { return group != GroupKind::kNone; }
   bool is_compute() const { return stream == Stream::kCompute; }
 };
 
-using TaskGraph = boost::compressed_sparse_row_graph<boost::directedS>;
+/// Successor lists in compressed-sparse-row form, with 32-bit task ids (a program stays below 2^32 tasks).
+using TaskGraph = boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, boost::no_property,
+                                                     boost::no_property, std::uint32_t, std::uint32_t>;
 
 /// The rank program of one pipeline stage.
 struct Program {
   int stage = 0;
   std::vector<Task> tasks;
+  std::vector<Op> ops;                      // distinct operations; Task::op indexes here
   TaskGraph successors;                     // edge u -> v: v may start only after u ends
   std::vector<std::uint16_t> in_degree;     // per task
   std::array<Bytes, kNumMemoryKinds> static_memory{};  // resident from the start: weights, gradients, optimizer, other
@@ -113,7 +127,8 @@ class ProgramBuilder {
   explicit ProgramBuilder(int stage);
   using TaskId = std::int32_t;
 
-  TaskId add(Task task, std::initializer_list<TaskId> deps = {});
+  /// Adds `task` doing `op` (interned) after `deps` (ids < 0 are ignored) and the previous task on its stream.
+  TaskId add(Task task, const Op& op, std::initializer_list<TaskId> deps = {});
   void depend(TaskId after, TaskId before);  // `after` starts only when `before` has ended
   void alloc_at_start(TaskId task, MemoryKind kind, Bytes bytes);
   void free_at_end(TaskId task, MemoryKind kind, Bytes bytes);
@@ -121,15 +136,22 @@ class ProgramBuilder {
   TaskId last_on(Stream stream) const { return last_on_stream_[static_cast<std::size_t>(stream)]; }
   TaskId last() const { return static_cast<TaskId>(tasks_.size()) - 1; }
   const Task& task(TaskId id) const { return tasks_[static_cast<std::size_t>(id)]; }
+  const Op& op_of(TaskId id) const { return ops_[static_cast<std::size_t>(task(id).op)]; }
   void set_static_memory(MemoryKind kind, Bytes bytes) { static_memory_[static_cast<std::size_t>(kind)] = bytes; }
 
-  /// Freezes the program: CSR successor graph, in-degrees, rendezvous issue order. Checks it is acyclic.
+  /// Capacity hint for the number of tasks.
+  void reserve(std::size_t tasks) { tasks_.reserve(tasks); }
+
+  /// Freezes the program: CSR successor graph, in-degrees, rendezvous issue order. Every edge points from an
+  /// earlier task to a later one (add() and depend() enforce it), so the program is acyclic by construction.
   Program finish();
 
  private:
   int stage_;
   std::vector<Task> tasks_;
-  std::vector<std::pair<std::size_t, std::size_t>> edges_;
+  std::vector<Op> ops_;
+  std::unordered_multimap<std::size_t, std::int32_t> op_index_;  // hash -> index into ops_
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;
   std::array<TaskId, kNumStreams> last_on_stream_;
   std::array<Bytes, kNumMemoryKinds> static_memory_{};
 };

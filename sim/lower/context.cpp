@@ -98,27 +98,19 @@ Task Emitter::base(TaskKind kind, const char* label, Stream stream) const {
 }
 
 TaskId Emitter::gemm(const char* label, GemmShape shape, std::initializer_list<TaskId> deps) {
-  Task t = base(TaskKind::kGemm, label, Stream::kCompute);
-  t.op = shape;
-  return builder_.add(t, deps);
+  return builder_.add(base(TaskKind::kGemm, label, Stream::kCompute), shape, deps);
 }
 
 TaskId Emitter::attention(const char* label, AttentionShape shape, std::initializer_list<TaskId> deps) {
-  Task t = base(TaskKind::kAttention, label, Stream::kCompute);
-  t.op = shape;
-  return builder_.add(t, deps);
+  return builder_.add(base(TaskKind::kAttention, label, Stream::kCompute), shape, deps);
 }
 
 TaskId Emitter::elementwise(const char* label, Bytes read, Bytes written, std::initializer_list<TaskId> deps) {
-  Task t = base(TaskKind::kElementwise, label, Stream::kCompute);
-  t.op = ElementwiseShape{read, written, 0.0};
-  return builder_.add(t, deps);
+  return builder_.add(base(TaskKind::kElementwise, label, Stream::kCompute), ElementwiseShape{read, written, 0.0}, deps);
 }
 
 TaskId Emitter::optimizer(const char* label, Bytes read, Bytes written, std::initializer_list<TaskId> deps) {
-  Task t = base(TaskKind::kOptimizer, label, Stream::kCompute);
-  t.op = ElementwiseShape{read, written, 0.0};
-  return builder_.add(t, deps);
+  return builder_.add(base(TaskKind::kOptimizer, label, Stream::kCompute), ElementwiseShape{read, written, 0.0}, deps);
 }
 
 TaskId Emitter::collective(const char* label, Stream stream, GroupKind group, CollectiveKind kind, Bytes bytes,
@@ -127,15 +119,13 @@ TaskId Emitter::collective(const char* label, Stream stream, GroupKind group, Co
   if (where.size <= 1) return -1;
   Task t = base(TaskKind::kCollective, label, stream);
   t.group = group;
-  t.op = CollectiveOp{kind, bytes, where};
-  return builder_.add(t, deps);
+  return builder_.add(t, CollectiveOp{kind, bytes, where}, deps);
 }
 
 TaskId Emitter::p2p(const char* label, Stream stream, GroupKind group, Bytes bytes, std::initializer_list<TaskId> deps) {
   Task t = base(TaskKind::kSendRecv, label, stream);
   t.group = group;
-  t.op = CollectiveOp{CollectiveKind::kSendRecv, bytes, ctx_.placement(group, stage_)};
-  return builder_.add(t, deps);
+  return builder_.add(t, CollectiveOp{CollectiveKind::kSendRecv, bytes, ctx_.placement(group, stage_)}, deps);
 }
 
 }  // namespace orrery

@@ -14,6 +14,9 @@ namespace orrery {
 
 namespace {
 
+// Upper estimate of the tasks one layer emits in one forward or backward step (with recompute), to size buffers.
+constexpr int kTasksPerLayerStep = 48;
+
 SavePolicy forward_policy(Recompute r) {
   switch (r) {
     case Recompute::kNone: return {true, true, true};
@@ -33,6 +36,9 @@ class StageLowering {
   Program run(const MemoryParams& memory) {
     dp_.emit_prologue(emit_);
     const auto steps = pipeline_steps(ctx_.plan.schedule, ctx_.plan.pp, ctx_.plan.vpp, stage_, ctx_.microbatches);
+    int most_layers = 0;
+    for (int c = 0; c < ctx_.layout.vpp; ++c) most_layers = std::max(most_layers, ctx_.layout.layers_in(stage_, c));
+    builder_.reserve(steps.size() * static_cast<std::size_t>(most_layers * kTasksPerLayerStep + 32) + 256);
     // The first forward and the last backward of each chunk carry the data-parallel dependencies.
     std::map<int, std::size_t> first_forward, last_backward;
     for (std::size_t i = 0; i < steps.size(); ++i) {

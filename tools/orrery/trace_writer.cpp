@@ -6,9 +6,9 @@ namespace orrery::cli {
 
 using nlohmann::json;
 
-std::string task_name(const Task& t) {
+std::string task_name(const Program& program, const Task& t) {
   std::string kind;
-  if (const auto* c = std::get_if<CollectiveOp>(&t.op)) {
+  if (const auto* c = std::get_if<CollectiveOp>(&program.ops[static_cast<std::size_t>(t.op)])) {
     kind = to_string(c->kind);
   } else {
     kind = to_string(t.kind);
@@ -41,7 +41,7 @@ json chrome_trace(const Prediction& p) {
       events.push_back({{"ph", "X"},
                         {"pid", pid},
                         {"tid", static_cast<int>(task.stream)},
-                        {"name", task_name(task)},
+                        {"name", task_name(prog, task)},
                         {"cat", to_string(task.phase)},
                         {"ts", static_cast<double>(tm.start) / 1000.0},
                         {"dur", static_cast<double>(tm.end - tm.start) / 1000.0},
@@ -69,7 +69,7 @@ json timeline_json(const Prediction& p) {
       tasks.push_back({{"rank", in.representative_rank},
                        {"stream", to_string(task.stream)},
                        {"kind", to_string(task.kind)},
-                       {"name", task_name(task)},
+                       {"name", task_name(prog, task)},
                        {"stage", in.program},
                        {"layer", task.layer},
                        {"microbatch", task.microbatch},
