@@ -13,6 +13,12 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "orrery 0.1.0");
   orrery::cli::add_predict_command(app);
   orrery::cli::add_list_command(app);
+  bool known = argc < 2 || argv[1][0] == '-';
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) known = known || sub->get_name() == argv[1];
+  if (!known) {
+    std::cerr << "error: unknown command '" << argv[1] << "'; commands: predict, list (orrery --help)\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,112 @@
+// The event engine on hand-built graphs: dependencies, stream order, rendezvous and memory.
+#include <catch2/catch.hpp>
+
+#include "sim/engine.h"
+
+using namespace orrery;
+
+namespace {
+
+Task compute(const char* label) {
+  Task t;
+  t.kind = TaskKind::kGemm;
+  t.label = label;
+  return t;
+}
+
+Task collective(GroupKind group) {
+  Task t;
+  t.kind = TaskKind::kCollective;
+  t.stream = Stream::kTp;
+  t.group = group;
+  t.label = "all_reduce";
+  return t;
+}
+
+// Ops with distinct shapes so each gets its own duration.
+GemmShape shape(std::int64_t id) { return GemmShape{id, 1, 1, 1, DType::kBf16}; }
+CollectiveOp comm() { return CollectiveOp{CollectiveKind::kAllReduce, 1 << 20, {}}; }
+
+}  // namespace
+
+TEST_CASE("a rendezvous collective waits for its slowest member", "[sim][engine]") {
+  // One program: compute (1 ms) -> all-reduce (0.5 ms) -> compute (1 ms). Two instances in one TP group, the
+  // second with compute twice as slow: the collective starts at 2 ms on both, so the fast one idles 1 ms.
+  ProgramBuilder b(0);
+  auto c1 = b.add(compute("before"), shape(1));
+  auto ar = b.add(collective(GroupKind::kTp), comm(), {c1});
+  b.add(compute("after"), shape(2), {ar});
+  WorkloadGraph g;
+  g.programs.push_back(b.finish());
+  Durations d{{{1e-3, 0.5e-3, 1e-3}}};  // ops in interning order: shape(1), comm, shape(2)
+  Instantiation inst;
+  inst.instances = {{0, 0, 1, 1.0}, {0, 1, 1, 2.0}};
+  inst.group_of.assign(2 * kNumGroupKinds, -1);
+  inst.group_of[0 * kNumGroupKinds + static_cast<int>(GroupKind::kTp)] = 0;
+  inst.group_of[1 * kNumGroupKinds + static_cast<int>(GroupKind::kTp)] = 0;
+  inst.group_size = {2};
+  const RunResult r = run_engine(g, inst, d);
+  REQUIRE(r.instances[0].recorded);
+  const auto& fast = r.instances[0].timings;
+  const auto& slow = r.instances[1].timings;
+  CHECK(fast[1].ready == 1'000'000);   // arrived after its own 1 ms
+  CHECK(fast[1].start == 2'000'000);   // but started with the slow member
+  CHECK(slow[1].start == 2'000'000);
+  CHECK(fast[1].end == 2'500'000);
+  CHECK(fast[2].end == 3'500'000);     // 1 ms after the collective
+  CHECK(slow[2].end == 4'500'000);     // 2 ms after it
+  CHECK(r.makespan == 4'500'000);
+}
+
+TEST_CASE("stream order serialises tasks on one stream; other streams overlap", "[sim][engine]") {
+  ProgramBuilder b(0);
+  auto c1 = b.add(compute("a"), shape(1));
+  Task comm_task = collective(GroupKind::kTp);
+  auto ar = b.add(comm_task, comm(), {c1});  // overlaps with b below
+  b.add(compute("b"), shape(2));                  // only stream order on c1
+  b.add(compute("c"), shape(3), {ar});            // waits for both
+  WorkloadGraph g;
+  g.programs.push_back(b.finish());
+  Durations d{{{1e-3, 3e-3, 1e-3, 1e-3}}};
+  Instantiation inst;
+  inst.instances = {{0, 0, 1, 1.0}};
+  inst.group_of.assign(kNumGroupKinds, -1);
+  inst.group_of[static_cast<int>(GroupKind::kTp)] = 0;
+  inst.group_size = {1};
+  const RunResult r = run_engine(g, inst, d);
+  const auto& t = r.instances[0].timings;
+  CHECK(t[2].start == 1'000'000);  // b after a, alongside the all-reduce
+  CHECK(t[3].start == 4'000'000);  // c waits for the all-reduce (1 + 3 ms)
+  CHECK(r.makespan == 5'000'000);
+}
+
+TEST_CASE("memory effects: allocations at start, frees at end, peak with its composition", "[sim][engine]") {
+  ProgramBuilder b(0);
+  auto f = b.add(compute("forward"), shape(1));
+  b.alloc_at_start(f, MemoryKind::kActivations, 100);
+  auto w = b.add(compute("workspace"), shape(2));
+  b.alloc_at_start(w, MemoryKind::kOther, 50);
+  b.free_at_end(w, MemoryKind::kOther, 50);
+  auto back = b.add(compute("backward"), shape(3));
+  b.free_at_end(back, MemoryKind::kActivations, 100);
+  b.set_static_memory(MemoryKind::kWeights, 1000);
+  WorkloadGraph g;
+  g.programs.push_back(b.finish());
+  Durations d{{{1e-6, 1e-6, 1e-6}}};
+  Instantiation inst;
+  inst.instances = {{0, 0, 1, 1.0}};
+  inst.group_of.assign(kNumGroupKinds, -1);
+  const RunResult r = run_engine(g, inst, d);
+  CHECK(r.instances[0].peak == 1150);
+  CHECK(r.instances[0].at_peak[static_cast<int>(MemoryKind::kWeights)] == 1000);
+  CHECK(r.instances[0].at_peak[static_cast<int>(MemoryKind::kActivations)] == 100);
+  CHECK(r.instances[0].at_peak[static_cast<int>(MemoryKind::kOther)] == 50);
+  CHECK(r.instances[0].memory.back().live == 1000);
+}
+
+TEST_CASE("a dependency on a later task is refused (it would deadlock)", "[sim][engine]") {
+  ProgramBuilder b(0);
+  auto a = b.add(compute("a"), shape(1));
+  auto c = b.add(compute("c"), shape(2));
+  CHECK_THROWS(b.depend(a, c));
+}

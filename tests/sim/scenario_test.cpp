@@ -1,0 +1,89 @@
+// Scenario parsing: defaults, derived sizes, and errors that name the field, the value and the rule.
+#include <catch2/catch.hpp>
+
+#include "test_support.h"
+
+using namespace orrery;
+using test::scenario;
+using test::scenario_error;
+
+namespace {
+
+// A valid base scenario: Llama-3-8B on 16 H100s.
+std::string with(const std::string& parallel, const std::string& training = R"({"seq_length": 4096, "global_batch_size": 32})",
+                 const std::string& extra = "") {
+  return R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 16}, "parallel": )" + parallel +
+         R"(, "training": )" + training + extra + "}";
+}
+
+}  // namespace
+
+TEST_CASE("defaults and derived sizes", "[sim][scenario]") {
+  const Scenario s = scenario(with(R"({"tp": 2, "pp": 2})"));
+  CHECK(s.parallel.dp == 4);  // derived from num_gpus
+  CHECK(s.training.micro_batch_size == 1);
+  CHECK(s.training.precision == Precision::kBf16);
+  CHECK(s.training.recompute == Recompute::kNone);
+  CHECK(s.training.attention_backend == AttentionBackend::kFlash);
+  CHECK(s.parallel.overlap_grad_reduce);  // on, as the Megatron-Core recipes set them
+  CHECK(s.parallel.tp_comm_overlap);
+  CHECK(s.num_microbatches() == 8);
+  // Megatron's long names are accepted for the plan sizes.
+  CHECK(scenario(with(R"({"tensor_model_parallel_size": 4})")).parallel.tp == 4);
+  // global batch defaults to micro-batch x dp; num_gpus may come from the plan.
+  const Scenario t = scenario(R"({"model": "llama3-8b", "cluster": "dgx-h100", "parallel": {"tp": 8, "dp": 2},
+                                  "training": {"seq_length": 2048, "micro_batch_size": 2}})");
+  CHECK(t.cluster.num_gpus == 16);
+  CHECK(t.training.global_batch_size == 4);
+}
+
+TEST_CASE("divisibility rules name field, value and rule", "[sim][scenario][errors]") {
+  CHECK_THAT(scenario_error(with(R"({"tp": 3})")), Catch::Contains("cluster.num_gpus (16)") && Catch::Contains("tp x pp x cp"));
+  CHECK_THAT(scenario_error(R"({"model": "gpt-sc21-1.7b", "cluster": {"preset": "dgx-a100-80gb", "num_gpus": 16},
+                                "parallel": {"tp": 16}, "training": {"seq_length": 2048, "global_batch_size": 16}})"),
+             Catch::Contains("model.num_attention_heads (24) must be divisible by tp (16)"));
+  CHECK_THAT(scenario_error(with(R"({"tp": 16})")), Catch::Contains("model.num_key_value_heads (8)"));
+  CHECK_THAT(scenario_error(with(R"({"tp": 2, "dp": 4})")),
+             Catch::Contains("cluster.num_gpus (16) must equal tp x pp x dp x cp"));
+  CHECK_THAT(scenario_error(with(R"({"tp": 2})", R"({"seq_length": 4096, "micro_batch_size": 3, "global_batch_size": 32})")),
+             Catch::Contains("training.global_batch_size (32)") && Catch::Contains("micro_batch_size x dp"));
+  CHECK_THAT(scenario_error(with(R"({"tp": 2, "sequence_parallel": true})", R"({"seq_length": 4095, "global_batch_size": 32})")),
+             Catch::Contains("training.seq_length (4095)"));
+  CHECK_THAT(scenario_error(with(R"({"pp": 2, "vpp": 4})", R"({"seq_length": 4096, "global_batch_size": 8})")),
+             Catch::Contains("multiple of pp"));
+  CHECK_THAT(scenario_error(with(R"({"vpp": 2})")), Catch::Contains("parallel.vpp (2)") && Catch::Contains("pp >= 2"));
+}
+
+TEST_CASE("unknown keys and bad values are rejected", "[sim][scenario][errors]") {
+  CHECK_THAT(scenario_error(with(R"({"tp": 2, "tensor_parallel": 2})")), Catch::Contains("parallel.tensor_parallel"));
+  CHECK_THAT(scenario_error(with(R"({})", R"({"seq_len": 4096})")), Catch::Contains("training.seq_len"));
+  CHECK_THAT(scenario_error(with(R"({})", R"({"precision": "int4"})")),
+             Catch::Contains("training.precision (int4)") && Catch::Contains("bf16"));
+  CHECK_THAT(scenario_error(with(R"({})", R"({"micro_batch_size": 0})")), Catch::Contains("training.micro_batch_size (0)"));
+  CHECK_THAT(scenario_error(with(R"({})", R"({"seq_length": 1.5})")), Catch::Contains("training.seq_length"));
+  CHECK_THAT(scenario_error(with(R"({})", R"({})", R"(, "paralel": {})")), Catch::Contains("paralel"));
+  CHECK_THAT(scenario_error(with(R"({})", R"({})", R"(, "expect": {"iteration_time": 1})")), Catch::Contains("expect.iteration_time"));
+  CHECK_THAT(scenario_error(with(R"({"tp": 2, "tensor_model_parallel_size": 2})")), Catch::Contains("duplicates tp"));
+  CHECK_THAT(scenario_error(with(R"({})", R"({})", R"(, "stragglers": [{"rank": 16, "compute_slowdown": 1.1}])")),
+             Catch::Contains("stragglers[0].rank (16)"));
+  CHECK_THAT(scenario_error(with(R"({})", R"({})", R"(, "stragglers": [{"rank": 1, "compute_slowdown": -1}])")),
+             Catch::Contains("stragglers[0].compute_slowdown"));
+  CHECK_THAT(scenario_error(R"({"cluster": "dgx-h100"})"), Catch::Contains("model (missing)"));
+  CHECK_THAT(scenario_error(R"([1, 2])"), Catch::Contains("must be a JSON object"));
+}
+
+TEST_CASE("features outside the model today say 'not modelled yet:'", "[sim][scenario][errors]") {
+  CHECK_THAT(scenario_error(with(R"({})", R"({"precision": "fp8"})")), Catch::StartsWith("not modelled yet:"));
+  CHECK_THAT(scenario_error(with(R"({"cp": 2})")), Catch::StartsWith("not modelled yet:"));
+  CHECK_THAT(scenario_error(with(R"({"zero_stage": 3})")), Catch::StartsWith("not modelled yet:"));
+  CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "zb-h1"})")), Catch::StartsWith("not modelled yet:"));
+  CHECK_THAT(scenario_error(R"({"model": "mixtral-8x7b", "cluster": {"preset": "dgx-h100", "num_gpus": 8}})"),
+             Catch::StartsWith("not modelled yet:"));
+}
+
+TEST_CASE("sequence parallelism with tp 1 is dropped with a warning, as Megatron does", "[sim][scenario]") {
+  const Scenario s = scenario(with(R"({"sequence_parallel": true})"));
+  CHECK_FALSE(s.parallel.sequence_parallel);
+  REQUIRE(s.warnings.size() == 1);
+  CHECK_THAT(s.warnings[0], Catch::Contains("sequence_parallel"));
+}

@@ -1,0 +1,107 @@
+// Pipeline schedules executed by the engine against their closed forms: the 1F1B bubble (p-1)/(m+p-1)
+// (PipeDream-Flush; SC21 eq. 1), interleaving dividing it by vpp (SC21 Section 2.2.2), and the activation memory
+// each schedule holds on the first stage.
+#include <catch2/catch.hpp>
+
+#include "sim/instances.h"
+#include "sim/report.h"
+#include "test_support.h"
+
+using namespace orrery;
+
+namespace {
+
+// Compute costs only GEMM FLOPs at 1 PFLOP/s; everything else (elementwise, attention, communication) is free,
+// so every stage's forward and backward take the same time (the LM head of a 128-word vocabulary is negligible).
+class GemmOnly final : public ComputeCostModel {
+ public:
+  std::string name() const override { return "gemm-only"; }
+  Seconds gemm(const GemmShape& s) const override { return s.flops() / 1e15; }
+  Seconds attention(const AttentionShape&) const override { return 0; }
+  Seconds elementwise(const ElementwiseShape&) const override { return 0; }
+};
+
+class FreeNetwork final : public CollectiveCostModel {
+ public:
+  std::string name() const override { return "free"; }
+  Seconds time(const CollectiveOp&) const override { return 0; }
+};
+
+struct Run {
+  WorkloadGraph graph;
+  Instantiation instances;
+  Durations durations;
+  RunResult result;
+};
+
+Run run(const Scenario& s) {
+  Run r;
+  r.graph = test::lowered(s);
+  r.instances = make_instances(s.parallel, {}, Expansion::kAuto);
+  GemmOnly compute;
+  FreeNetwork network;
+  r.durations = price_graph(r.graph, CostModels{compute, network});
+  r.result = run_engine(r.graph, r.instances, r.durations);
+  return r;
+}
+
+std::string pipeline(int pp, int vpp, int m, const char* schedule) {
+  return std::string(R"({"model": {"preset": "gpt-sc21-1.7b", "num_hidden_layers": 8, "vocab_size": 128},
+      "cluster": {"preset": "dgx-a100-80gb"}, "parallel": {"pp": )") +
+         std::to_string(pp) + R"(, "vpp": )" + std::to_string(vpp) + R"(, "dp": 1, "schedule": ")" + schedule +
+         R"("}, "training": {"seq_length": 1024, "micro_batch_size": 1, "global_batch_size": )" + std::to_string(m) + "}}";
+}
+
+// Seconds of one micro-batch's forward and backward GEMMs on stage `stage`.
+std::pair<double, double> step_times(const Run& r, int stage) {
+  const Program& p = r.graph.programs[static_cast<std::size_t>(stage)];
+  double f = 0, b = 0;
+  for (const Task& t : p.tasks) {
+    if (t.microbatch != 0) continue;
+    const double d = r.durations.op_seconds[static_cast<std::size_t>(stage)][static_cast<std::size_t>(t.op)];
+    (t.phase == Phase::kForward ? f : b) += d;
+  }
+  return {f, b};
+}
+
+}  // namespace
+
+TEST_CASE("1F1B with free communication has the bubble (p-1)/(m+p-1)", "[sim][schedule][engine]") {
+  const int p = 4, m = 8;
+  const Run r = run(test::scenario(pipeline(p, 1, m, "1f1b")));
+  const auto [tf, tb] = step_times(r, 1);
+  const double makespan = from_nanos(r.result.makespan);
+  // Total = (m + p - 1)(tf + tb); the bubble is the part beyond m (tf + tb).
+  CHECK(makespan == Approx((m + p - 1) * (tf + tb)).epsilon(0.003));
+  const double bubble = (makespan - m * (tf + tb)) / makespan;
+  CHECK(bubble == Approx((p - 1.0) / (m + p - 1.0)).epsilon(0.01));
+}
+
+TEST_CASE("interleaving divides the 1F1B bubble by the number of chunks", "[sim][schedule][engine]") {
+  const int p = 4, v = 2, m = 8;
+  const Run r = run(test::scenario(pipeline(p, v, m, "1f1b")));
+  // Each chunk holds 1 layer: one (forward + backward) of the whole stage is the two chunks' work.
+  auto [tf, tb] = step_times(r, 1);
+  const double makespan = from_nanos(r.result.makespan);
+  // SC21 Section 2.2.2: bubble time (p-1)(tf+tb)/v next to m (tf+tb) of work.
+  CHECK(makespan == Approx(m * (tf + tb) + (p - 1) * (tf + tb) / v).epsilon(0.003));
+}
+
+TEST_CASE("GPipe keeps m micro-batches of activations on stage 0, 1F1B keeps p", "[sim][schedule][memory]") {
+  const int p = 4, m = 8;
+  for (const char* schedule : {"gpipe", "1f1b"}) {
+    INFO(schedule);
+    const Run r = run(test::scenario(pipeline(p, 1, m, schedule)));
+    // Activations one micro-batch's forward pass leaves allocated on stage 0.
+    Bytes per_microbatch = 0;
+    for (const Task& t : r.graph.programs[0].tasks) {
+      if (t.microbatch != 0 || t.phase != Phase::kForward) continue;
+      if (t.start_kind == MemoryKind::kActivations) per_microbatch += t.start_bytes;
+      if (t.end_kind == MemoryKind::kActivations) per_microbatch += t.end_bytes;
+    }
+    REQUIRE(per_microbatch > 0);
+    const Bytes peak = r.result.instances[0].at_peak[static_cast<std::size_t>(MemoryKind::kActivations)];
+    const Bytes expected = (std::string(schedule) == "gpipe" ? m : p) * per_microbatch;
+    CHECK(peak == expected);
+  }
+}

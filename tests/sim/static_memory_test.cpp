@@ -1,0 +1,42 @@
+// Weights, gradients and optimizer state per rank against Megatron-LM's distributed-optimizer table
+// (docs/source/api-guide/dist_optimizer.md): bf16 params with fp32 grads 18 bytes/param, or 6 + 12/d with the
+// distributed optimizer; fp16 params and grads 20 bytes/param, or 4 + 16/d.
+#include <catch2/catch.hpp>
+
+#include "models/param_count.h"
+#include "sim/lower/context.h"
+#include "test_support.h"
+
+using namespace orrery;
+
+namespace {
+
+struct Static {
+  double bytes;
+  double params;
+};
+
+// Static state of the single pipeline stage of Llama-3-8B at tp 1, per rank.
+Static state(const char* precision, int zero, int dp) {
+  const Scenario s = test::scenario(std::string(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": )") +
+                                    std::to_string(dp) + R"(}, "parallel": {"zero_stage": )" + std::to_string(zero) +
+                                    R"(}, "training": {"seq_length": 1024, "precision": ")" + precision + R"("}})");
+  const WorkloadGraph g = test::lowered(s);
+  const auto& m = g.programs[0].static_memory;
+  const double bytes = static_cast<double>(m[0] + m[1] + m[2]);  // weights, gradients, optimizer
+  // tp 1: the rank holds every parameter (the padded vocabulary at tp 1 is 128256: no padding).
+  return {bytes, static_cast<double>(count_parameters(s.model).total)};
+}
+
+}  // namespace
+
+TEST_CASE("bytes per parameter follow Megatron's distributed-optimizer table", "[sim][memory]") {
+  const Static bf16 = state("bf16", 0, 8);
+  CHECK(bf16.bytes / bf16.params == Approx(18));
+  const Static bf16_dist = state("bf16", 1, 8);
+  CHECK(bf16_dist.bytes / bf16_dist.params == Approx(6 + 12.0 / 8));
+  const Static fp16 = state("fp16", 0, 8);
+  CHECK(fp16.bytes / fp16.params == Approx(20));
+  const Static fp16_dist = state("fp16", 1, 4);
+  CHECK(fp16_dist.bytes / fp16_dist.params == Approx(4 + 16.0 / 4));
+}

@@ -1,0 +1,59 @@
+// Symmetry (DESIGN.md): one representative rank per stage and every rank expanded must agree on a homogeneous job;
+// a straggler delays its data-parallel group by exactly what the hand calculation gives.
+#include <catch2/catch.hpp>
+
+#include "test_support.h"
+
+using namespace orrery;
+
+TEST_CASE("a homogeneous 64-GPU job gives the same iteration time with and without --expand-ranks", "[sim][symmetry]") {
+  const Scenario s = test::scenario(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 64},
+      "parallel": {"tp": 4, "pp": 2, "vpp": 2, "dp": 8, "sequence_parallel": true, "zero_stage": 1},
+      "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 64}})");
+  PredictOptions representative;
+  PredictOptions expanded;
+  expanded.expansion = Expansion::kAllRanks;
+  const Prediction a = predict(s, representative);
+  const Prediction b = predict(s, expanded);
+  CHECK(a.instances.instances.size() == 2);
+  CHECK(b.instances.instances.size() == 64);
+  CHECK(a.run.makespan == b.run.makespan);
+  CHECK(a.report.peak_memory == b.report.peak_memory);
+  CHECK(a.report.breakdown.compute == b.report.breakdown.compute);
+}
+
+TEST_CASE("a straggler 10% slower delays its data-parallel group and the iteration as a hand calculation gives",
+          "[sim][symmetry][stragglers]") {
+  // Pure data parallelism, gradients reduced after the backward pass: every rank's compute stream runs its
+  // forward and backward tasks back to back, then the all-reduces run one after another, then the optimizer.
+  const Scenario s = test::scenario(R"({"model": {"preset": "llama3-8b", "num_hidden_layers": 4},
+      "cluster": {"preset": "dgx-h100", "num_gpus": 4}, "parallel": {"dp": 4, "overlap_grad_reduce": false},
+      "training": {"seq_length": 2048, "micro_batch_size": 1, "global_batch_size": 8},
+      "stragglers": [{"rank": 2, "compute_slowdown": 1.1}]})");
+  const Prediction p = predict(s);
+  REQUIRE(p.instances.instances.size() == 2);  // the straggler, and the three ranks that behave alike
+  const Program& prog = p.graph.programs[0];
+  const auto& seconds = p.durations.op_seconds[0];
+  Nanoseconds slow_compute = 0, reduce = 0, slow_optimizer = 0, fast_optimizer = 0;
+  for (const Task& t : prog.tasks) {
+    const double d = seconds[static_cast<std::size_t>(t.op)];
+    if (t.is_compute() && t.phase != Phase::kOptimizer) slow_compute += to_nanos(d * 1.1);
+    if (t.is_compute() && t.phase == Phase::kOptimizer) {
+      slow_optimizer += to_nanos(d * 1.1);
+      fast_optimizer += to_nanos(d);
+    }
+    if (t.group == GroupKind::kDp) reduce += to_nanos(d);
+  }
+  // Iteration = 1.1 x compute + the all-reduces + 1.1 x the optimizer (the straggler finishes last).
+  CHECK(p.run.makespan == slow_compute + reduce + slow_optimizer);
+  // The other ranks reach their first all-reduce early but it starts only when the straggler arrives.
+  std::size_t fast = p.instances.instances[0].compute_slowdown == 1.0 ? 0 : 1;
+  const auto& timings = p.run.instances[fast].timings;
+  for (std::size_t i = 0; i < prog.tasks.size(); ++i) {
+    if (prog.tasks[i].group != GroupKind::kDp) continue;
+    CHECK(timings[i].ready < slow_compute);
+    CHECK(timings[i].start == slow_compute);
+    break;
+  }
+  CHECK(p.run.instances[fast].end == slow_compute + reduce + fast_optimizer);
+}

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""End-to-end checks of the `orrery` command line: the built-in default, predictions from flags alone, Megatron
+flag spellings, trace and timeline files, `list`, and exit status 2 with a named field for bad input.
+Usage: cli_test.py ORRERY SOURCE_DIR"""
+import json, os, subprocess, sys, tempfile
+
+problems = []
+
+
+def run(orrery, *args):
+    return subprocess.run([orrery, *args], capture_output=True, text=True)
+
+
+def expect(condition, what):
+    if not condition:
+        problems.append(what)
+
+
+def main():
+    orrery, source = sys.argv[1], sys.argv[2]
+    tmp = tempfile.mkdtemp()
+
+    r = run(orrery, "predict")
+    expect(r.returncode == 0 and "built-in default" in r.stderr and "iteration time" in r.stdout,
+           f"predict without a scenario: exit {r.returncode}, stderr {r.stderr[:200]}")
+
+    r = run(orrery, "predict", "--model", "llama3-70b", "--cluster", "dgx-h100", "--num-gpus", "64", "--tp", "8", "--json")
+    expect(r.returncode == 0, f"predict from flags: exit {r.returncode}: {r.stderr[:200]}")
+    if r.returncode == 0:
+        rep = json.loads(r.stdout)
+        expect(rep["plan"]["tp"] == 8 and rep["plan"]["dp"] == 8 and rep["num_gpus"] == 64,
+               f"predict from flags: plan {rep['plan']}")
+
+    base = ["predict", "--model", "llama3-8b", "--num-gpus", "16", "--seq-length", "4096", "--global-batch-size", "32",
+            "--json"]
+    short = run(orrery, *base, "--tp", "2", "--pp", "2", "--sequence-parallel", "--use-distributed-optimizer")
+    long = run(orrery, *base, "--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "2",
+               "--sequence-parallel", "--zero-stage", "1")
+    expect(short.returncode == 0 and short.stdout == long.stdout,
+           f"Megatron flag spellings give a different report: {short.stderr[:200]} {long.stderr[:200]}")
+    off = run(orrery, *base, "--tp", "2", "--pp", "2", "--no-overlap-p2p-comm", "--no-tp-comm-overlap")
+    expect(off.returncode == 0, f"--no-overlap-* switches: exit {off.returncode}: {off.stderr[:200]}")
+
+    trace, timeline = os.path.join(tmp, "trace.json"), os.path.join(tmp, "timeline.json")
+    r = run(orrery, *base, "--pp", "2", "--trace", trace, "--timeline", timeline)
+    expect(r.returncode == 0, f"trace/timeline: exit {r.returncode}: {r.stderr[:200]}")
+    if r.returncode == 0:
+        events = json.load(open(trace))["traceEvents"]
+        expect(any(e.get("ph") == "X" for e in events), "trace has no complete events")
+        tl = json.load(open(timeline))
+        keys = {"rank", "stream", "kind", "name", "stage", "layer", "microbatch", "phase", "start_s", "end_s"}
+        expect(tl["tasks"] and keys <= set(tl["tasks"][0]), f"timeline task keys: {sorted(tl['tasks'][0])}")
+        expect(tl["memory"] and tl["memory"][0]["samples"], "timeline has no memory samples")
+        iteration = json.loads(r.stdout)["iteration_time_s"]
+        expect(abs(max(t["end_s"] for t in tl["tasks"]) - iteration) < 1e-9, "timeline ends before the iteration does")
+
+    r = run(orrery, "list")
+    expect(r.returncode == 0 and "llama3.1-405b" in r.stdout and "gb200-nvl72" in r.stdout and "mi300x" in r.stdout,
+           "list lacks presets")
+
+    bad = [
+        (["predict", "--model", "llama3-8b", "--num-gpus", "16", "--tp", "3"], "cluster.num_gpus (16)"),
+        (["predict", "--model", "llama3-9b"], "model (llama3-9b)"),
+        (["predict", "--model", "llama3-8b", "--precision", "int3"], "training.precision (int3)"),
+        (["predict", os.path.join(tmp, "missing.json")], "missing.json"),
+        (["predict", "--model", "llama3-8b", "--tp", "two"], "--tp"),
+        (["frobnicate"], "frobnicate"),
+    ]
+    for args, word in bad:
+        r = run(orrery, *args)
+        expect(r.returncode == 2 and word in r.stderr, f"{' '.join(args)}: exit {r.returncode}, stderr {r.stderr[:200]}")
+
+    # A scenario with a hf_config path relative to the scenario file.
+    scenario = {"model": {"hf_config": os.path.abspath(os.path.join(source, "tests/data/hf-configs/Llama-3-8B.json"))},
+                "cluster": {"preset": "dgx-h100", "num_gpus": 8}, "parallel": {"tp": 8},
+                "training": {"seq_length": 8192, "global_batch_size": 8}}
+    path = os.path.join(tmp, "s.json")
+    json.dump(scenario, open(path, "w"))
+    r = run(orrery, "predict", path, "--json")
+    expect(r.returncode == 0, f"hf_config scenario: exit {r.returncode}: {r.stderr[:200]}")
+
+    for p in problems:
+        print(p)
+    print(f"cli: {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
