@@ -17,8 +17,15 @@ Seconds Breakdown::total() const {
 
 namespace {
 
-// Activity classes in priority order: the first active one names each instant.
-enum Activity : int { kCompute, kOptimizerCompute, kTp, kCp, kEp, kPp, kDp, kOptimizerComm, kPipelineWait, kCount };
+// Activity classes in priority order: the first active one names each instant. Waiting for another pipeline
+// stage outranks a data-parallel transfer that merely runs meanwhile (the stage is idle because of the pipeline).
+enum Activity : int { kCompute, kOptimizerCompute, kTp, kCp, kEp, kPp, kPipelineWait, kDp, kOptimizerComm, kCount };
+
+// Groups whose members sit on different pipeline stages: waiting for them is pipeline bubble.
+bool spans_stages(GroupKind g) {
+  return g == GroupKind::kModelParallel || g == GroupKind::kEmbedding || g == GroupKind::kPpForwardRecv ||
+         g == GroupKind::kPpBackwardRecv || g == GroupKind::kPpForwardSend || g == GroupKind::kPpBackwardSend;
+}
 
 int comm_activity(const Task& t) {
   if (t.phase == Phase::kOptimizer) return kOptimizerComm;
@@ -59,9 +66,11 @@ Breakdown breakdown_of(const Program& program, const InstanceRun& run, Nanosecon
     const TaskTiming& tm = run.timings[i];
     if (t.is_compute()) {
       add(tm.start, tm.end, t.phase == Phase::kOptimizer ? kOptimizerCompute : kCompute);
-    } else if (t.kind == TaskKind::kSendRecv && (t.stream == Stream::kPpRecvPrev || t.stream == Stream::kPpRecvNext)) {
-      add(tm.ready, tm.start, kPipelineWait);  // waiting for the other stage is pipeline bubble
-      add(tm.start, tm.end, kPp);
+    } else if (spans_stages(t.group)) {
+      // Waiting for another stage is pipeline bubble; a send waiting for its receiver occupies only its own stream.
+      const bool send = t.group == GroupKind::kPpForwardSend || t.group == GroupKind::kPpBackwardSend;
+      if (!send) add(tm.ready, tm.start, kPipelineWait);
+      add(tm.start, tm.end, comm_activity(t));
     } else {
       add(tm.ready, tm.end, comm_activity(t));  // includes waiting for slower members at the rendezvous
     }
