@@ -1,6 +1,7 @@
 #include "hardware/collective_cost.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace orrery {
 
@@ -57,10 +58,20 @@ Seconds RingCollectiveModel::latency(const CollectiveOp& op) const {
   return params_.base_latency + (steps - network_steps) * cluster_.nvlink_latency + network_steps * network_hop;
 }
 
+Seconds RingCollectiveModel::tree_latency(const CollectiveOp& op) const {
+  const GroupPlacement& p = op.placement;
+  const double levels = std::ceil(std::log2(static_cast<double>(p.domains)));
+  const Seconds network_hop = cluster_.nic_latency + p.network_latency;
+  return params_.base_latency + 2.0 * ((p.ranks_per_domain - 1) * cluster_.nvlink_latency + levels * network_hop);
+}
+
 Seconds RingCollectiveModel::time(const CollectiveOp& op) const {
   if (op.placement.size <= 1 || op.bytes <= 0) return 0.0;
   const double volume = static_cast<double>(op.bytes) * bus_bandwidth_factor(op.kind, op.placement.size);
-  return latency(op) + volume / bus_bandwidth(op);
+  const Seconds transfer = volume / bus_bandwidth(op);
+  Seconds start = latency(op);
+  if (op.kind == CollectiveKind::kAllReduce && op.placement.tier != Tier::kNvlink) start = std::min(start, tree_latency(op));
+  return start + transfer;
 }
 
 }  // namespace orrery

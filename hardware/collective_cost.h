@@ -34,14 +34,17 @@ class CollectiveCostModel {
   virtual Seconds time(const CollectiveOp& op) const = 0;
 };
 
-/// NCCL-style ring latency-bandwidth model over the hierarchy. Inside one NVLink domain the ring runs at the
-/// per-direction NVLink bandwidth; across domains every member drives its own share of the node's NICs, so the
+/// NCCL-style ring and tree latency-bandwidth model over the hierarchy. Inside one NVLink domain the ring runs at
+/// the per-direction NVLink bandwidth; across domains every member drives its own share of the node's NICs, so the
 /// bus bandwidth is min(NVLink, members-per-node x NIC-per-GPU / oversubscription), each times its efficiency.
-/// Latency: a base cost plus one hop per ring step, the steps that leave a domain paying the network hop.
+/// Ring latency: a base cost plus one hop per ring step, the steps that leave a domain paying the network hop.
+/// All-reduces across domains may instead take NCCL's tree (a chain inside each domain, a double binary tree
+/// across them): the same bandwidth, latency 2 ((members per domain - 1) NVLink hops + log2(domains) network hops)
+/// (NCCL src/graph/tuning.cc); like NCCL's tuner the model takes whichever is faster.
 class RingCollectiveModel final : public CollectiveCostModel {
  public:
   RingCollectiveModel(ClusterSpec cluster, NetworkParams params);
-  std::string name() const override { return "ring"; }
+  std::string name() const override { return "ring-tree"; }
   Seconds time(const CollectiveOp& op) const override;
 
   /// The bus bandwidth (bytes/s) the model gives a large message of this kind on this placement.
@@ -49,6 +52,7 @@ class RingCollectiveModel final : public CollectiveCostModel {
 
  private:
   Seconds latency(const CollectiveOp& op) const;
+  Seconds tree_latency(const CollectiveOp& op) const;
   ClusterSpec cluster_;
   NetworkParams params_;
 };

@@ -63,6 +63,10 @@ TEST_CASE("ring collectives follow the nccl-tests bus-bandwidth factors", "[hard
   for (int i = 0; i < 8; ++i) across.push_back(8 * i);
   CollectiveOp dp{CollectiveKind::kAllReduce, 1 << 30, place_members(c, across)};
   CHECK(model.bus_bandwidth(dp) == Approx(25e9 * 0.9));
+  // Across domains an all-reduce takes the tree's latency when it is lower than the ring's 14 network steps:
+  // 2 (0 NVLink hops + log2(8) = 3 network hops).
+  const double hop = c.nic_latency + dp.placement.network_latency;
+  CHECK(model.time(dp) == Approx(2.0 * 3 * hop + 2.0 * 7 / 8 * (1 << 30) / (25e9 * 0.9)).epsilon(1e-9));
   // A one-rank group costs nothing.
   CHECK(model.time(CollectiveOp{CollectiveKind::kAllReduce, 1 << 20, place_members(c, {3})}) == 0.0);
 }
