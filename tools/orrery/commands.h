@@ -10,5 +10,8 @@ namespace orrery::cli {
 void add_predict_command(CLI::App& app);
 /// `orrery list [models|gpus|clusters]`.
 void add_list_command(CLI::App& app);
+/// `orrery validate PATH... [--json] [--max-mape PCT] [--max-error PCT] [--explain NAME]`; sets `exit_code` to 1
+/// when a bar is missed.
+void add_validate_command(CLI::App& app, int& exit_code);
 
 }  // namespace orrery::cli

@@ -13,10 +13,12 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "orrery 0.1.0");
   orrery::cli::add_predict_command(app);
   orrery::cli::add_list_command(app);
+  int exit_code = 0;
+  orrery::cli::add_validate_command(app, exit_code);
   bool known = argc < 2 || argv[1][0] == '-';
   for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) known = known || sub->get_name() == argv[1];
   if (!known) {
-    std::cerr << "error: unknown command '" << argv[1] << "'; commands: predict, list (orrery --help)\n";
+    std::cerr << "error: unknown command '" << argv[1] << "'; commands: predict, validate, list (orrery --help)\n";
     return 2;
   }
   try {
@@ -34,5 +36,5 @@ int main(int argc, char** argv) {
     std::cerr << "internal error (please report): " << e.what() << "\n";
     return 1;
   }
-  return 0;
+  return exit_code;
 }

@@ -1,0 +1,192 @@
+// `orrery validate PATH...`: predicts every scenario that has `expect` and compares, record by record, then
+// summarises the iteration-time error (MAPE overall and per source prefix, worst record).
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "models/error.h"
+#include "sim/validation.h"
+#include "tools/orrery/commands.h"
+#include "tools/orrery/outputs.h"
+
+namespace orrery::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ValidateArgs {
+  std::vector<std::string> paths;
+  bool json = false;
+  std::optional<double> max_mape;
+  std::optional<double> max_error;
+  std::string explain;
+  int jobs = 0;
+};
+
+std::vector<fs::path> scenario_files(const std::vector<std::string>& paths) {
+  std::vector<fs::path> files;
+  for (const std::string& p : paths) {
+    if (fs::is_directory(p)) {
+      for (const auto& entry : fs::recursive_directory_iterator(p)) {
+        if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path());
+      }
+    } else if (fs::exists(p)) {
+      files.emplace_back(p);
+    } else {
+      throw Error::invalid("validate", p, "is neither a scenario file nor a folder");
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+struct Outcome {
+  RecordResult result;
+  std::optional<Prediction> prediction;  // kept only for --explain
+  bool has_expect = false;
+};
+
+Outcome evaluate(const fs::path& file, bool keep_prediction) {
+  Outcome o;
+  o.result.file = file.string();
+  o.result.name = file.stem().string();
+  o.result.prefix = source_prefix(o.result.name);
+  try {
+    Scenario s = load_scenario(file);
+    o.has_expect = !s.expect.empty();
+    if (!o.has_expect) return o;
+    Prediction p = predict(s);
+    o.result = compare_with_expectations(p, file.string());
+    if (keep_prediction) o.prediction = std::move(p);
+  } catch (const Error& e) {
+    o.has_expect = true;
+    o.result.error = e.what();
+    o.result.not_modelled = e.kind() == ErrorKind::kNotModelled;
+  }
+  return o;
+}
+
+std::vector<Outcome> evaluate_all(const std::vector<fs::path>& files, int jobs, const std::string& explain) {
+  std::vector<Outcome> out(files.size());
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i = next++; i < files.size(); i = next++) {
+      out[i] = evaluate(files[i], files[i].stem().string() == explain);
+    }
+  };
+  const int n = std::max(1, jobs > 0 ? jobs : static_cast<int>(std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (int t = 0; t < n; ++t) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+  return out;
+}
+
+void print_table(const std::vector<RecordResult>& results) {
+  fmt::print("{:<48} {:<22} {:>12} {:>12} {:>8}\n", "record", "figure", "predicted", "published", "error");
+  for (const RecordResult& r : results) {
+    if (!r.simulated) {
+      fmt::print("{:<48} {}\n", r.name, r.error.substr(0, 110));
+      continue;
+    }
+    bool first = true;
+    for (const FigureComparison& c : r.figures) {
+      fmt::print("{:<48} {:<22} {:>12.4g} {:>12.4g} {:>+7.1f}%\n", first ? r.name : "", c.figure, c.predicted,
+                 c.published, c.error_pct);
+      first = false;
+    }
+  }
+}
+
+void print_summary_block(const ValidationSummary& s) {
+  fmt::print("\niteration time: MAPE {:.1f}% over {} records", s.mape, s.records);
+  if (!s.worst.empty()) fmt::print("; worst {} ({:+.1f}%)", s.worst, s.worst_error_pct);
+  fmt::print("; {} not simulated\n", s.failed);
+  for (const auto& [prefix, entry] : s.by_prefix) {
+    fmt::print("  {:<20} MAPE {:5.1f}%  ({} records)\n", prefix, entry.first, entry.second);
+  }
+}
+
+nlohmann::json to_json(const std::vector<RecordResult>& results, const ValidationSummary& s) {
+  nlohmann::json records = nlohmann::json::array();
+  for (const RecordResult& r : results) {
+    nlohmann::json rec = {{"name", r.name}, {"file", r.file}, {"prefix", r.prefix}, {"simulated", r.simulated}};
+    if (!r.simulated) {
+      rec["error"] = r.error;
+      rec["not_modelled"] = r.not_modelled;
+    }
+    nlohmann::json figures = nlohmann::json::object();
+    for (const FigureComparison& c : r.figures) {
+      figures[c.figure] = {{"predicted", c.predicted}, {"published", c.published}, {"error_pct", c.error_pct}};
+    }
+    rec["figures"] = figures;
+    records.push_back(rec);
+  }
+  nlohmann::json prefixes = nlohmann::json::object();
+  for (const auto& [prefix, entry] : s.by_prefix) prefixes[prefix] = {{"mape_pct", entry.first}, {"records", entry.second}};
+  return {{"records", records},
+          {"summary",
+           {{"records", s.records}, {"not_simulated", s.failed}, {"iteration_time_mape_pct", s.mape},
+            {"worst", s.worst}, {"worst_error_pct", s.worst_error_pct}, {"by_prefix", prefixes}}}};
+}
+
+int run_validate(const ValidateArgs& a) {
+  const auto files = scenario_files(a.paths);
+  std::vector<Outcome> outcomes = evaluate_all(files, a.jobs, a.explain);
+  std::vector<RecordResult> results;
+  const Outcome* explained = nullptr;
+  for (const Outcome& o : outcomes) {
+    if (!o.has_expect) continue;
+    results.push_back(o.result);
+    if (!a.explain.empty() && o.result.name == a.explain) explained = &o;
+  }
+  const ValidationSummary summary = summarize(results);
+  if (!a.explain.empty()) {
+    if (!explained) throw Error::invalid("--explain", a.explain, "is not a record among the given scenarios");
+    if (!explained->prediction) throw Error::invalid("--explain", a.explain, explained->result.error);
+    print_summary(std::cout, *explained->prediction);
+    fmt::print("\n");
+    print_table({explained->result});
+    return 0;
+  }
+  if (a.json) {
+    std::cout << to_json(results, summary).dump(2) << "\n";
+  } else {
+    print_table(results);
+    print_summary_block(summary);
+  }
+  int status = 0;
+  if (a.max_mape && summary.mape > *a.max_mape) {
+    fmt::print(stderr, "validate: MAPE {:.1f}% exceeds --max-mape {:.1f}%\n", summary.mape, *a.max_mape);
+    status = 1;
+  }
+  if (a.max_error && std::fabs(summary.worst_error_pct) > *a.max_error) {
+    fmt::print(stderr, "validate: {} misses by {:+.1f}%, beyond --max-error {:.1f}%\n", summary.worst,
+               summary.worst_error_pct, *a.max_error);
+    status = 1;
+  }
+  return status;
+}
+
+}  // namespace
+
+void add_validate_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<ValidateArgs>();
+  CLI::App* cmd = app.add_subcommand("validate", "compare predictions with the published runs in scenario files");
+  cmd->add_option("paths", args->paths, "scenario files or folders (searched recursively)")->required();
+  cmd->add_flag("--json", args->json, "print records and summary as JSON");
+  cmd->add_option("--max-mape", args->max_mape, "exit 1 when the iteration-time MAPE (%) exceeds this");
+  cmd->add_option("--max-error", args->max_error, "exit 1 when any record misses by more than this (%)");
+  cmd->add_option("--explain", args->explain, "print the full prediction and comparison of one record (by name)");
+  cmd->add_option("-j,--jobs", args->jobs, "parallel simulations (default: all cores)");
+  cmd->callback([args, &exit_code] { exit_code = run_validate(*args); });
+}
+
+}  // namespace orrery::cli
