@@ -28,10 +28,31 @@ double bus_bandwidth_factor(CollectiveKind kind, int n) {
   return 1.0;
 }
 
-RingCollectiveModel::RingCollectiveModel(ClusterSpec cluster, NetworkParams params)
+namespace {
+
+// NCCL src/graph/tuning.cc (2.18-2.20), microseconds, indexed by protocol {LL, LL128, Simple}.
+constexpr double kRingBase[3] = {6.6, 14.0, 8.4};
+constexpr double kRingNvlinkHop[3] = {0.6, 1.9, 3.4};
+constexpr double kRingNetworkHop[3] = {2.7, 4.0, 14.0};
+constexpr double kTreeBase[3] = {6.8, 14.0, 0.0};
+constexpr double kTreeNvlinkHop[3] = {0.6, 1.25, 4.0};
+constexpr double kTreeNetworkHop[3] = {5.0, 8.5, 14.0};
+constexpr double kNvlsHop = 25.0;  // NVLS, Simple only; one hop into and one out of the switch
+constexpr const char* kProtocols[3] = {"ll", "ll128", "simple"};
+
+// Share of the link bandwidth each protocol carries as payload (NCCL tuning.cc model refinements).
+double protocol_share(int protocol, CollectiveKind kind, bool multi_domain) {
+  if (protocol == 0) return (multi_domain || kind == CollectiveKind::kAllReduce) ? 0.25 : 1.0 / 3.0;
+  if (protocol == 1) return 0.92;
+  return 1.0;
+}
+
+}  // namespace
+
+NcclCollectiveModel::NcclCollectiveModel(ClusterSpec cluster, NetworkParams params)
     : cluster_(std::move(cluster)), params_(params) {}
 
-BytesPerSecond RingCollectiveModel::bus_bandwidth(const CollectiveOp& op) const {
+BytesPerSecond NcclCollectiveModel::ring_bandwidth(const CollectiveOp& op) const {
   const GroupPlacement& p = op.placement;
   const BytesPerSecond nvlink = cluster_.gpu.nvlink_bandwidth * params_.nvlink_efficiency;
   if (p.tier == Tier::kNvlink) return nvlink;
@@ -46,32 +67,68 @@ BytesPerSecond RingCollectiveModel::bus_bandwidth(const CollectiveOp& op) const 
   return std::min(nvlink, nic * static_cast<double>(p.ranks_per_node));
 }
 
-Seconds RingCollectiveModel::latency(const CollectiveOp& op) const {
+Seconds NcclCollectiveModel::ring_latency(const CollectiveOp& op, int protocol) const {
   const GroupPlacement& p = op.placement;
   const int n = p.size;
-  int steps = (op.kind == CollectiveKind::kAllReduce) ? 2 * (n - 1) : (op.kind == CollectiveKind::kSendRecv ? 1 : n - 1);
-  int network_steps = 0;
-  if (p.tier != Tier::kNvlink) {
-    network_steps = op.kind == CollectiveKind::kSendRecv ? 1 : std::min(steps, steps * (p.domains - 1) / std::max(1, n - 1));
+  const int domains = p.domains;
+  int steps = 1, network_steps = p.tier == Tier::kNvlink ? 0 : 1;  // send/recv, all-to-all: one exchange
+  if (op.kind == CollectiveKind::kAllReduce) {
+    steps = 2 * (n - 1);
+    network_steps = 2 * (domains - 1);
+  } else if (op.kind == CollectiveKind::kAllGather || op.kind == CollectiveKind::kReduceScatter) {
+    steps = n - 1;
+    network_steps = domains - 1;
   }
-  const Seconds network_hop = cluster_.nic_latency + p.network_latency;
-  return params_.base_latency + (steps - network_steps) * cluster_.nvlink_latency + network_steps * network_hop;
+  const double us = kRingBase[protocol] + (steps - network_steps) * kRingNvlinkHop[protocol] +
+                    network_steps * kRingNetworkHop[protocol];
+  return params_.call_latency + from_us(us) + network_steps * p.network_latency;
 }
 
-Seconds RingCollectiveModel::tree_latency(const CollectiveOp& op) const {
-  const GroupPlacement& p = op.placement;
+Seconds NcclCollectiveModel::tree_latency(const GroupPlacement& p, int protocol) const {
   const double levels = std::ceil(std::log2(static_cast<double>(p.domains)));
-  const Seconds network_hop = cluster_.nic_latency + p.network_latency;
-  return params_.base_latency + 2.0 * ((p.ranks_per_domain - 1) * cluster_.nvlink_latency + levels * network_hop);
+  const double us =
+      kTreeBase[protocol] + 2.0 * ((p.ranks_per_domain - 1) * kTreeNvlinkHop[protocol] + levels * kTreeNetworkHop[protocol]);
+  return params_.call_latency + from_us(us) + 2.0 * levels * p.network_latency;
 }
 
-Seconds RingCollectiveModel::time(const CollectiveOp& op) const {
-  if (op.placement.size <= 1 || op.bytes <= 0) return 0.0;
-  const double volume = static_cast<double>(op.bytes) * bus_bandwidth_factor(op.kind, op.placement.size);
-  const Seconds transfer = volume / bus_bandwidth(op);
-  Seconds start = latency(op);
-  if (op.kind == CollectiveKind::kAllReduce && op.placement.tier != Tier::kNvlink) start = std::min(start, tree_latency(op));
-  return start + transfer;
+CollectivePlan NcclCollectiveModel::plan(const CollectiveOp& op) const {
+  CollectivePlan best;
+  const GroupPlacement& p = op.placement;
+  if (p.size <= 1 || op.bytes <= 0) return best;
+  const double bytes = static_cast<double>(op.bytes);
+  const double volume = bytes * bus_bandwidth_factor(op.kind, p.size);
+  const bool multi = p.tier != Tier::kNvlink;
+  best.time = INFINITY;
+  auto consider = [&](const char* algorithm, int protocol, Seconds latency, Seconds transfer) {
+    if (latency + transfer < best.time) {
+      best = {algorithm, kProtocols[protocol], latency + transfer, latency, 0};
+    }
+  };
+  const BytesPerSecond ring = ring_bandwidth(op);
+  for (int proto = 0; proto < 3; ++proto) {
+    const double share = protocol_share(proto, op.kind, multi);
+    consider(op.kind == CollectiveKind::kSendRecv ? "p2p" : "ring", proto, ring_latency(op, proto), volume / (ring * share));
+  }
+  const BytesPerSecond nvlink = cluster_.gpu.nvlink_bandwidth;
+  const bool nvls = cluster_.nvls && op.kind == CollectiveKind::kAllReduce && p.ranks_per_domain > 2;
+  if (nvls && !multi) {
+    // In-switch reduction: each byte goes into the switch once and comes back reduced once.
+    consider("nvls", 2, params_.call_latency + from_us(2 * kNvlsHop), bytes / (nvlink * params_.nvls_efficiency));
+  }
+  if (op.kind == CollectiveKind::kAllReduce && multi) {
+    const double crossings = p.domains == 2 ? 1.0 : 2.0;
+    const BytesPerSecond nic = cluster_.nic_bandwidth_per_gpu() * params_.nic_efficiency / p.oversubscription;
+    const Seconds inter = crossings * bytes / (nic * p.ranks_per_node);
+    const BytesPerSecond intra_bw = nvlink * (nvls ? params_.nvls_efficiency : params_.nvlink_efficiency);
+    const Seconds intra = bytes / intra_bw;
+    for (int proto = 0; proto < 3; ++proto) {
+      const double share = protocol_share(proto, op.kind, true);
+      const Seconds extra = nvls ? from_us(2 * kNvlsHop) : 0.0;
+      consider(nvls ? "nvls_tree" : "tree", proto, tree_latency(p, proto) + extra, std::max(inter, intra) / share);
+    }
+  }
+  best.bus_bandwidth = volume / best.time;
+  return best;
 }
 
 }  // namespace orrery

@@ -26,6 +26,15 @@ struct CollectiveOp {
 /// nccl-tests' bus-bandwidth factor for `kind` over `n` ranks.
 double bus_bandwidth_factor(CollectiveKind kind, int n);
 
+/// How a collective would run: NCCL's algorithm and protocol, and its predicted time.
+struct CollectivePlan {
+  const char* algorithm = "ring";  // ring, tree, nvls, nvls_tree, p2p
+  const char* protocol = "simple";  // ll, ll128, simple
+  Seconds time = 0;
+  Seconds latency = 0;
+  BytesPerSecond bus_bandwidth = 0;  // achieved: bytes x bus factor / time
+};
+
 class CollectiveCostModel {
  public:
   virtual ~CollectiveCostModel() = default;
@@ -34,25 +43,28 @@ class CollectiveCostModel {
   virtual Seconds time(const CollectiveOp& op) const = 0;
 };
 
-/// NCCL-style ring and tree latency-bandwidth model over the hierarchy. Inside one NVLink domain the ring runs at
-/// the per-direction NVLink bandwidth; across domains every member drives its own share of the node's NICs, so the
-/// bus bandwidth is min(NVLink, members-per-node x NIC-per-GPU / oversubscription), each times its efficiency.
-/// Ring latency: a base cost plus one hop per ring step, the steps that leave a domain paying the network hop.
-/// All-reduces across domains may instead take NCCL's tree (a chain inside each domain, a double binary tree
-/// across them): the same bandwidth, latency 2 ((members per domain - 1) NVLink hops + log2(domains) network hops)
-/// (NCCL src/graph/tuning.cc); like NCCL's tuner the model takes whichever is faster.
-class RingCollectiveModel final : public CollectiveCostModel {
+/// A model of NCCL's own tuner (src/graph/tuning.cc): for each algorithm (ring; tree across nodes for
+/// all-reduce; NVLS in-switch reduction inside an NVLink domain that has it; NVLS inside domains with a tree
+/// across them) and protocol (LL, LL128, Simple), time = latency + bytes x bus factor / bandwidth, and the
+/// fastest wins, as NCCL picks. Latencies are NCCL's per-step tables (base + NVLink or network hop per ring step,
+/// 2 (chain + log2(domains)) hops for trees) plus a fitted per-call cost; bandwidths are the links' per-direction
+/// rates times fitted efficiencies: rings inside a domain run at NVLink x nvlink_efficiency, across domains at
+/// min(that, members-per-node x NIC-per-GPU x nic_efficiency / oversubscription); a tree over two domains moves
+/// each byte across the network once per direction (twice beyond two, as interior nodes of the double binary
+/// tree relay); NVLS moves each byte into and out of the switch once at NVLink x nvls_efficiency. Protocol
+/// bandwidth shares: LL 1/4 (all-reduce) or 1/3, LL128 0.92 (NCCL's own ratios).
+class NcclCollectiveModel final : public CollectiveCostModel {
  public:
-  RingCollectiveModel(ClusterSpec cluster, NetworkParams params);
-  std::string name() const override { return "ring-tree"; }
-  Seconds time(const CollectiveOp& op) const override;
-
-  /// The bus bandwidth (bytes/s) the model gives a large message of this kind on this placement.
-  BytesPerSecond bus_bandwidth(const CollectiveOp& op) const;
+  NcclCollectiveModel(ClusterSpec cluster, NetworkParams params);
+  std::string name() const override { return "nccl"; }
+  Seconds time(const CollectiveOp& op) const override { return plan(op).time; }
+  /// The chosen algorithm and protocol with the time, latency and achieved bus bandwidth.
+  CollectivePlan plan(const CollectiveOp& op) const;
 
  private:
-  Seconds latency(const CollectiveOp& op) const;
-  Seconds tree_latency(const CollectiveOp& op) const;
+  BytesPerSecond ring_bandwidth(const CollectiveOp& op) const;
+  Seconds ring_latency(const CollectiveOp& op, int protocol) const;
+  Seconds tree_latency(const GroupPlacement& p, int protocol) const;
   ClusterSpec cluster_;
   NetworkParams params_;
 };

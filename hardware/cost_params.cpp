@@ -31,6 +31,7 @@ CostParams parse_cost_params(const json& value, const std::string& path) {
   p.compute.attention_backward_peak_fraction = c.require_double("attention_backward_peak_fraction", true);
   p.compute.hbm_efficiency = c.require_double("hbm_efficiency", true);
   p.compute.kernel_overhead = from_us(c.require_double("kernel_overhead_us"));
+  p.compute.overlap_slowdown = c.require_double("overlap_slowdown");
   if (const json* tiles = c.raw("gemm_tiles")) {
     for (std::size_t i = 0; i < tiles->size(); ++i) {
       FieldReader t((*tiles)[i], fmt::format("{}.gemm_tiles[{}]", c.path(), i));
@@ -47,8 +48,9 @@ CostParams parse_cost_params(const json& value, const std::string& path) {
 
   FieldReader n(*network, in.field("network"));
   p.network.nvlink_efficiency = n.require_double("nvlink_efficiency", true);
+  p.network.nvls_efficiency = n.require_double("nvls_efficiency", true);
   p.network.nic_efficiency = n.require_double("nic_efficiency", true);
-  p.network.base_latency = from_us(n.require_double("base_latency_us"));
+  p.network.call_latency = from_us(n.require_double("call_latency_us"));
   n.reject_unknown();
 
   FieldReader mem(*memory, in.field("memory"));

@@ -25,12 +25,14 @@ struct ComputeParams {
   double attention_backward_peak_fraction = 0;  // fused attention backward, of dense peak
   double hbm_efficiency = 0;            // fraction of datasheet HBM bandwidth memory-bound kernels reach
   Seconds kernel_overhead = 0;          // per-kernel gap on the GPU (launch, tail)
+  double overlap_slowdown = 0;          // compute slows by this fraction while communication kernels run
 };
 
 struct NetworkParams {
   double nvlink_efficiency = 0;  // fraction of per-direction NVLink bandwidth NCCL rings reach
+  double nvls_efficiency = 0;    // fraction of per-direction NVLink bandwidth an NVLS all-reduce moves
   double nic_efficiency = 0;     // fraction of NIC line rate reached
-  Seconds base_latency = 0;      // fixed cost of one collective (NCCL baseLat)
+  Seconds call_latency = 0;      // fixed cost of one NCCL call beyond NCCL's own per-step latencies
 };
 
 /// Memory outside parameters, optimizer state and activations ("other" in the report).

@@ -16,6 +16,7 @@ struct Event {
   std::int64_t seq;
   std::int32_t instance;
   std::int32_t task;
+  std::uint32_t version;  // for compute tasks: re-timed completions supersede older events
   bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
 };
 
@@ -28,10 +29,19 @@ struct Rendezvous {
   std::vector<Arrival> arrived;
 };
 
+// The compute task running on an instance, for re-timing under communication contention.
+struct RunningCompute {
+  std::int32_t task = -1;
+  double remaining = 0;    // nanoseconds of work left at full speed
+  Nanoseconds since = 0;   // when `remaining` was last updated
+  bool slowed = false;
+  std::uint32_t version = 0;
+};
+
 class Simulation {
  public:
   Simulation(const WorkloadGraph& g, const Instantiation& inst, const Durations& d, const RunOptions& opt)
-      : graph_(g), inst_(inst), durations_(d) {
+      : graph_(g), inst_(inst), durations_(d), slowdown_(opt.overlap_slowdown) {
     const std::size_t n = inst.instances.size();
     offset_.resize(n + 1);
     std::int64_t total = 0;
@@ -50,6 +60,8 @@ class Simulation {
       for (Seconds s : d.op_seconds[p]) base_ns_[p].push_back(to_nanos(s));
     }
     result_.instances.resize(n);
+    running_.resize(n);
+    communicating_.assign(n, 0);
     const bool record_all = total <= opt.record_budget;
     std::vector<bool> stage_seen(g.programs.size(), false);
     for (std::size_t i = 0; i < n; ++i) {
@@ -77,6 +89,7 @@ class Simulation {
     while (!events_.empty()) {
       Event e = events_.top();
       events_.pop();
+      if (slowdown_ > 0 && superseded(e)) continue;
       finish(e.instance, e.task, e.time);
       ++result_.events;
     }
@@ -148,14 +161,60 @@ class Simulation {
 
   void start(std::int32_t instance, std::int32_t task, Nanoseconds now, Nanoseconds d) {
     if (TaskTiming* t = timing(instance, task)) t->start = now;
-    const Task& t = program(static_cast<std::size_t>(instance)).tasks[static_cast<std::size_t>(task)];
-    apply(static_cast<std::size_t>(instance), t.at_start(), now);
-    events_.push({now + d, next_seq_++, instance, task});
+    const auto i = static_cast<std::size_t>(instance);
+    const Task& t = program(i).tasks[static_cast<std::size_t>(task)];
+    apply(i, t.at_start(), now);
+    if (slowdown_ > 0 && t.is_compute()) {
+      RunningCompute& rc = running_[i];
+      rc.task = task;
+      rc.remaining = static_cast<double>(d);
+      rc.since = now;
+      rc.slowed = communicating_[i] > 0;
+      ++rc.version;
+      events_.push({now + stretched(rc.remaining, rc.slowed), next_seq_++, instance, task, rc.version});
+      return;
+    }
+    events_.push({now + d, next_seq_++, instance, task, 0});
+    if (slowdown_ > 0 && ++communicating_[i] == 1) retime(instance, now);
+  }
+
+  // A compute task's completion event is valid only while it is the instance's running task at that version.
+  bool superseded(const Event& e) const {
+    const auto i = static_cast<std::size_t>(e.instance);
+    if (!program(i).tasks[static_cast<std::size_t>(e.task)].is_compute()) return false;
+    const RunningCompute& rc = running_[i];
+    return rc.task != e.task || rc.version != e.version;
+  }
+
+  Nanoseconds stretched(double ns, bool slowed) const {
+    return static_cast<Nanoseconds>(std::llround(slowed ? ns * (1.0 + slowdown_) : ns));
+  }
+
+  // The instance started or stopped communicating: its running compute task changes speed from now on.
+  void retime(std::int32_t instance, Nanoseconds now) {
+    const auto i = static_cast<std::size_t>(instance);
+    RunningCompute& rc = running_[i];
+    const bool slowed = communicating_[i] > 0;
+    if (rc.task < 0 || rc.slowed == slowed) return;
+    const double elapsed = static_cast<double>(now - rc.since);
+    rc.remaining = std::max(0.0, rc.remaining - (rc.slowed ? elapsed / (1.0 + slowdown_) : elapsed));
+    rc.since = now;
+    rc.slowed = slowed;
+    ++rc.version;
+    events_.push({now + stretched(rc.remaining, slowed), next_seq_++, instance, rc.task, rc.version});
   }
 
   void finish(std::int32_t instance, std::int32_t task, Nanoseconds now) {
     ++completed_;
     const auto i = static_cast<std::size_t>(instance);
+    if (slowdown_ > 0) {
+      const Task& done = program(i).tasks[static_cast<std::size_t>(task)];
+      if (done.is_compute()) {
+        running_[i].task = -1;
+      } else if (--communicating_[i] == 0) {
+        retime(instance, now);
+      }
+    }
     if (TaskTiming* t = timing(instance, task)) t->end = now;
     const Program& p = program(i);
     apply(i, p.tasks[static_cast<std::size_t>(task)].at_end(), now);
@@ -194,6 +253,9 @@ class Simulation {
   const WorkloadGraph& graph_;
   const Instantiation& inst_;
   const Durations& durations_;
+  double slowdown_ = 0.0;
+  std::vector<RunningCompute> running_;
+  std::vector<int> communicating_;  // transferring communication tasks per instance
   std::vector<std::int64_t> offset_;
   std::vector<std::uint16_t> pending_;
   std::vector<std::vector<Nanoseconds>> base_ns_;

@@ -55,6 +55,8 @@ struct RunOptions {
   /// Keep per-task timings and memory samples of every instance when instances x tasks stays below this;
   /// above it, only the first instance of each stage and those with a slowdown are recorded.
   std::int64_t record_budget = 20'000'000;
+  /// Compute runs at 1 / (1 + overlap_slowdown) of its speed while the rank communicates (0: no contention).
+  double overlap_slowdown = 0.0;
 };
 
 /// Runs the graph. Errors: std::logic_error if tasks never become ready (a deadlock, i.e. a lowering bug).

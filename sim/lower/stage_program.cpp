@@ -45,15 +45,23 @@ class StageLowering {
       if (steps[i].kind == StepKind::kForward && !first_forward.contains(steps[i].chunk)) first_forward[steps[i].chunk] = i;
       if (steps[i].kind == StepKind::kBackward) last_backward[steps[i].chunk] = i;
     }
-    for (std::size_t i = 0; i < steps.size(); ++i) {
-      const ScheduleStep& step = steps[i];
-      if (step.kind == StepKind::kForward) {
-        forward(step, first_forward[step.chunk] == i ? &first_uses_ : nullptr);
-      } else {
-        backward(step, last_backward[step.chunk] == i ? &grad_ready_ : nullptr);
+    for (const auto& [begin, end] : slots(steps)) {
+      // Receives of the whole slot are posted together, with the previous slot's sends; without
+      // overlap_p2p_comm the host then waits for all of them (Megatron's batched blocking p2p ops).
+      std::vector<TaskId> received;
+      for (std::size_t i = begin; i < end; ++i) received.push_back(post_receive(steps[i]));
+      wait_for_transfers(received);
+      for (std::size_t i = begin; i < end; ++i) {
+        const ScheduleStep& step = steps[i];
+        const TaskId input = received[i - begin];
+        if (step.kind == StepKind::kForward) {
+          forward(step, input, first_forward[step.chunk] == i ? &first_uses_ : nullptr);
+        } else {
+          backward(step, input, last_backward[step.chunk] == i ? &grad_ready_ : nullptr);
+        }
       }
     }
-    flush_send();
+    wait_for_transfers({});
     dp_.emit_epilogue(emit_, first_uses_, grad_ready_, builder_.last_on(Stream::kCompute));
     dp_.set_static_memory(builder_, other_memory(memory));
     return builder_.finish();
@@ -64,39 +72,54 @@ class StageLowering {
   bool is_last(int chunk) const { return virtual_stage(chunk) == ctx_.layout.virtual_stages() - 1; }
 
 
-  // With overlap_p2p_comm, receives are posted as early as their stream allows and sends never block compute.
-  // Without it, as Megatron's blocking p2p_communication, a step's send and the next step's receive are posted
-  // together when the host reaches them, and the host waits for both before issuing more compute (posting them
-  // separately would deadlock neighbouring stages).
-  TaskId receive(const char* label, Stream stream, GroupKind group) {
-    if (ctx_.plan.overlap_p2p_comm) return emit_.p2p(label, stream, group, hidden_bytes_);
-    const TaskId host = pending_send_ >= 0 ? send_host_point_ : builder_.last_on(Stream::kCompute);
-    TaskId recv = emit_.p2p(label, stream, group, hidden_bytes_, {host});
-    emit_.elementwise("p2p_wait", 0, 0, {recv, pending_send_});
-    pending_send_ = -1;
-    return recv;
+  // Groups of steps between which Megatron communicates: one step each, except the steady state of the
+  // interleaved schedule, where a forward and the backward after it share one batched send/receive
+  // (schedules.py, forward_backward_pipelining_with_interleaving).
+  std::vector<std::pair<std::size_t, std::size_t>> slots(const std::vector<ScheduleStep>& steps) const {
+    std::vector<std::pair<std::size_t, std::size_t>> out;
+    for (std::size_t i = 0; i < steps.size();) {
+      const bool pair = ctx_.plan.vpp > 1 && i + 1 < steps.size() && steps[i].kind == StepKind::kForward &&
+                        steps[i + 1].kind == StepKind::kBackward;
+      out.emplace_back(i, i + (pair ? 2 : 1));
+      i += pair ? 2 : 1;
+    }
+    return out;
+  }
+
+  // The receive a step needs (-1 if none). With overlap_p2p_comm receives are posted as early as their stream
+  // allows; without it, when the host reaches the slot.
+  TaskId post_receive(const ScheduleStep& step) {
+    const bool forward = step.kind == StepKind::kForward;
+    if (forward ? virtual_stage(step.chunk) == 0 : is_last(step.chunk)) return -1;
+    emit_.at(step.microbatch, step.chunk, -1, forward ? Phase::kForward : Phase::kBackwardInput);
+    const TaskId host = ctx_.plan.overlap_p2p_comm ? -1 : builder_.last_on(Stream::kCompute);
+    if (forward) return emit_.p2p("activation", Stream::kPpRecvPrev, GroupKind::kPpForwardRecv, hidden_bytes_, {host});
+    return emit_.p2p("gradient", Stream::kPpRecvNext, GroupKind::kPpBackwardRecv, hidden_bytes_, {host});
+  }
+
+  // Without overlap_p2p_comm the host blocks until the pending sends and these receives have completed.
+  void wait_for_transfers(const std::vector<TaskId>& received) {
+    if (ctx_.plan.overlap_p2p_comm) return;
+    std::vector<TaskId> all = pending_sends_;
+    for (TaskId r : received) {
+      if (r >= 0) all.push_back(r);
+    }
+    pending_sends_.clear();
+    if (all.empty()) return;
+    const TaskId wait = emit_.elementwise("p2p_wait", 0, 0);
+    for (TaskId t : all) emit_.depend(wait, t);
   }
 
   void send(const char* label, Stream stream, GroupKind group, TaskId data) {
-    flush_send();
-    TaskId sent = emit_.p2p(label, stream, group, hidden_bytes_, {data});
-    if (ctx_.plan.overlap_p2p_comm) return;
-    pending_send_ = sent;
-    send_host_point_ = builder_.last_on(Stream::kCompute);
+    // Posted by the host after the step's compute, with the next slot's receives.
+    const TaskId host = ctx_.plan.overlap_p2p_comm ? -1 : builder_.last_on(Stream::kCompute);
+    const TaskId sent = emit_.p2p(label, stream, group, hidden_bytes_, {data, host});
+    if (!ctx_.plan.overlap_p2p_comm) pending_sends_.push_back(sent);
   }
 
-  // A blocking send whose next step receives nothing is waited for on its own.
-  void flush_send() {
-    if (pending_send_ < 0) return;
-    emit_.elementwise("p2p_wait", 0, 0, {pending_send_});
-    pending_send_ = -1;
-  }
-
-  void forward(const ScheduleStep& step, std::vector<ParamUse>* params) {
+  void forward(const ScheduleStep& step, TaskId input, std::vector<ParamUse>* params) {
     emit_.at(step.microbatch, step.chunk, -1, Phase::kForward);
-    TaskId x = -1;
-    if (virtual_stage(step.chunk) > 0) x = receive("activation", Stream::kPpRecvPrev, GroupKind::kPpForwardRecv);
-    flush_send();
+    TaskId x = input;
     EmbeddingHeadLowering edges(emit_);
     if (ctx_.layout.holds_embedding(stage_, step.chunk)) x = edges.embedding_forward(x, params);
     const int first = ctx_.layout.first_layer_of(stage_, step.chunk);
@@ -113,16 +136,11 @@ class StageLowering {
     }
   }
 
-  void backward(const ScheduleStep& step, std::vector<ParamUse>* params) {
+  void backward(const ScheduleStep& step, TaskId input, std::vector<ParamUse>* params) {
     emit_.at(step.microbatch, step.chunk, -1, Phase::kBackwardInput);
-    TaskId g = -1;
+    TaskId g = input;
     EmbeddingHeadLowering edges(emit_);
-    if (is_last(step.chunk)) {
-      g = edges.head_backward(builder_.last_on(Stream::kCompute), params);
-    } else {
-      g = receive("gradient", Stream::kPpRecvNext, GroupKind::kPpBackwardRecv);
-    }
-    flush_send();
+    if (is_last(step.chunk)) g = edges.head_backward(builder_.last_on(Stream::kCompute), params);
     const int first = ctx_.layout.first_layer_of(stage_, step.chunk);
     for (int l = first + ctx_.layout.layers_in(stage_, step.chunk) - 1; l >= first; --l) {
       emit_.at(step.microbatch, step.chunk, l, Phase::kBackwardInput);
@@ -153,8 +171,7 @@ class StageLowering {
   Emitter emit_;
   DataParallelLowering dp_;
   Bytes hidden_bytes_ = 0;
-  TaskId pending_send_ = -1;    // a blocking send not yet waited for
-  TaskId send_host_point_ = -1;  // the compute task the host had issued when it posted that send
+  std::vector<TaskId> pending_sends_;  // blocking sends not yet waited for
   std::vector<ParamUse> first_uses_;
   std::vector<ParamUse> grad_ready_;
 };

@@ -6,6 +6,8 @@
 #include "hardware/compute_cost.h"
 #include "hardware/topology.h"
 
+#include <string>
+
 using namespace orrery;
 
 namespace {
@@ -50,23 +52,41 @@ TEST_CASE("ring collectives follow the nccl-tests bus-bandwidth factors", "[hard
   CHECK(bus_bandwidth_factor(CollectiveKind::kAllToAll, 16) == Approx(15.0 / 16));
 
   ClusterSpec c = parse_cluster(nlohmann::json::parse(R"({"preset": "dgx-a100-80gb", "num_gpus": 64})"), "cluster");
-  NetworkParams net{0.8, 0.9, 0.0};
-  RingCollectiveModel model(c, net);
+  NetworkParams net{0.8, 0.6, 0.9, 20e-6};
+  NcclCollectiveModel model(c, net);
   std::vector<int> node;
   for (int i = 0; i < 8; ++i) node.push_back(i);
+  // 1 GiB all-reduce on 8 A100s: NCCL's ring with the Simple protocol wins. Latency: call 20 us + base 8.4 us +
+  // 14 ring steps x 3.4 us (NCCL tuning.cc); bandwidth 300 GB/s per direction x 0.8; volume 2 (7/8) x 1 GiB.
   CollectiveOp ar{CollectiveKind::kAllReduce, 1 << 30, place_members(c, node)};
-  // 8 GPUs on NVLink (300 GB/s per direction x 0.8), 14 ring steps of NVLink latency.
-  const double bandwidth = 2.0 * 7 / 8 * (1 << 30) / (300e9 * 0.8);
-  CHECK(model.time(ar) == Approx(bandwidth + 14 * c.nvlink_latency).epsilon(1e-9));
-  // Across 8 nodes with one rank per node the ring runs at one NIC (200 Gb/s x 0.9).
+  const CollectivePlan plan = model.plan(ar);
+  CHECK(std::string(plan.algorithm) == "ring");
+  CHECK(std::string(plan.protocol) == "simple");
+  const double latency = 20e-6 + 8.4e-6 + 14 * 3.4e-6;
+  CHECK(plan.time == Approx(latency + 2.0 * 7 / 8 * (1 << 30) / (300e9 * 0.8)).epsilon(1e-9));
+  // A small all-reduce takes the LL protocol: latency 20 + 6.6 + 14 x 0.6 us, a quarter of the bandwidth.
+  CollectiveOp small{CollectiveKind::kAllReduce, 4096, place_members(c, node)};
+  CHECK(std::string(model.plan(small).protocol) == "ll");
+  CHECK(model.time(small) == Approx(20e-6 + 6.6e-6 + 14 * 0.6e-6 + 2.0 * 7 / 8 * 4096 / (300e9 * 0.8 * 0.25)));
+  // Across 8 nodes with one rank per node the ring runs at one NIC (200 Gb/s x 0.9) and the tree, two crossings of
+  // the network per byte beyond two nodes, at half of that; the ring wins for a large message.
   std::vector<int> across;
   for (int i = 0; i < 8; ++i) across.push_back(8 * i);
   CollectiveOp dp{CollectiveKind::kAllReduce, 1 << 30, place_members(c, across)};
-  CHECK(model.bus_bandwidth(dp) == Approx(25e9 * 0.9));
-  // Across domains an all-reduce takes the tree's latency when it is lower than the ring's 14 network steps:
-  // 2 (0 NVLink hops + log2(8) = 3 network hops).
-  const double hop = c.nic_latency + dp.placement.network_latency;
-  CHECK(model.time(dp) == Approx(2.0 * 3 * hop + 2.0 * 7 / 8 * (1 << 30) / (25e9 * 0.9)).epsilon(1e-9));
+  CHECK(model.plan(dp).bus_bandwidth == Approx(2.0 * 7 / 8 * (1 << 30) / model.time(dp)));
+  CHECK(std::string(model.plan(dp).algorithm) == "ring");
+  CHECK(model.plan(dp).bus_bandwidth < 25e9 * 0.9);
+  CHECK(model.plan(dp).bus_bandwidth > 0.9 * 25e9 * 0.9);
   // A one-rank group costs nothing.
   CHECK(model.time(CollectiveOp{CollectiveKind::kAllReduce, 1 << 20, place_members(c, {3})}) == 0.0);
+}
+
+TEST_CASE("NVLS lifts intra-node all-reduce bandwidth on H100 above the ring", "[hardware][cost]") {
+  ClusterSpec h = parse_cluster(nlohmann::json::parse(R"({"preset": "dgx-h100", "num_gpus": 8})"), "cluster");
+  std::vector<int> node{0, 1, 2, 3, 4, 5, 6, 7};
+  NcclCollectiveModel model(h, NetworkParams{0.8, 0.62, 0.9, 20e-6});
+  const CollectivePlan plan = model.plan(CollectiveOp{CollectiveKind::kAllReduce, 8LL << 30, place_members(h, node)});
+  CHECK(std::string(plan.algorithm) == "nvls");
+  // Each byte into the switch and back once at 450 GB/s x 0.62: bus bandwidth -> 2 (7/8) x 279 GB/s.
+  CHECK(plan.bus_bandwidth == Approx(2.0 * 7 / 8 * 450e9 * 0.62).epsilon(0.01));
 }

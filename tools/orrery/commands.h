@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "models/units.h"
+
 namespace orrery::cli {
 
 /// `orrery predict [SCENARIO] [flags]`.
@@ -13,5 +15,12 @@ void add_list_command(CLI::App& app);
 /// `orrery validate PATH... [--json] [--max-mape PCT] [--max-error PCT] [--explain NAME]`; sets `exit_code` to 1
 /// when a bar is missed.
 void add_validate_command(CLI::App& app, int& exit_code);
+/// `orrery collective --cluster C --num-gpus N --op OP --bytes B` or `--log NCCL_TESTS_OUTPUT`.
+void add_collective_command(CLI::App& app);
+/// `orrery fit collectives|records ...`: the documented global fits of the cost-model parameters.
+void add_fit_command(CLI::App& app, int& exit_code);
+
+/// "64M", "1G", "1048576" -> bytes. Errors: Error::invalid naming `field`.
+Bytes parse_bytes(const std::string& text, const std::string& field);
 
 }  // namespace orrery::cli

@@ -1,0 +1,87 @@
+#include "calibrate/collective_fit.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+
+#include "calibrate/least_squares.h"
+#include "models/error.h"
+#include "models/json_fields.h"
+
+namespace orrery {
+
+namespace {
+
+CollectiveKind parse_kind(const std::string& op, const std::string& field) {
+  if (op == "all_reduce") return CollectiveKind::kAllReduce;
+  if (op == "all_gather") return CollectiveKind::kAllGather;
+  if (op == "reduce_scatter") return CollectiveKind::kReduceScatter;
+  if (op == "all_to_all") return CollectiveKind::kAllToAll;
+  if (op == "send_recv") return CollectiveKind::kSendRecv;
+  throw Error::invalid(field, op, "must be all_reduce, all_gather, reduce_scatter, all_to_all or send_recv");
+}
+
+}  // namespace
+
+std::vector<CollectiveSample> load_collective_samples(const std::filesystem::path& manifest, Bytes min_bytes) {
+  std::ifstream in(manifest);
+  if (!in) throw Error::io(manifest.string(), "cannot be read");
+  nlohmann::json doc = nlohmann::json::parse(in);
+  std::vector<CollectiveSample> out;
+  for (auto it = doc.at("logs").begin(); it != doc.at("logs").end(); ++it) {
+    FieldReader entry(it.value(), "manifest." + it.key());
+    const std::string preset = entry.require_string("cluster");
+    const int nodes = static_cast<int>(entry.require_int("nodes", 1));
+    const int per_node = static_cast<int>(entry.require_int("gpus_per_node", 1));
+    const CollectiveKind kind = parse_kind(entry.require_string("op"), entry.field("op"));
+    entry.reject_unknown();
+    nlohmann::json cluster_json = {{"preset", preset}, {"num_gpus", nodes * per_node}};
+    ClusterSpec cluster = parse_cluster(cluster_json, "manifest." + it.key() + ".cluster");
+    std::vector<int> members;
+    for (int r = 0; r < nodes * per_node; ++r) members.push_back(r);
+    const GroupPlacement placement = place_members(cluster, members);
+    const NcclTestsLog log = read_nccl_tests_log(manifest.parent_path() / it.key());
+    for (const NcclTestsRow& row : log.rows) {
+      if (row.bytes < min_bytes || row.bus_bandwidth <= 0) continue;
+      out.push_back({it.key(), cluster, CollectiveOp{kind, row.bytes, placement}, row.bus_bandwidth});
+    }
+  }
+  return out;
+}
+
+BytesPerSecond predicted_bus_bandwidth(const CollectiveSample& s, const NetworkParams& params) {
+  return NcclCollectiveModel(s.cluster, params).plan(s.op).bus_bandwidth;
+}
+
+NetworkParams fit_network_params(const std::vector<CollectiveSample>& samples, const NetworkParams& start) {
+  std::vector<FitParameter> params = {
+      {"nvlink_efficiency", start.nvlink_efficiency, 0.3, 1.0},
+      {"nvls_efficiency", start.nvls_efficiency, 0.2, 1.0},
+      {"nic_efficiency", start.nic_efficiency, 0.3, 1.0},
+      {"call_latency_us", to_us(start.call_latency), 0.0, 500.0},
+  };
+  auto unpack = [&](const std::vector<double>& v) {
+    NetworkParams p = start;
+    p.nvlink_efficiency = v[0];
+    p.nvls_efficiency = v[1];
+    p.nic_efficiency = v[2];
+    p.call_latency = from_us(v[3]);
+    return p;
+  };
+  auto residuals = [&](const std::vector<double>& v) {
+    const NetworkParams p = unpack(v);
+    std::vector<double> r;
+    // Errors are weighed against the acceptance bar of their kind of log: 15% inside one node, 25% across nodes
+    // (multi-node runs vary more with the fabric and NCCL's choices).
+    for (const CollectiveSample& s : samples) {
+      const double bar = s.op.placement.tier == Tier::kNvlink ? 0.15 : 0.25;
+      r.push_back(std::log(predicted_bus_bandwidth(s, p) / s.measured) / bar);
+    }
+    return r;
+  };
+  const FitResult fit = fit_least_squares(params, static_cast<int>(samples.size()), residuals);
+  return unpack(fit.values);
+}
+
+}  // namespace orrery

@@ -1,0 +1,35 @@
+#pragma once
+// The network efficiencies of the collective cost model, fitted once to real nccl-tests logs (DESIGN.md: "every
+// parameter is physical or fitted once, globally"). A manifest (tests/data/nccl-tests-logs/manifest.json) names
+// each log's cluster preset and group shape.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "calibrate/nccl_tests_log.h"
+#include "hardware/cluster_spec.h"
+#include "hardware/cost_params.h"
+
+namespace orrery {
+
+struct CollectiveSample {
+  std::string log;
+  ClusterSpec cluster;
+  CollectiveOp op;            // kind, bytes, placement of the measured group
+  BytesPerSecond measured = 0;  // nccl-tests busbw
+};
+
+/// Every row of every log the manifest lists, with at least `min_bytes`.
+/// Errors: Error::invalid / Error::io for an unreadable manifest or log, or an unknown preset.
+std::vector<CollectiveSample> load_collective_samples(const std::filesystem::path& manifest, Bytes min_bytes);
+
+/// Predicted bus bandwidth of a sample under `params`.
+BytesPerSecond predicted_bus_bandwidth(const CollectiveSample& sample, const NetworkParams& params);
+
+/// Fits nvlink, nvls and NIC efficiencies and the per-call latency to the samples (least squares on
+/// log(predicted / measured) bus bandwidth, weighed by 1/0.15 inside a node and 1/0.25 across nodes), starting
+/// from `start`.
+NetworkParams fit_network_params(const std::vector<CollectiveSample>& samples, const NetworkParams& start);
+
+}  // namespace orrery

@@ -1,0 +1,109 @@
+// `orrery collective`: the predicted time and bus bandwidth of one collective on a cluster, optionally held
+// against a real nccl-tests log.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <optional>
+
+#include "calibrate/nccl_tests_log.h"
+#include "hardware/collective_cost.h"
+#include "hardware/cost_params.h"
+#include "models/error.h"
+#include "tools/orrery/commands.h"
+
+namespace orrery::cli {
+
+namespace {
+
+struct CollectiveArgs {
+  std::string cluster = "dgx-h100";
+  std::optional<int> num_gpus;
+  std::string op = "all_reduce";
+  std::vector<std::string> bytes;
+  std::string log;
+};
+
+CollectiveKind parse_op(const std::string& op) {
+  if (op == "all_reduce") return CollectiveKind::kAllReduce;
+  if (op == "all_gather") return CollectiveKind::kAllGather;
+  if (op == "reduce_scatter") return CollectiveKind::kReduceScatter;
+  if (op == "all_to_all") return CollectiveKind::kAllToAll;
+  if (op == "send_recv") return CollectiveKind::kSendRecv;
+  throw Error::invalid("--op", op, "must be all_reduce, all_gather, reduce_scatter, all_to_all or send_recv");
+}
+
+}  // namespace
+
+Bytes parse_bytes(const std::string& text, const std::string& field) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (...) {
+    throw Error::invalid(field, text, "must be a size such as 1048576, 64M or 1G");
+  }
+  const std::string unit = text.substr(used);
+  double scale = 1;
+  if (unit == "K" || unit == "KiB") scale = static_cast<double>(kKiB);
+  else if (unit == "M" || unit == "MiB") scale = static_cast<double>(kMiB);
+  else if (unit == "G" || unit == "GiB") scale = static_cast<double>(kGiB);
+  else if (!unit.empty() && unit != "B") throw Error::invalid(field, text, "has an unknown unit (use K, M or G)");
+  if (!(value > 0)) throw Error::invalid(field, text, "must be positive");
+  return static_cast<Bytes>(value * scale);
+}
+
+namespace {
+
+void run_collective(const CollectiveArgs& a) {
+  nlohmann::json cluster_json = {{"preset", a.cluster}};
+  ClusterSpec cluster = parse_cluster(cluster_json, "--cluster");
+  std::optional<NcclTestsLog> log;
+  if (!a.log.empty()) log = read_nccl_tests_log(a.log);
+  int n = a.num_gpus.value_or(log && log->ranks > 0 ? log->ranks : cluster.gpus_per_node);
+  require(n >= 2, "--num-gpus", std::to_string(n), "must be at least 2");
+  cluster.num_gpus = n;
+  CollectiveKind kind = parse_op(a.op);
+  if (log && log->kind && a.op == "all_reduce") kind = *log->kind;
+  std::vector<int> members;
+  for (int r = 0; r < n; ++r) members.push_back(r);
+  const GroupPlacement placement = place_members(cluster, members);
+  const NcclCollectiveModel model(cluster, default_cost_params().network);
+  fmt::print("{} on {} x {} ({} node(s), tier {})\n", to_string(kind), n, cluster.gpu.display_name,
+             (n + cluster.gpus_per_node - 1) / cluster.gpus_per_node, to_string(placement.tier));
+  fmt::print("{:>14} {:>12} {:>12} {:>16}", "bytes", "time us", "busbw GB/s", "algorithm");
+  if (log) fmt::print(" {:>12} {:>8}", "measured", "error");
+  fmt::print("\n");
+  auto row = [&](Bytes bytes, std::optional<BytesPerSecond> measured) {
+    const CollectivePlan plan = model.plan(CollectiveOp{kind, bytes, placement});
+    fmt::print("{:>14} {:>12.1f} {:>12.2f} {:>16}", bytes, to_us(plan.time), to_GB_s(plan.bus_bandwidth),
+               fmt::format("{}/{}", plan.algorithm, plan.protocol));
+    if (measured) {
+      fmt::print(" {:>12.2f} {:>+7.1f}%", to_GB_s(*measured), 100.0 * (plan.bus_bandwidth - *measured) / *measured);
+    }
+    fmt::print("\n");
+  };
+  if (log) {
+    for (const NcclTestsRow& r : log->rows) {
+      if (r.bytes > 0) row(r.bytes, r.bus_bandwidth > 0 ? std::optional<BytesPerSecond>(r.bus_bandwidth) : std::nullopt);
+    }
+  } else {
+    require(!a.bytes.empty(), "--bytes", "missing", "is required (or give --log)");
+    for (const std::string& b : a.bytes) row(parse_bytes(b, "--bytes"), std::nullopt);
+  }
+}
+
+}  // namespace
+
+void add_collective_command(CLI::App& app) {
+  auto args = std::make_shared<CollectiveArgs>();
+  CLI::App* cmd = app.add_subcommand("collective", "predict one collective's time and bus bandwidth");
+  cmd->add_option("--cluster", args->cluster, "cluster preset (default dgx-h100)");
+  cmd->add_option("--num-gpus", args->num_gpus, "ranks in the group, laid on consecutive GPUs (default: one node)");
+  cmd->add_option("--op", args->op, "all_reduce, all_gather, reduce_scatter, all_to_all or send_recv");
+  cmd->add_option("--bytes", args->bytes, "message sizes as nccl-tests counts them (1048576, 64M, 1G)")->delimiter(',');
+  cmd->add_option("--log", args->log, "an nccl-tests output to compare with, size by size");
+  cmd->callback([args] { run_collective(*args); });
+}
+
+}  // namespace orrery::cli

@@ -1,0 +1,87 @@
+// `orrery fit`: the documented global fits of the cost-model parameters (DESIGN.md: every parameter is physical,
+// with its source, or fitted once, globally). `--write` stores the fitted values in the cost-model preset with a
+// note saying how they were fitted; a fitted value changes only by re-running this command.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <memory>
+
+#include "calibrate/collective_fit.h"
+#include "models/error.h"
+#include "tools/orrery/commands.h"
+#include "tools/orrery/fit_records.h"
+
+namespace orrery::cli {
+
+namespace {
+
+struct FitArgs {
+  std::string manifest = "tests/data/nccl-tests-logs/manifest.json";
+  std::string min_bytes = "64M";
+  std::vector<std::string> paths;
+  std::vector<std::string> exclude_prefixes;
+  std::string write;
+};
+
+// Replaces the value of cost_model[0].<section>.<key> in the preset file, keeping the rest as it is.
+void write_values(const std::string& file, const std::string& section,
+                  const std::vector<std::pair<std::string, double>>& values, const std::string& note) {
+  std::ifstream in(file);
+  if (!in) throw Error::io(file, "cannot be read");
+  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(in);
+  auto& target = doc.at("cost_model").at(0).at(section);
+  for (const auto& [key, value] : values) {
+    target[key] = {{"value", std::round(value * 1e4) / 1e4}, {"source", note}};
+  }
+  std::ofstream out(file);
+  if (!out) throw Error::io(file, "cannot be written");
+  out << doc.dump(2) << "\n";
+}
+
+void fit_collectives(const FitArgs& a) {
+  const auto samples = load_collective_samples(a.manifest, parse_bytes(a.min_bytes, "--min-bytes"));
+  const NetworkParams start = default_cost_params().network;
+  const NetworkParams fitted = fit_network_params(samples, start);
+  fmt::print("fitted on {} nccl-tests rows of >= {} from {}\n", samples.size(), a.min_bytes, a.manifest);
+  fmt::print("  nvlink_efficiency {:.4f}\n  nvls_efficiency   {:.4f}\n  nic_efficiency    {:.4f}\n  call_latency_us   {:.2f}\n",
+             fitted.nvlink_efficiency, fitted.nvls_efficiency, fitted.nic_efficiency, to_us(fitted.call_latency));
+  std::map<std::string, double> worst;
+  for (const CollectiveSample& s : samples) {
+    const double e = 100.0 * (predicted_bus_bandwidth(s, fitted) / s.measured - 1.0);
+    if (std::fabs(e) > std::fabs(worst[s.log])) worst[s.log] = e;
+  }
+  for (const auto& [log, e] : worst) fmt::print("  worst error {:+6.1f}%  {}\n", e, log);
+  if (!a.write.empty()) {
+    const std::string note = fmt::format("fitted by `orrery fit collectives` (least squares on log bus bandwidth) "
+                                         "to {} rows of >= {} of the nccl-tests logs in {}",
+                                         samples.size(), a.min_bytes, a.manifest);
+    write_values(a.write, "network",
+                 {{"nvlink_efficiency", fitted.nvlink_efficiency}, {"nvls_efficiency", fitted.nvls_efficiency},
+                  {"nic_efficiency", fitted.nic_efficiency}, {"call_latency_us", to_us(fitted.call_latency)}},
+                 note);
+    fmt::print("wrote {}\n", a.write);
+  }
+}
+
+}  // namespace
+
+void add_fit_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<FitArgs>();
+  CLI::App* fit = app.add_subcommand("fit", "fit cost-model parameters globally to measurements");
+  fit->require_subcommand(1);
+  CLI::App* coll = fit->add_subcommand("collectives", "fit network efficiencies to nccl-tests logs");
+  coll->add_option("--manifest", args->manifest, "manifest of nccl-tests logs (tests/data/nccl-tests-logs)");
+  coll->add_option("--min-bytes", args->min_bytes, "smallest message size fitted (default 64M)");
+  coll->add_option("--write", args->write, "write the fitted values into this cost-model preset file");
+  coll->callback([args] { fit_collectives(*args); });
+  CLI::App* rec = fit->add_subcommand("records", "fit compute efficiencies to published training runs");
+  rec->add_option("paths", args->paths, "scenario files or folders with `expect`")->required();
+  rec->add_option("--exclude-prefix", args->exclude_prefixes, "leave these source prefixes out of the fit");
+  rec->add_option("--write", args->write, "write the fitted values into this cost-model preset file");
+  rec->callback([args, &exit_code] { exit_code = fit_records(args->paths, args->exclude_prefixes, args->write); });
+}
+
+}  // namespace orrery::cli
