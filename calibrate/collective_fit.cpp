@@ -25,9 +25,7 @@ CollectiveKind parse_kind(const std::string& op, const std::string& field) {
 }  // namespace
 
 std::vector<CollectiveSample> load_collective_samples(const std::filesystem::path& manifest, Bytes min_bytes) {
-  std::ifstream in(manifest);
-  if (!in) throw Error::io(manifest.string(), "cannot be read");
-  nlohmann::json doc = nlohmann::json::parse(in);
+  nlohmann::json doc = read_json_file(manifest, "manifest");
   std::vector<CollectiveSample> out;
   for (auto it = doc.at("logs").begin(); it != doc.at("logs").end(); ++it) {
     FieldReader entry(it.value(), "manifest." + it.key());

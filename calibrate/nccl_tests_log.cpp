@@ -90,6 +90,8 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& na
 }
 
 NcclTestsLog read_nccl_tests_log(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) throw Error::invalid("nccl-tests log", file.string(), "is not a readable file");
   std::ifstream in(file);
   if (!in) throw Error::io(file.string(), "cannot be read");
   std::stringstream text;

@@ -6,6 +6,7 @@
 #include "hardware/hardware_presets.h"
 #include "models/error.h"
 #include "models/json_fields.h"
+#include "models/limits.h"
 
 namespace orrery {
 
@@ -68,19 +69,20 @@ GpuSpec parse_gpu(const json& value, const std::string& path) {
   const json* peaks = in.raw("peak_tflops");
   if (!peaks) throw Error::invalid(in.field("peak_tflops"), "missing", "is required");
   FieldReader p(*peaks, in.field("peak_tflops"));
-  g.peak_fp32 = from_tflops(p.double_or("fp32", 0.0));
-  g.peak_tf32 = from_tflops(p.double_or("tf32", 0.0));
-  g.peak_fp16 = from_tflops(p.double_or("fp16", 0.0));
-  g.peak_bf16 = from_tflops(p.double_or("bf16", 0.0));
-  g.peak_fp8 = from_tflops(p.double_or("fp8", 0.0));
+  // A precision the GPU lacks is left out; a given peak must be positive.
+  g.peak_fp32 = from_tflops(p.double_or("fp32", 0.0, true));
+  g.peak_tf32 = from_tflops(p.double_or("tf32", 0.0, true));
+  g.peak_fp16 = from_tflops(p.double_or("fp16", 0.0, true));
+  g.peak_bf16 = from_tflops(p.double_or("bf16", 0.0, true));
+  g.peak_fp8 = from_tflops(p.double_or("fp8", 0.0, true));
   p.reject_unknown();
   require(g.peak_fp16 > 0 || g.peak_bf16 > 0, in.field("peak_tflops"), "{}", "needs fp16 or bf16 tensor throughput");
   g.hbm_capacity = from_GiB(in.require_double("hbm_capacity_GiB", true));
   g.hbm_bandwidth = from_TB_s(in.require_double("hbm_bandwidth_TB_s", true));
-  g.sm_count = static_cast<int>(in.require_int("sm_count", 1));
+  g.sm_count = static_cast<int>(in.require_int("sm_count", 1, 1 << 16));
   g.l2_cache = from_MiB(in.double_or("l2_cache_MiB", 40.0, true));
   g.nvlink_bandwidth = from_GB_s(in.require_double("nvlink_bandwidth_GB_s", true));
-  in.optional_int("nvlink_links", 0);
+  in.optional_int("nvlink_links", 0, 1 << 16);
   g.pcie_bandwidth = from_GB_s(in.double_or("pcie_bandwidth_GB_s", 32.0, true));
   g.tdp_watts = in.double_or("tdp_W", 700.0, true);
   in.reject_unknown();
@@ -98,11 +100,11 @@ ClusterSpec parse_cluster(const json& value, const std::string& path) {
   const json* gpu = in.raw("gpu");
   if (!gpu) throw Error::invalid(in.field("gpu"), "missing", "is required (a GPU preset name or object)");
   c.gpu = parse_gpu(*gpu, in.field("gpu"));
-  c.num_gpus = static_cast<int>(in.int_or("num_gpus", 0, 1));
-  c.gpus_per_node = static_cast<int>(in.require_int("gpus_per_node", 1));
-  c.nvlink_domain_size = static_cast<int>(in.int_or("nvlink_domain_size", c.gpus_per_node, 1));
+  c.num_gpus = static_cast<int>(in.int_or("num_gpus", 0, 1, limits::kGpus));
+  c.gpus_per_node = static_cast<int>(in.require_int("gpus_per_node", 1, limits::kGpusPerNode));
+  c.nvlink_domain_size = static_cast<int>(in.int_or("nvlink_domain_size", c.gpus_per_node, 1, limits::kGpus));
   c.nvls = in.bool_or("nvls", false);
-  c.nics_per_node = static_cast<int>(in.require_int("nics_per_node", 1));
+  c.nics_per_node = static_cast<int>(in.require_int("nics_per_node", 1, limits::kGpusPerNode));
   c.nic_bandwidth = from_Gbit_s(in.require_double("nic_bandwidth_Gbit_s", true));
   c.nvlink_latency = from_us(in.double_or("nvlink_latency_us", 0.6, true));
   c.nic_latency = from_us(in.double_or("nic_latency_us", 5.0, true));
@@ -112,9 +114,11 @@ ClusterSpec parse_cluster(const json& value, const std::string& path) {
       FieldReader t((*tiers)[i], fmt::format("{}[{}]", in.field("network"), i));
       NetworkTier tier;
       tier.name = t.require_string("tier");
-      tier.nodes = static_cast<int>(t.int_or("nodes", 0, 0));
+      tier.nodes = static_cast<int>(t.int_or("nodes", 0, 0, limits::kGpus));
       tier.latency = from_us(t.double_or("latency_us", 1.0, true));
       tier.oversubscription = t.double_or("oversubscription", 1.0, true);
+      require(tier.oversubscription >= 1.0, t.field("oversubscription"), fmt::format("{}", tier.oversubscription),
+              "must be at least 1 (down:up bandwidth ratio)");
       t.reject_unknown();
       c.network.push_back(tier);
     }

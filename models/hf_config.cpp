@@ -9,6 +9,7 @@
 
 #include "models/error.h"
 #include "models/json_fields.h"
+#include "models/limits.h"
 
 namespace orrery {
 
@@ -34,16 +35,18 @@ constexpr FamilyEntry kFamilies[] = {
 };
 
 // Reads the first present key among HF spellings (e.g. hidden_size / n_embd / d_model).
-std::optional<std::int64_t> first_int(FieldReader& in, std::initializer_list<const char*> keys, std::int64_t min) {
+std::optional<std::int64_t> first_int(FieldReader& in, std::initializer_list<const char*> keys, std::int64_t min,
+                                      std::int64_t max) {
   for (const char* key : keys) {
-    if (in.has(key)) return in.optional_int(key, min);
+    if (in.has(key)) return in.optional_int(key, min, max);
     in.allow(key);
   }
   return std::nullopt;
 }
 
-std::int64_t required_int(FieldReader& in, std::initializer_list<const char*> keys, std::int64_t min) {
-  auto value = first_int(in, keys, min);
+std::int64_t required_int(FieldReader& in, std::initializer_list<const char*> keys, std::int64_t min,
+                          std::int64_t max) {
+  auto value = first_int(in, keys, min, max);
   if (!value) {
     std::string names;
     for (const char* key : keys) names += (names.empty() ? "" : " / ") + std::string(key);
@@ -63,17 +66,17 @@ Activation parse_activation(FieldReader& in, const char* key, Activation fallbac
 }
 
 void read_common_shape(FieldReader& in, ModelSpec& m) {
-  m.hidden_size = required_int(in, {"hidden_size", "n_embd", "d_model", "n_embed"}, 1);
-  m.num_layers = static_cast<int>(required_int(in, {"num_hidden_layers", "n_layer", "n_layers", "num_layers"}, 1));
-  m.num_attention_heads = static_cast<int>(required_int(in, {"num_attention_heads", "n_head", "n_heads"}, 1));
-  m.vocab_size = required_int(in, {"vocab_size"}, 1);
+  m.hidden_size = required_int(in, {"hidden_size", "n_embd", "d_model", "n_embed"}, 1, limits::kHidden);
+  m.num_layers = static_cast<int>(required_int(in, {"num_hidden_layers", "n_layer", "n_layers", "num_layers"}, 1, limits::kLayers));
+  m.num_attention_heads = static_cast<int>(required_int(in, {"num_attention_heads", "n_head", "n_heads"}, 1, limits::kHeads));
+  m.vocab_size = required_int(in, {"vocab_size"}, 1, limits::kVocab);
 }
 
 void read_gpt(FieldReader& in, ModelSpec& m) {
   read_common_shape(in, m);
   m.num_kv_heads = m.num_attention_heads;
-  m.intermediate_size = first_int(in, {"n_inner", "intermediate_size", "ffn_hidden_size"}, 1).value_or(4 * m.hidden_size);
-  m.max_position_embeddings = first_int(in, {"n_positions", "max_position_embeddings"}, 1).value_or(1024);
+  m.intermediate_size = first_int(in, {"n_inner", "intermediate_size", "ffn_hidden_size"}, 1, limits::kIntermediate).value_or(4 * m.hidden_size);
+  m.max_position_embeddings = first_int(in, {"n_positions", "max_position_embeddings"}, 1, limits::kPositions).value_or(1024);
   m.tie_word_embeddings = in.bool_or("tie_word_embeddings", true);
   m.norm = NormKind::kLayerNorm;
   m.norm_has_bias = true;
@@ -88,8 +91,13 @@ void read_gpt(FieldReader& in, ModelSpec& m) {
 
 void read_sliding_window(FieldReader& in, ModelSpec& m) {
   bool use = in.bool_or("use_sliding_window", true);  // Qwen2 ships a window but disables it
-  auto window = in.optional_int("sliding_window", 0);
-  if (!use || !window || *window == 0) return;
+  if (!use) {
+    in.allow("sliding_window");
+    in.allow("layer_types");
+    return;
+  }
+  auto window = in.optional_int("sliding_window", 1, limits::kPositions);
+  if (!window) return;
   m.sliding_window = *window;
   if (const json* types = in.raw("layer_types")) {
     if (!types->is_array() || static_cast<int>(types->size()) != m.num_layers) {
@@ -105,31 +113,37 @@ void read_sliding_window(FieldReader& in, ModelSpec& m) {
 
 void read_moe(FieldReader& in, ModelSpec& m) {
   const std::string& type = m.model_type;
-  auto experts = first_int(in, {"num_local_experts", "num_experts", "n_routed_experts"}, 0);
+  auto experts = first_int(in, {"num_local_experts", "num_experts", "n_routed_experts"}, 0, limits::kExperts);
   if (!experts || *experts == 0) return;
   MoeSpec& moe = m.moe;
   moe.num_experts = static_cast<int>(*experts);
-  moe.experts_per_token = static_cast<int>(required_int(in, {"num_experts_per_tok", "experts_per_token", "moe_topk"}, 1));
+  moe.experts_per_token = static_cast<int>(required_int(in, {"num_experts_per_tok", "experts_per_token", "moe_topk"}, 1, limits::kExperts));
   if (type == "mixtral" || type == "gpt_oss") {
     moe.expert_intermediate_size = m.intermediate_size;  // in these families intermediate_size is per expert
   } else {
-    moe.expert_intermediate_size = required_int(in, {"moe_intermediate_size"}, 1);
+    moe.expert_intermediate_size = required_int(in, {"moe_intermediate_size"}, 1, limits::kIntermediate);
   }
   if (type == "deepseek_v2" || type == "deepseek_v3") {
-    moe.num_shared_experts = static_cast<int>(in.int_or("n_shared_experts", 0, 0));
+    moe.num_shared_experts = static_cast<int>(in.int_or("n_shared_experts", 0, 0, limits::kExperts));
     moe.shared_expert_intermediate_size = moe.expert_intermediate_size;
-    moe.first_dense_layers = static_cast<int>(in.int_or("first_k_dense_replace", 0, 0));
-    auto freq = in.int_or("moe_layer_freq", 1, 1);
+    moe.first_dense_layers = static_cast<int>(in.int_or("first_k_dense_replace", 0, 0, limits::kLayers));
+    auto freq = in.int_or("moe_layer_freq", 1, 1, limits::kLayers);
     moe.router_correction_bias = in.optional_string("topk_method").value_or("") == "noaux_tc";
     for (int l = 0; l < m.num_layers; ++l) moe.moe_layers.push_back(l >= moe.first_dense_layers && l % freq == 0);
   } else if (type == "qwen2_moe" || type == "qwen3_moe") {
-    auto shared = in.int_or("shared_expert_intermediate_size", 0, 0);
+    auto shared = in.int_or("shared_expert_intermediate_size", 0, 0, limits::kIntermediate);
     moe.num_shared_experts = shared > 0 ? 1 : 0;
     moe.shared_expert_intermediate_size = shared;
-    auto step = in.int_or("decoder_sparse_step", 1, 1);
+    auto step = in.int_or("decoder_sparse_step", 1, 1, limits::kLayers);
     std::vector<int> dense_only;
     if (const json* only = in.raw("mlp_only_layers")) {
-      for (const auto& l : *only) dense_only.push_back(l.get<int>());
+      if (!only->is_array()) throw Error::invalid(in.field("mlp_only_layers"), describe_json(*only), "must be a list of layer indexes");
+      for (const auto& l : *only) {
+        if (!l.is_number_integer() || l.get<std::int64_t>() < 0 || l.get<std::int64_t>() >= m.num_layers) {
+          throw Error::invalid(in.field("mlp_only_layers"), describe_json(l), "entries must be layer indexes");
+        }
+        dense_only.push_back(l.get<int>());
+      }
     }
     for (int l = 0; l < m.num_layers; ++l) {
       bool dense = std::find(dense_only.begin(), dense_only.end(), l) != dense_only.end();
@@ -142,13 +156,13 @@ void read_moe(FieldReader& in, ModelSpec& m) {
 }
 
 void read_mla(FieldReader& in, ModelSpec& m) {
-  auto kv_lora = in.optional_int("kv_lora_rank", 0);
+  auto kv_lora = in.optional_int("kv_lora_rank", 0, limits::kRank);
   if (!kv_lora || *kv_lora == 0) return;
   m.mla.kv_lora_rank = *kv_lora;
-  m.mla.q_lora_rank = in.int_or("q_lora_rank", 0, 0);
-  m.mla.qk_nope_head_dim = in.require_int("qk_nope_head_dim", 1);
-  m.mla.qk_rope_head_dim = in.require_int("qk_rope_head_dim", 1);
-  m.mla.v_head_dim = in.require_int("v_head_dim", 1);
+  m.mla.q_lora_rank = in.int_or("q_lora_rank", 0, 0, limits::kRank);
+  m.mla.qk_nope_head_dim = in.require_int("qk_nope_head_dim", 1, limits::kHeadDim);
+  m.mla.qk_rope_head_dim = in.require_int("qk_rope_head_dim", 1, limits::kHeadDim);
+  m.mla.v_head_dim = in.require_int("v_head_dim", 1, limits::kHeadDim);
   m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
   m.num_kv_heads = m.num_attention_heads;  // MLA's num_key_value_heads is nominal
 }
@@ -156,10 +170,10 @@ void read_mla(FieldReader& in, ModelSpec& m) {
 void read_llama(FieldReader& in, ModelSpec& m) {
   read_common_shape(in, m);
   const std::string& type = m.model_type;
-  m.num_kv_heads = static_cast<int>(in.int_or("num_key_value_heads", m.num_attention_heads, 1));
-  m.head_dim = in.int_or("head_dim", 0, 0);
-  m.intermediate_size = required_int(in, {"intermediate_size"}, 1);
-  m.max_position_embeddings = in.int_or("max_position_embeddings", 4096, 1);
+  m.num_kv_heads = static_cast<int>(in.int_or("num_key_value_heads", m.num_attention_heads, 1, limits::kHeads));
+  m.head_dim = in.int_or("head_dim", 0, 1, limits::kHeadDim);
+  m.intermediate_size = required_int(in, {"intermediate_size"}, 1, limits::kIntermediate);
+  m.max_position_embeddings = in.int_or("max_position_embeddings", 4096, 1, limits::kPositions);
   m.tie_word_embeddings = in.bool_or("tie_word_embeddings", false);
   m.norm = NormKind::kRmsNorm;
   m.activation = parse_activation(in, "hidden_act", Activation::kSilu);
@@ -179,10 +193,10 @@ void read_llama(FieldReader& in, ModelSpec& m) {
 
 void read_nemotron(FieldReader& in, ModelSpec& m) {
   read_common_shape(in, m);
-  m.num_kv_heads = static_cast<int>(in.int_or("num_key_value_heads", m.num_attention_heads, 1));
-  m.head_dim = first_int(in, {"head_dim", "kv_channels"}, 1).value_or(0);
-  m.intermediate_size = required_int(in, {"intermediate_size", "ffn_hidden_size"}, 1);
-  m.max_position_embeddings = in.int_or("max_position_embeddings", 4096, 1);
+  m.num_kv_heads = static_cast<int>(in.int_or("num_key_value_heads", m.num_attention_heads, 1, limits::kHeads));
+  m.head_dim = first_int(in, {"head_dim", "kv_channels"}, 1, limits::kHeadDim).value_or(0);
+  m.intermediate_size = required_int(in, {"intermediate_size", "ffn_hidden_size"}, 1, limits::kIntermediate);
+  m.max_position_embeddings = in.int_or("max_position_embeddings", 4096, 1, limits::kPositions);
   m.tie_word_embeddings = in.bool_or("tie_word_embeddings", false);
   m.norm = NormKind::kLayerNorm;  // Nemotron's LayerNorm1P: a LayerNorm with weight and bias
   m.norm_has_bias = true;
@@ -201,11 +215,11 @@ void read_mpt(FieldReader& in, ModelSpec& m) {
   if (const json* attn = in.raw("attn_config"); attn && attn->is_object()) {
     FieldReader a(*attn, in.field("attn_config"));
     alibi = a.bool_or("alibi", false);
-    m.num_kv_heads = static_cast<int>(a.int_or("kv_n_heads", m.num_attention_heads, 1));
+    m.num_kv_heads = static_cast<int>(a.int_or("kv_n_heads", m.num_attention_heads, 1, limits::kHeads));
     m.attention_dropout = a.double_or("attn_pdrop", 0.0);
   }
-  m.intermediate_size = in.int_or("expansion_ratio", 4, 1) * m.hidden_size;
-  m.max_position_embeddings = first_int(in, {"max_seq_len", "max_position_embeddings"}, 1).value_or(2048);
+  m.intermediate_size = in.int_or("expansion_ratio", 4, 1, 64) * m.hidden_size;
+  m.max_position_embeddings = first_int(in, {"max_seq_len", "max_position_embeddings"}, 1, limits::kPositions).value_or(2048);
   m.tie_word_embeddings = true;  // MPT reuses the word embedding as the LM head
   bool no_bias = in.bool_or("no_bias", true);
   m.norm = NormKind::kLayerNorm;
@@ -222,7 +236,7 @@ void read_bloom(FieldReader& in, ModelSpec& m) {
   read_common_shape(in, m);
   m.num_kv_heads = m.num_attention_heads;
   m.intermediate_size = 4 * m.hidden_size;
-  m.max_position_embeddings = in.int_or("seq_length", 2048, 1);
+  m.max_position_embeddings = in.int_or("seq_length", 2048, 1, limits::kPositions);
   m.tie_word_embeddings = in.bool_or("tie_word_embeddings", true);
   m.norm = NormKind::kLayerNorm;
   m.norm_has_bias = true;
@@ -246,7 +260,7 @@ const std::vector<std::string>& supported_model_types() {
   return types;
 }
 
-ModelSpec parse_hf_config(const json& config, const std::string& path) {
+ModelSpec parse_hf_config(const json& config, const std::string& path, std::vector<std::string>* unread) {
   FieldReader in(config, path);
   ModelSpec m;
   m.model_type = in.require_string("model_type");
@@ -272,6 +286,7 @@ ModelSpec parse_hf_config(const json& config, const std::string& path) {
   }
   m.name = in.optional_string("name").value_or(m.model_type);
   validate_model(m, path);
+  if (unread) *unread = in.unread_keys();
   return m;
 }
 

@@ -16,7 +16,9 @@ namespace orrery {
 /// Parses one config.json object. `path` is the field path for errors (e.g. "model").
 /// Errors: Error::invalid for a missing required field, a wrong type, an unknown model_type or an inconsistent
 /// shape (e.g. heads not divisible by key/value heads).
-ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& path);
+/// `unread`, when given, receives the keys the importer did not use (to flag likely typos in overrides).
+ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& path,
+                          std::vector<std::string>* unread = nullptr);
 
 /// The model_type values parse_hf_config understands.
 const std::vector<std::string>& supported_model_types();

@@ -3,6 +3,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <fstream>
+#include <sstream>
+#include <vector>
 
 #include "models/error.h"
 
@@ -15,21 +18,87 @@ std::string join_path(std::string_view path, std::string_view key) {
   return std::string(path) + "." + std::string(key);
 }
 
+namespace {
+
+// Writes at most `budget` characters of `value`, three levels deep: deeply nested input must not recurse far.
+void describe(const json& value, int depth, std::string& out, std::size_t budget) {
+  if (out.size() > budget) return;
+  if (value.is_array() || value.is_object()) {
+    const bool array = value.is_array();
+    if (depth >= 3) {
+      out += array ? "[...]" : "{...}";
+      return;
+    }
+    out += array ? '[' : '{';
+    bool first = true;
+    for (auto it = value.begin(); it != value.end() && out.size() <= budget; ++it) {
+      if (!first) out += ", ";
+      first = false;
+      if (!array) out += json(it.key()).dump() + ": ";
+      describe(*it, depth + 1, out, budget);
+    }
+    out += array ? ']' : '}';
+    return;
+  }
+  out += value.is_string() && depth == 0 ? value.get<std::string>() : value.dump();
+}
+
+}  // namespace
+
 std::string describe_json(const json& value) {
-  std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+  std::string text;
+  describe(value, 0, text, 60);
   if (text.size() > 60) text = text.substr(0, 57) + "...";
   return text;
 }
 
 namespace {
 
-// Unwraps {"value": X, "source": "..."} preset annotations.
-const json& unwrap(const json& value) {
-  if (value.is_object() && value.contains("value")) return value.at("value");
-  return value;
+// Unwraps {"value": X, "source": "..."} preset annotations; any other key beside them is an error.
+const json& unwrap(const json& value, const std::string& field) {
+  if (!value.is_object() || !value.contains("value")) return value;
+  for (auto it = value.begin(); it != value.end(); ++it) {
+    if (it.key() != "value" && it.key() != "source") {
+      throw Error::invalid(field + "." + it.key(), describe_json(it.value()), "is not a known key here (value, source)");
+    }
+  }
+  return value.at("value");
 }
 
 }  // namespace
+
+json parse_json_text(const std::string& text, const std::string& what) {
+  std::vector<std::set<std::string>> open_objects;
+  std::string repeated;
+  auto check_keys = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) open_objects.emplace_back();
+    if (event == json::parse_event_t::object_end && !open_objects.empty()) open_objects.pop_back();
+    if (event == json::parse_event_t::key && !open_objects.empty() && repeated.empty()) {
+      if (!open_objects.back().insert(parsed.get<std::string>()).second) repeated = parsed.get<std::string>();
+    }
+    return true;
+  };
+  try {
+    json doc = json::parse(text, check_keys);
+    if (!repeated.empty()) {
+      throw Error::invalid(what, repeated, "has a key given twice in one object (the JSON would keep only the last)");
+    }
+    return doc;
+  } catch (const json::exception& e) {
+    throw Error::invalid(what, "", std::string("is not valid JSON: ") + e.what());
+  }
+}
+
+json read_json_file(const std::filesystem::path& path, const std::string& field) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw Error::invalid(field, path.string(), "does not exist");
+  if (!std::filesystem::is_regular_file(path, ec)) throw Error::invalid(field, path.string(), "is not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error::invalid(field, path.string(), "cannot be opened");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_json_text(text.str(), field + " " + path.string());
+}
 
 FieldReader::FieldReader(const json& object, std::string path) : object_(object), path_(std::move(path)) {
   if (!object_.is_object()) {
@@ -53,12 +122,15 @@ const json* FieldReader::raw(std::string_view key) {
   return &*it;
 }
 
-std::optional<std::int64_t> FieldReader::optional_int(std::string_view key, std::int64_t min_value) {
+std::optional<std::int64_t> FieldReader::optional_int(std::string_view key, std::int64_t min_value,
+                                                      std::int64_t max_value) {
   const json* value = raw(key);
   if (!value) return std::nullopt;
-  const json& v = unwrap(*value);
+  const json& v = unwrap(*value, field(key));
   std::int64_t result = 0;
-  if (v.is_number_integer()) {
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+    throw Error::invalid(field(key), describe_json(v), "must be at most " + std::to_string(max_value));
+  } else if (v.is_number_integer()) {
     result = v.get<std::int64_t>();
   } else if (v.is_number_float() && std::isfinite(v.get<double>()) && std::floor(v.get<double>()) == v.get<double>() &&
              std::fabs(v.get<double>()) < 9.0e15) {
@@ -69,23 +141,27 @@ std::optional<std::int64_t> FieldReader::optional_int(std::string_view key, std:
   if (result < min_value) {
     throw Error::invalid(field(key), std::to_string(result), "must be at least " + std::to_string(min_value));
   }
+  if (result > max_value) {
+    throw Error::invalid(field(key), std::to_string(result), "must be at most " + std::to_string(max_value));
+  }
   return result;
 }
 
-std::int64_t FieldReader::require_int(std::string_view key, std::int64_t min_value) {
-  auto value = optional_int(key, min_value);
+std::int64_t FieldReader::require_int(std::string_view key, std::int64_t min_value, std::int64_t max_value) {
+  auto value = optional_int(key, min_value, max_value);
   if (!value) throw Error::invalid(field(key), "missing", "is required");
   return *value;
 }
 
-std::int64_t FieldReader::int_or(std::string_view key, std::int64_t fallback, std::int64_t min_value) {
-  return optional_int(key, min_value).value_or(fallback);
+std::int64_t FieldReader::int_or(std::string_view key, std::int64_t fallback, std::int64_t min_value,
+                                 std::int64_t max_value) {
+  return optional_int(key, min_value, max_value).value_or(fallback);
 }
 
 std::optional<double> FieldReader::optional_double(std::string_view key, bool positive) {
   const json* value = raw(key);
   if (!value) return std::nullopt;
-  const json& v = unwrap(*value);
+  const json& v = unwrap(*value, field(key));
   if (!v.is_number() || !std::isfinite(v.get<double>())) {
     throw Error::invalid(field(key), describe_json(v), "must be a finite number");
   }
@@ -107,7 +183,7 @@ double FieldReader::double_or(std::string_view key, double fallback, bool positi
 std::optional<bool> FieldReader::optional_bool(std::string_view key) {
   const json* value = raw(key);
   if (!value) return std::nullopt;
-  const json& v = unwrap(*value);
+  const json& v = unwrap(*value, field(key));
   if (!v.is_boolean()) throw Error::invalid(field(key), describe_json(v), "must be true or false");
   return v.get<bool>();
 }
@@ -125,6 +201,14 @@ std::string FieldReader::require_string(std::string_view key) {
   auto value = optional_string(key);
   if (!value) throw Error::invalid(field(key), "missing", "is required");
   return *value;
+}
+
+std::vector<std::string> FieldReader::unread_keys() const {
+  std::vector<std::string> out;
+  for (auto it = object_.begin(); it != object_.end(); ++it) {
+    if (!read_.contains(it.key())) out.push_back(it.key());
+  }
+  return out;
 }
 
 void FieldReader::reject_unknown() const {

@@ -6,10 +6,13 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <filesystem>
+#include <climits>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace orrery {
 
@@ -26,9 +29,12 @@ class FieldReader {
   /// The raw value, or nullptr when absent (marks the key as known).
   const nlohmann::json* raw(std::string_view key);
 
-  std::optional<std::int64_t> optional_int(std::string_view key, std::int64_t min_value = INT64_MIN);
-  std::int64_t require_int(std::string_view key, std::int64_t min_value = INT64_MIN);
-  std::int64_t int_or(std::string_view key, std::int64_t fallback, std::int64_t min_value = INT64_MIN);
+  /// Integers must lie in [min_value, max_value]; the default maximum keeps them inside a 32-bit int.
+  std::optional<std::int64_t> optional_int(std::string_view key, std::int64_t min_value = INT32_MIN,
+                                           std::int64_t max_value = INT32_MAX);
+  std::int64_t require_int(std::string_view key, std::int64_t min_value = INT32_MIN, std::int64_t max_value = INT32_MAX);
+  std::int64_t int_or(std::string_view key, std::int64_t fallback, std::int64_t min_value = INT32_MIN,
+                      std::int64_t max_value = INT32_MAX);
 
   /// Doubles must be finite; `positive` additionally requires > 0.
   std::optional<double> optional_double(std::string_view key, bool positive = false);
@@ -43,6 +49,8 @@ class FieldReader {
 
   /// Throws Error::invalid for the first key (in sorted order) that no getter read or allowed.
   void reject_unknown() const;
+  /// Keys of the object that no getter read or allowed, sorted.
+  std::vector<std::string> unread_keys() const;
 
   std::string field(std::string_view key) const;
   const std::string& path() const { return path_; }
@@ -56,7 +64,15 @@ class FieldReader {
 /// "tp" at path "parallel" is "parallel.tp"; at the empty path it is "tp".
 std::string join_path(std::string_view path, std::string_view key);
 
-/// Short text of a JSON value for error messages (strings unquoted, long values cut).
+/// Short text of a JSON value for error messages (strings unquoted, long or deep values cut).
 std::string describe_json(const nlohmann::json& value);
+
+/// Parses JSON text strictly: a key repeated in one object is an error (the last would silently win).
+/// Errors: Error::invalid naming `what` (a file or field) for malformed JSON, numbers out of range, repeated keys.
+nlohmann::json parse_json_text(const std::string& text, const std::string& what);
+
+/// Reads and parses a JSON file with parse_json_text. Errors: Error::invalid naming `field` and the path when the
+/// path is missing, a directory or unreadable, and the errors of parse_json_text.
+nlohmann::json read_json_file(const std::filesystem::path& path, const std::string& field);
 
 }  // namespace orrery

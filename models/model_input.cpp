@@ -2,8 +2,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
-
 #include "models/error.h"
 #include "models/hf_config.h"
 #include "models/json_fields.h"
@@ -14,16 +12,6 @@ namespace orrery {
 using nlohmann::json;
 
 namespace {
-
-json read_hf_config_file(const std::filesystem::path& file, const std::string& field) {
-  std::ifstream in(file);
-  if (!in) throw Error::invalid(field, file.string(), "cannot be opened");
-  try {
-    return json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw Error::invalid(field, file.string(), std::string("is not valid JSON: ") + e.what());
-  }
-}
 
 // Top-level keys of `overrides` replace those of `base`, except the selector keys themselves.
 json apply_overrides(json base, const json& overrides) {
@@ -36,7 +24,26 @@ json apply_overrides(json base, const json& overrides) {
 
 }  // namespace
 
-ModelSpec parse_model_input(const json& value, const std::filesystem::path& base_dir, const std::string& path) {
+namespace {
+
+// Parses base + overrides and reports the override keys the importer ignored.
+ModelSpec with_overrides(json base, const json& overrides, const std::string& path, std::vector<std::string>* warnings) {
+  std::vector<std::string> unread;
+  ModelSpec m = parse_hf_config(apply_overrides(std::move(base), overrides), path, &unread);
+  if (warnings) {
+    for (const std::string& key : unread) {
+      if (overrides.contains(key)) {
+        warnings->push_back(join_path(path, key) + " is not a field the simulator reads for this model; it is ignored");
+      }
+    }
+  }
+  return m;
+}
+
+}  // namespace
+
+ModelSpec parse_model_input(const json& value, const std::filesystem::path& base_dir, const std::string& path,
+                            std::vector<std::string>* warnings) {
   if (value.is_string()) return parse_hf_config(model_preset_config(value.get<std::string>(), path), path);
   if (!value.is_object()) throw Error::invalid(path, describe_json(value), "must be a preset name or a JSON object");
   if (value.contains("preset") && value.contains("hf_config")) {
@@ -45,14 +52,17 @@ ModelSpec parse_model_input(const json& value, const std::filesystem::path& base
   if (auto it = value.find("preset"); it != value.end()) {
     if (!it->is_string()) throw Error::invalid(join_path(path, "preset"), describe_json(*it), "must be a string");
     json config = model_preset_config(it->get<std::string>(), join_path(path, "preset"));
-    return parse_hf_config(apply_overrides(std::move(config), value), path);
+    return with_overrides(std::move(config), value, path, warnings);
   }
   if (auto it = value.find("hf_config"); it != value.end()) {
     if (!it->is_string()) throw Error::invalid(join_path(path, "hf_config"), describe_json(*it), "must be a file path");
     std::filesystem::path file = base_dir / it->get<std::string>();
-    json config = read_hf_config_file(file, join_path(path, "hf_config"));
+    json config = read_json_file(file, join_path(path, "hf_config"));
+    if (!config.is_object()) {
+      throw Error::invalid(join_path(path, "hf_config"), file.string(), "must hold a JSON object (a config.json)");
+    }
     if (!value.contains("name")) config["name"] = file.stem().string();
-    return parse_hf_config(apply_overrides(std::move(config), value), path);
+    return with_overrides(std::move(config), value, path, warnings);
   }
   return parse_hf_config(value, path);
 }

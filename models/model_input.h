@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "models/model_spec.h"
 
@@ -16,6 +17,9 @@ namespace orrery {
 /// paths); `path` is the field path for errors ("model").
 /// Errors: Error::invalid for unknown presets, unreadable or malformed hf_config files, and everything
 /// parse_hf_config rejects; Error::io when the hf_config file cannot be read.
-ModelSpec parse_model_input(const nlohmann::json& value, const std::filesystem::path& base_dir, const std::string& path);
+/// `warnings`, when given, receives a line for each override key the model does not read (most likely a typo,
+/// e.g. "num_hiden_layers"): an inline config may carry any HF key, but an override should change something.
+ModelSpec parse_model_input(const nlohmann::json& value, const std::filesystem::path& base_dir, const std::string& path,
+                            std::vector<std::string>* warnings = nullptr);
 
 }  // namespace orrery

@@ -1,8 +1,18 @@
 #include "sim/durations.h"
 
+#include <fmt/format.h>
+
+#include "models/error.h"
+#include "models/limits.h"
+
 namespace orrery {
 
 namespace {
+
+const char* op_name(const GemmShape&) { return "GEMM"; }
+const char* op_name(const AttentionShape&) { return "attention kernel"; }
+const char* op_name(const ElementwiseShape&) { return "memory-bound kernel"; }
+const char* op_name(const CollectiveOp& c) { return to_string(c.kind); }
 
 template <class... F>
 struct Overloaded : F... {
@@ -29,7 +39,16 @@ Durations price_graph(const WorkloadGraph& graph, const CostModels& models) {
   for (const Program& p : graph.programs) {
     std::vector<Seconds> per_op;
     per_op.reserve(p.ops.size());
-    for (const Op& op : p.ops) per_op.push_back(op_duration(op, models));
+    for (const Op& op : p.ops) {
+      const Seconds d = op_duration(op, models);
+      // Durations become integer nanoseconds; beyond this the input is unphysical (a near-zero bandwidth, say).
+      if (!(d >= 0.0 && d <= limits::kTaskSeconds)) {
+        throw Error::invalid("cluster", fmt::format("{} s for one {}", d, std::visit([](const auto& o) { return op_name(o); }, op)),
+                             fmt::format("is outside the simulated range (0 to {:g} s per task); check the cluster's "
+                                         "bandwidths and latencies and the model's sizes", limits::kTaskSeconds));
+      }
+      per_op.push_back(d);
+    }
     d.op_seconds.push_back(std::move(per_op));
   }
   return d;

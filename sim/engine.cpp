@@ -1,5 +1,7 @@
 #include "sim/engine.h"
 
+#include "models/error.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -171,10 +173,10 @@ class Simulation {
       rc.since = now;
       rc.slowed = communicating_[i] > 0;
       ++rc.version;
-      events_.push({now + stretched(rc.remaining, rc.slowed), next_seq_++, instance, task, rc.version});
+      events_.push({after(now, stretched(rc.remaining, rc.slowed)), next_seq_++, instance, task, rc.version});
       return;
     }
-    events_.push({now + d, next_seq_++, instance, task, 0});
+    events_.push({after(now, d), next_seq_++, instance, task, 0});
     if (slowdown_ > 0 && ++communicating_[i] == 1) retime(instance, now);
   }
 
@@ -184,6 +186,16 @@ class Simulation {
     if (!program(i).tasks[static_cast<std::size_t>(e.task)].is_compute()) return false;
     const RunningCompute& rc = running_[i];
     return rc.task != e.task || rc.version != e.version;
+  }
+
+  // Event times stay far inside 64-bit nanoseconds (about 292 years); beyond that the input is unphysical.
+  static Nanoseconds after(Nanoseconds now, Nanoseconds d) {
+    constexpr Nanoseconds kLimit = 4'000'000'000'000'000'000;  // about 127 years
+    if (d > kLimit - now) {
+      throw Error::invalid("scenario", "an iteration longer than 4e9 s", "is beyond the simulated clock; check the "
+                           "cluster's bandwidths, the stragglers and the batch");
+    }
+    return now + d;
   }
 
   Nanoseconds stretched(double ns, bool slowed) const {
@@ -201,7 +213,7 @@ class Simulation {
     rc.since = now;
     rc.slowed = slowed;
     ++rc.version;
-    events_.push({now + stretched(rc.remaining, slowed), next_seq_++, instance, rc.task, rc.version});
+    events_.push({after(now, stretched(rc.remaining, slowed)), next_seq_++, instance, rc.task, rc.version});
   }
 
   void finish(std::int32_t instance, std::int32_t task, Nanoseconds now) {

@@ -1,5 +1,10 @@
 #include "sim/predict.h"
 
+#include <fmt/format.h>
+
+#include "models/error.h"
+#include "models/limits.h"
+
 #include "sim/lowering.h"
 
 namespace orrery {
@@ -14,6 +19,14 @@ Prediction predict(const Scenario& scenario, const PredictOptions& options) {
   p.scenario = scenario;
   p.graph = lower(p.scenario, params.memory);
   p.instances = make_instances(p.scenario.parallel, p.scenario.stragglers, options.expansion);
+  double task_instances = 0;
+  for (const Instance& in : p.instances.instances) {
+    task_instances += static_cast<double>(p.graph.programs[static_cast<std::size_t>(in.program)].tasks.size());
+  }
+  require(task_instances <= static_cast<double>(limits::kTaskInstances), "--expand-ranks",
+          std::to_string(p.instances.instances.size()) + " ranks",
+          fmt::format("would simulate {:.3g} task instances, above the limit of {:.3g}; simulate one rank per stage",
+                      task_instances, static_cast<double>(limits::kTaskInstances)));
   DefaultCostModels models(p.scenario.cluster, params);
   p.durations = price_graph(p.graph, models.models());
   RunOptions run = options.run;

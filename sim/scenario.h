@@ -40,6 +40,7 @@ struct ParallelPlan {
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
   bool tp_comm_overlap = true;
+  bool tp_comm_overlap_explicit = false;  // given in the scenario (not the default), for the warning below
   bool overlap_p2p_comm = true;
   // Uneven pipeline splits (Megatron-LM arguments).
   std::optional<int> decoder_first_pipeline_num_layers;
@@ -101,8 +102,5 @@ Scenario parse_scenario(const nlohmann::json& document, const std::filesystem::p
 /// Reads a scenario file. Errors: Error::invalid for unreadable or malformed JSON (naming the file), and all of
 /// parse_scenario's errors.
 Scenario load_scenario(const std::filesystem::path& file);
-
-/// Reads a JSON file. Errors: Error::invalid naming the file when it cannot be opened or parsed.
-nlohmann::json read_json_file(const std::filesystem::path& file);
 
 }  // namespace orrery

@@ -3,10 +3,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <fstream>
-
 #include "models/error.h"
 #include "models/json_fields.h"
+#include "models/limits.h"
 #include "models/model_input.h"
 #include "sim/pipeline_layout.h"
 #include "sim/scenario.h"
@@ -31,8 +30,8 @@ Enum parse_enum(FieldReader& in, const char* key, Enum fallback, const std::pair
 
 // Reads a plan size given either by its short name or by its Megatron-LM argument name.
 std::optional<std::int64_t> size_with_alias(FieldReader& in, const char* key, const char* megatron_name) {
-  auto short_value = in.optional_int(key, 1);
-  auto long_value = in.optional_int(megatron_name, 1);
+  auto short_value = in.optional_int(key, 1, limits::kGpus);
+  auto long_value = in.optional_int(megatron_name, 1, limits::kGpus);
   if (short_value && long_value) {
     throw Error::invalid(in.field(megatron_name), std::to_string(*long_value),
                          fmt::format("duplicates {}; give one of the two", key));
@@ -52,7 +51,7 @@ ParallelPlan parse_parallel(const json& value) {
   p.etp = i32(size_with_alias(in, "etp", "expert_tensor_parallel_size"), 0);
   p.vpp = i32(size_with_alias(in, "vpp", "virtual_pipeline_model_parallel_size"), 1);
   if (p.etp == 0) p.etp = p.tp;
-  if (auto v = in.optional_int("num_layers_per_virtual_pipeline_stage", 1)) {
+  if (auto v = in.optional_int("num_layers_per_virtual_pipeline_stage", 1, limits::kLayers)) {
     if (in.has("vpp") || in.has("virtual_pipeline_model_parallel_size")) {
       throw Error::invalid("parallel.num_layers_per_virtual_pipeline_stage", std::to_string(*v),
                            "duplicates vpp; give one of the two");
@@ -60,24 +59,25 @@ ParallelPlan parse_parallel(const json& value) {
     p.num_layers_per_virtual_pipeline_stage = static_cast<int>(*v);
   }  // Megatron-Core: expert TP defaults to TP
   p.sequence_parallel = in.bool_or("sequence_parallel", false);
-  auto zero = in.optional_int("zero_stage", 0);
+  auto zero = in.optional_int("zero_stage", 0, 3);
   auto distopt = in.optional_bool("use_distributed_optimizer");
   if (zero && distopt && (*zero == 1) != *distopt) {
     throw Error::invalid("parallel.use_distributed_optimizer", *distopt ? "true" : "false",
                          fmt::format("contradicts zero_stage ({}); the distributed optimizer is ZeRO stage 1", *zero));
   }
   p.zero_stage = static_cast<int>(zero.value_or(distopt.value_or(false) ? 1 : 0));
-  require(p.zero_stage <= 3, "parallel.zero_stage", std::to_string(p.zero_stage), "must be 0, 1, 2 or 3");
   static constexpr std::pair<const char*, Schedule> kSchedules[] = {
-      {"1f1b", Schedule::k1F1B}, {"interleaved-1f1b", Schedule::k1F1B}, {"gpipe", Schedule::kGPipe},
+      {"1f1b", Schedule::k1F1B}, {"gpipe", Schedule::kGPipe},
       {"zb-h1", Schedule::kZbH1}, {"dualpipe", Schedule::kDualPipe}};
   p.schedule = parse_enum(in, "schedule", Schedule::k1F1B, kSchedules);
   p.overlap_grad_reduce = in.bool_or("overlap_grad_reduce", true);
   p.overlap_param_gather = in.bool_or("overlap_param_gather", true);
-  p.tp_comm_overlap = in.bool_or("tp_comm_overlap", true);
+  auto tp_overlap = in.optional_bool("tp_comm_overlap");
+  p.tp_comm_overlap = tp_overlap.value_or(true);
+  p.tp_comm_overlap_explicit = tp_overlap.has_value();
   p.overlap_p2p_comm = in.bool_or("overlap_p2p_comm", true);
-  if (auto v = in.optional_int("decoder_first_pipeline_num_layers", 0)) p.decoder_first_pipeline_num_layers = static_cast<int>(*v);
-  if (auto v = in.optional_int("decoder_last_pipeline_num_layers", 0)) p.decoder_last_pipeline_num_layers = static_cast<int>(*v);
+  if (auto v = in.optional_int("decoder_first_pipeline_num_layers", 0, limits::kLayers)) p.decoder_first_pipeline_num_layers = static_cast<int>(*v);
+  if (auto v = in.optional_int("decoder_last_pipeline_num_layers", 0, limits::kLayers)) p.decoder_last_pipeline_num_layers = static_cast<int>(*v);
   p.account_for_embedding_in_pipeline_split = in.bool_or("account_for_embedding_in_pipeline_split", false);
   p.account_for_loss_in_pipeline_split = in.bool_or("account_for_loss_in_pipeline_split", false);
   if (const json* layout = in.raw("pipeline_layout")) {
@@ -86,8 +86,9 @@ ParallelPlan parse_parallel(const json& value) {
                            "must be a non-empty list of layer counts, one per virtual stage");
     }
     for (const json& n : *layout) {
-      if (!n.is_number_integer() || n.get<std::int64_t>() < 0) {
-        throw Error::invalid("parallel.pipeline_layout", describe_json(*layout), "entries must be integers >= 0");
+      if (!n.is_number_integer() || n.get<std::int64_t>() < 0 || n.get<std::int64_t>() > limits::kLayers) {
+        throw Error::invalid("parallel.pipeline_layout", describe_json(*layout),
+                             "entries must be integers from 0 to " + std::to_string(limits::kLayers));
       }
       p.pipeline_layout.push_back(n.get<int>());
     }
@@ -99,9 +100,9 @@ ParallelPlan parse_parallel(const json& value) {
 TrainingSpec parse_training(const json& value, const ModelSpec& model) {
   FieldReader in(value, "training");
   TrainingSpec t;
-  t.seq_length = in.int_or("seq_length", std::min<std::int64_t>(model.max_position_embeddings, 8192), 1);
-  t.micro_batch_size = in.int_or("micro_batch_size", 1, 1);
-  t.global_batch_size = in.int_or("global_batch_size", 0, 1);
+  t.seq_length = in.int_or("seq_length", std::min<std::int64_t>(model.max_position_embeddings, 8192), 1, limits::kSequence);
+  t.micro_batch_size = in.int_or("micro_batch_size", 1, 1, limits::kMicroBatch);
+  t.global_batch_size = in.int_or("global_batch_size", 0, 1, limits::kGlobalBatch);
   static constexpr std::pair<const char*, Precision> kPrecisions[] = {
       {"bf16", Precision::kBf16}, {"fp16", Precision::kFp16}, {"fp32", Precision::kFp32}, {"fp8", Precision::kFp8}};
   t.precision = parse_enum(in, "precision", Precision::kBf16, kPrecisions);
@@ -127,6 +128,9 @@ Expectation parse_expect(const json& value) {
   e.mfu = in.optional_double("mfu", true);
   e.hfu = in.optional_double("hfu", true);
   e.peak_memory_gib = in.optional_double("peak_memory_gib", true);
+  for (const auto& [key, value] : {std::pair{"mfu", e.mfu}, std::pair{"hfu", e.hfu}}) {
+    if (value && *value > 1.0) throw Error::invalid(in.field(key), fmt::format("{}", *value), "must be a fraction at most 1");
+  }
   e.flops_convention = in.optional_string("flops_convention").value_or("");
   if (!e.flops_convention.empty() && e.flops_convention != "megatron-sc21" &&
       e.flops_convention != "full-attention" && e.flops_convention != "causal-halved") {
@@ -144,8 +148,10 @@ std::vector<Straggler> parse_stragglers(const json& value) {
   for (std::size_t i = 0; i < value.size(); ++i) {
     FieldReader in(value[i], fmt::format("stragglers[{}]", i));
     Straggler s;
-    s.rank = static_cast<int>(in.require_int("rank", 0));
+    s.rank = static_cast<int>(in.require_int("rank", 0, limits::kGpus));
     s.compute_slowdown = in.require_double("compute_slowdown", true);
+    require(s.compute_slowdown <= limits::kSlowdown, in.field("compute_slowdown"), fmt::format("{}", s.compute_slowdown),
+            fmt::format("must be at most {}", limits::kSlowdown));
     in.reject_unknown();
     out.push_back(s);
   }
@@ -179,7 +185,7 @@ Scenario parse_scenario(const json& doc, const std::filesystem::path& base_dir) 
   }
   const json* model = top.raw("model");
   if (!model) throw Error::invalid("model", "missing", "is required (a preset name, {\"hf_config\": ...} or a config object)");
-  s.model = parse_model_input(*model, base_dir, "model");
+  s.model = parse_model_input(*model, base_dir, "model", &s.warnings);
   const json* cluster = top.raw("cluster");
   if (!cluster) throw Error::invalid("cluster", "missing", "is required (a preset name or object)");
   s.cluster = parse_cluster(*cluster, "cluster");
@@ -196,18 +202,8 @@ Scenario parse_scenario(const json& doc, const std::filesystem::path& base_dir) 
   return s;
 }
 
-json read_json_file(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw Error::invalid("scenario", file.string(), "cannot be opened");
-  try {
-    return json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw Error::invalid("scenario", file.string(), std::string("is not valid JSON: ") + e.what());
-  }
-}
-
 Scenario load_scenario(const std::filesystem::path& file) {
-  json doc = read_json_file(file);
+  json doc = read_json_file(file, "scenario");
   Scenario s = parse_scenario(doc, file.parent_path());
   if (s.name.empty()) s.name = file.stem().string();
   return s;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "models/error.h"
+#include "models/limits.h"
 #include "sim/pipeline_layout.h"
 #include "sim/scenario.h"
 
@@ -40,7 +41,14 @@ void reject_unmodelled(const Scenario& s) {
 void resolve_sizes(Scenario& s) {
   ParallelPlan& p = s.parallel;
   ClusterSpec& c = s.cluster;
-  const int mp = p.tp * p.pp * p.cp;
+  const std::int64_t mp64 = std::int64_t{p.tp} * p.pp * p.cp;
+  require(mp64 <= limits::kGpus, "parallel.tp", std::to_string(p.tp),
+          fmt::format("x pp ({}) x cp ({}) = {} must be at most {} GPUs", p.pp, p.cp, mp64, limits::kGpus));
+  if (p.dp > 0) {
+    require(mp64 * p.dp <= limits::kGpus, "parallel.dp", std::to_string(p.dp),
+            fmt::format("makes tp x pp x dp x cp = {} GPUs, more than the limit {}", mp64 * p.dp, limits::kGpus));
+  }
+  const int mp = static_cast<int>(mp64);
   if (p.dp == 0) {
     if (c.num_gpus == 0) {
       c.num_gpus = mp;
@@ -74,6 +82,9 @@ void check_tensor_parallel(Scenario& s) {
     p.sequence_parallel = false;
     s.warnings.push_back("sequence_parallel has no effect with tp 1 and was turned off (as Megatron-LM does)");
   }
+  if (p.tp_comm_overlap_explicit && p.tp_comm_overlap && !p.sequence_parallel && p.tp > 1) {
+    s.warnings.push_back("tp_comm_overlap needs sequence_parallel (Megatron-LM refuses the combination); it is ignored");
+  }
   if (p.sequence_parallel) {
     require(s.training.seq_length % p.tp == 0, "training.seq_length", str(s.training.seq_length),
             fmt::format("must be divisible by tp ({}) with sequence parallelism", p.tp));
@@ -101,6 +112,39 @@ void check_pipeline(Scenario& s) {
   make_pipeline_layout(s.model, p);  // throws on a bad split
 }
 
+// Keeps the simulation within memory and the clock: tokens per micro-batch, score matrices of unfused attention,
+// and the number of tasks the lowering would create.
+void check_size(const Scenario& s) {
+  const TrainingSpec& t = s.training;
+  const ParallelPlan& p = s.parallel;
+  require(t.micro_batch_size * t.seq_length <= limits::kTokensPerMicroBatch, "training.micro_batch_size",
+          std::to_string(t.micro_batch_size),
+          fmt::format("x seq_length ({}) must stay within {} tokens per micro-batch", t.seq_length,
+                      limits::kTokensPerMicroBatch));
+  if (t.attention_backend == AttentionBackend::kUnfused) {
+    const double scores = static_cast<double>(t.micro_batch_size) * s.model.num_attention_heads / p.tp *
+                          static_cast<double>(t.seq_length / p.cp) * static_cast<double>(t.seq_length / p.cp);
+    require(scores <= 1e15, "training.attention_backend", "unfused",
+            fmt::format("would materialise {:.3g} attention scores per layer; use flash at this sequence length", scores));
+  }
+  // Tasks: about 48 per layer and step, two steps (forward, backward) per micro-batch and chunk.
+  const double tasks = 2.0 * s.num_microbatches() * (48.0 * s.model.num_layers + 40.0 * p.pp * p.vpp);
+  require(tasks <= static_cast<double>(limits::kTasks), "training.global_batch_size", std::to_string(t.global_batch_size),
+          fmt::format("gives {} micro-batches per pipeline: about {:.3g} tasks to simulate, above the limit of {:.3g}",
+                      s.num_microbatches(), tasks, static_cast<double>(limits::kTasks)));
+}
+
+// The network tiers must reach every node of the job; beyond the last listed tier traffic is priced as that tier.
+void check_fabric(Scenario& s) {
+  const ClusterSpec& c = s.cluster;
+  if (c.network.empty() || c.network.back().nodes == 0) return;
+  if (c.num_nodes() > c.network.back().nodes) {
+    s.warnings.push_back(fmt::format("the cluster's outermost network tier ({}) reaches {} nodes but the job has {}; "
+                                     "traffic beyond it is priced as within it",
+                                     c.network.back().name, c.network.back().nodes, c.num_nodes()));
+  }
+}
+
 void check_stragglers(const Scenario& s) {
   std::set<int> seen;
   for (std::size_t i = 0; i < s.stragglers.size(); ++i) {
@@ -119,6 +163,8 @@ void validate_scenario(Scenario& s) {
   resolve_sizes(s);
   check_tensor_parallel(s);
   check_pipeline(s);
+  check_size(s);
+  check_fabric(s);
   check_stragglers(s);
   s.cluster.gpu.peak_for(gemm_dtype(s.training.precision));  // the GPU must have the precision's GEMM path
   if (s.training.precision == Precision::kFp16 && s.cluster.gpu.peak_fp16 <= 0) {

@@ -129,5 +129,5 @@ TEST_CASE("scenario model values: preset, preset with overrides, hf_config path,
   CHECK(from_file.num_layers == 80);
   CHECK_THROWS_WITH(parse_model_input("llama9-1t", base, "model"), Catch::Contains("model (llama9-1t)"));
   CHECK_THROWS_WITH(parse_model_input({{"hf_config", "nope.json"}}, base, "model"),
-                    Catch::Contains("model.hf_config") && Catch::Contains("cannot be opened"));
+                    Catch::Contains("model.hf_config") && Catch::Contains("does not exist"));
 }

@@ -1,6 +1,7 @@
 // Scenario parsing: defaults, derived sizes, and errors that name the field, the value and the rule.
 #include <catch2/catch.hpp>
 
+#include "models/json_fields.h"
 #include "test_support.h"
 
 using namespace orrery;
@@ -86,4 +87,48 @@ TEST_CASE("sequence parallelism with tp 1 is dropped with a warning, as Megatron
   CHECK_FALSE(s.parallel.sequence_parallel);
   REQUIRE(s.warnings.size() == 1);
   CHECK_THAT(s.warnings[0], Catch::Contains("sequence_parallel"));
+}
+
+TEST_CASE("limits keep sizes inside the simulator's integers and clock", "[sim][scenario][errors]") {
+  // Found by a fresh-eyes review: values past 2^31 once wrapped silently; huge batches exhausted memory.
+  CHECK_THAT(scenario_error(with(R"({"tp": 4294967298})")), Catch::Contains("parallel.tp (4294967298) must be at most"));
+  CHECK_THAT(scenario_error(with(R"({"tp": 18446744073709551615})")), Catch::Contains("parallel.tp (18446744073709551615)"));
+  CHECK_THAT(scenario_error(with(R"({})", R"({"seq_length": 2147483648})")), Catch::Contains("training.seq_length (2147483648) must be at most"));
+  CHECK_THAT(scenario_error(with(R"({})", R"({"seq_length": 2048, "global_batch_size": 4000000})")),
+             Catch::Contains("tasks to simulate, above the limit"));
+  CHECK_THAT(scenario_error(with(R"({})", R"({})", R"(, "stragglers": [{"rank": 1, "compute_slowdown": 1e300}])")),
+             Catch::Contains("stragglers[0].compute_slowdown") && Catch::Contains("at most 1000"));
+  CHECK_THAT(scenario_error(R"({"model": {"preset": "llama3-8b", "num_hidden_layers": 4294967328}, "cluster": "dgx-h100"})"),
+             Catch::Contains("model.num_hidden_layers (4294967328) must be at most"));
+  CHECK_THAT(scenario_error(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": {"value": 16, "foo": 1}}})"),
+             Catch::Contains("cluster.num_gpus.foo"));
+  CHECK_THAT(scenario_error(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100",
+                                "gpu": {"preset": "h100-sxm", "peak_tflops": {"bf16": 0}}}})"),
+             Catch::Contains("cluster.gpu.peak_tflops.bf16 (0) must be greater than 0"));
+  CHECK_THAT(scenario_error(R"({"model": {"preset": "llama3-8b", "head_dim": 0}, "cluster": "dgx-h100"})"),
+             Catch::Contains("model.head_dim (0) must be at least 1"));
+  CHECK_THAT(scenario_error(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100",
+                                "network": [{"tier": "leaf", "nodes": 4, "oversubscription": 0.5}]}})"),
+             Catch::Contains("oversubscription (0.5) must be at least 1"));
+  // A near-zero bandwidth makes a task longer than the clock allows: refused, not wrapped around.
+  const Scenario slow = test::scenario(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 16,
+      "nic_bandwidth_Gbit_s": 1e-12}, "parallel": {"tp": 8, "dp": 2}, "training": {"seq_length": 2048, "global_batch_size": 2}})");
+  CHECK_THROWS_WITH(predict(slow), Catch::Contains("outside the simulated range"));
+}
+
+TEST_CASE("strict JSON: repeated keys, deep nesting and directories are input errors", "[sim][scenario][errors]") {
+  CHECK_THROWS_WITH(parse_json_text(R"({"model": "llama3-8b", "model": "gpt3-175b"})", "scenario"),
+                    Catch::Contains("(model) has a key given twice"));
+  const std::string deep = "{\"notes\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  CHECK_THROWS_WITH(parse_scenario(parse_json_text(deep, "scenario"), test::source_dir()), Catch::Contains("notes ([[[[...]]]])"));
+  CHECK_THROWS_WITH(load_scenario(test::source_dir()), Catch::Contains("is not a regular file"));
+  CHECK_THROWS_WITH(parse_json_text("{\"seq_length\": 1e400}", "scenario"), Catch::Contains("not valid JSON"));
+}
+
+TEST_CASE("override keys the model does not read are reported, not silently dropped", "[sim][scenario]") {
+  const Scenario s = test::scenario(R"({"model": {"preset": "llama3-8b", "num_hiden_layers": 16},
+      "cluster": {"preset": "dgx-h100", "num_gpus": 8}, "training": {"seq_length": 1024}})");
+  CHECK(s.model.num_layers == 32);
+  REQUIRE_FALSE(s.warnings.empty());
+  CHECK_THAT(s.warnings.back(), Catch::Contains("model.num_hiden_layers is not a field"));
 }

@@ -105,3 +105,20 @@ TEST_CASE("GPipe keeps m micro-batches of activations on stage 0, 1F1B keeps p",
     CHECK(peak == expected);
   }
 }
+
+TEST_CASE("blocking pipeline transfers run every schedule without deadlock and cost time", "[sim][schedule][engine]") {
+  // Megatron batches a slot's sends with the next slot's receives and the host waits for them; with interleaving
+  // a slot is a forward and the backward after it. Found deadlocking by review: every schedule must finish.
+  for (int vpp : {1, 2}) {
+    for (const char* schedule : {"1f1b", "gpipe"}) {
+      if (vpp > 1 && std::string(schedule) == "gpipe") continue;
+      INFO("vpp " << vpp << " " << schedule);
+      std::string text = pipeline(4, vpp, 8, schedule);
+      text.replace(text.find("\"dp\": 1"), 7, "\"dp\": 1, \"overlap_p2p_comm\": false");
+      const Scenario blocking = test::scenario(text);
+      const Prediction b = predict(blocking);
+      const Prediction o = predict(test::scenario(pipeline(4, vpp, 8, schedule)));
+      CHECK(b.run.makespan >= o.run.makespan);
+    }
+  }
+}

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "models/error.h"
+#include "models/json_fields.h"
 #include "sim/predict.h"
 #include "tools/orrery/commands.h"
 #include "tools/orrery/outputs.h"
@@ -33,7 +34,7 @@ void run_predict(const PredictArgs& a) {
   nlohmann::json doc;
   std::filesystem::path base = std::filesystem::current_path();
   if (!a.scenario_file.empty()) {
-    doc = read_json_file(a.scenario_file);
+    doc = read_json_file(a.scenario_file, "scenario");
     base = std::filesystem::path(a.scenario_file).parent_path();
   } else if (a.flags.names_model()) {
     doc = nlohmann::json::object();
@@ -41,7 +42,8 @@ void run_predict(const PredictArgs& a) {
   } else {
     doc = default_scenario();
     std::cerr << "orrery: no scenario given; predicting the built-in default (" << doc["name"].get<std::string>()
-              << ")\n";
+              << (a.flags.any() ? ", changed by the command-line flags" : "") << ")\n";
+    if (a.flags.any()) doc["name"] = "default scenario changed by command-line flags";
   }
   a.flags.apply(doc);
   if (doc.is_object() && !doc.contains("name") && !a.scenario_file.empty()) {
@@ -51,13 +53,14 @@ void run_predict(const PredictArgs& a) {
   PredictOptions options;
   options.expansion = a.expand_ranks ? Expansion::kAllRanks : Expansion::kAuto;
   Prediction p = predict(scenario, options);
+  // Files first: a path that cannot be written fails the command before it reports anything.
+  if (!a.trace_file.empty()) write_json(a.trace_file, chrome_trace(p));
+  if (!a.timeline_file.empty()) write_json(a.timeline_file, timeline_json(p));
   if (a.json) {
     std::cout << report_json(p).dump(2) << "\n";
   } else {
     print_summary(std::cout, p);
   }
-  if (!a.trace_file.empty()) write_json(a.trace_file, chrome_trace(p));
-  if (!a.timeline_file.empty()) write_json(a.timeline_file, timeline_json(p));
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "models/error.h"
+
 namespace orrery::cli {
 
 using nlohmann::json;
@@ -16,40 +18,44 @@ void add_switch(CLI::App& app, const std::string& names, std::optional<bool>& ta
 
 }  // namespace
 
+// Rejects an empty value ("--tp ''"), which CLI11 would otherwise leave unset without a word.
+const CLI::Validator kNotEmpty(
+    [](std::string& value) { return value.empty() ? std::string("must not be empty") : std::string(); }, "", "not empty");
+
 void ScenarioFlags::add_to(CLI::App& app) {
-  app.add_option("--model", model, "model preset name or path to a Hugging Face config.json");
-  app.add_option("--cluster", cluster, "cluster preset name (orrery list clusters)");
-  app.add_option("--num-gpus", num_gpus, "number of GPUs");
-  app.add_option("--tp,--tensor-model-parallel-size", tp, "tensor-parallel size");
-  app.add_option("--pp,--pipeline-model-parallel-size", pp, "pipeline-parallel size");
-  app.add_option("--dp,--data-parallel-size", dp, "data-parallel size (default: derived from --num-gpus)");
-  app.add_option("--cp,--context-parallel-size", cp, "context-parallel size");
-  app.add_option("--ep,--expert-model-parallel-size", ep, "expert-parallel size");
-  app.add_option("--etp,--expert-tensor-parallel-size", etp, "expert tensor-parallel size");
-  app.add_option("--vpp,--virtual-pipeline-model-parallel-size", vpp, "virtual pipeline stages per pipeline rank");
+  app.add_option("--model", model, "model preset name or path to a Hugging Face config.json")->check(kNotEmpty);
+  app.add_option("--cluster", cluster, "cluster preset name (orrery list clusters)")->check(kNotEmpty);
+  app.add_option("--num-gpus", num_gpus, "number of GPUs")->check(kNotEmpty);
+  app.add_option("--tp,--tensor-model-parallel-size", tp, "tensor-parallel size")->check(kNotEmpty);
+  app.add_option("--pp,--pipeline-model-parallel-size", pp, "pipeline-parallel size")->check(kNotEmpty);
+  app.add_option("--dp,--data-parallel-size", dp, "data-parallel size (default: derived from --num-gpus)")->check(kNotEmpty);
+  app.add_option("--cp,--context-parallel-size", cp, "context-parallel size")->check(kNotEmpty);
+  app.add_option("--ep,--expert-model-parallel-size", ep, "expert-parallel size")->check(kNotEmpty);
+  app.add_option("--etp,--expert-tensor-parallel-size", etp, "expert tensor-parallel size")->check(kNotEmpty);
+  app.add_option("--vpp,--virtual-pipeline-model-parallel-size", vpp, "virtual pipeline stages per pipeline rank")->check(kNotEmpty);
   app.add_option("--num-layers-per-virtual-pipeline-stage", layers_per_virtual_stage,
                  "Megatron's way to set vpp: layers per virtual stage");
   add_switch(app, "--sequence-parallel,!--no-sequence-parallel", sequence_parallel, "sequence parallelism");
-  app.add_option("--zero-stage", zero_stage, "ZeRO stage (1 = Megatron's distributed optimizer)");
+  app.add_option("--zero-stage", zero_stage, "ZeRO stage (1 = Megatron's distributed optimizer)")->check(kNotEmpty);
   add_switch(app, "--use-distributed-optimizer", distributed_optimizer, "ZeRO stage 1");
-  app.add_option("--schedule", schedule, "pipeline schedule: 1f1b (interleaved when vpp > 1) or gpipe");
+  app.add_option("--schedule", schedule, "pipeline schedule: 1f1b (interleaved when vpp > 1) or gpipe")->check(kNotEmpty);
   add_switch(app, "--overlap-grad-reduce,!--no-overlap-grad-reduce", overlap_grad_reduce, "overlap DP gradient reduction");
   add_switch(app, "--overlap-param-gather,!--no-overlap-param-gather", overlap_param_gather, "overlap ZeRO-1 param gather");
   add_switch(app, "--tp-comm-overlap,!--no-tp-comm-overlap", tp_comm_overlap, "overlap TP communication with GEMMs");
   add_switch(app, "--overlap-p2p-comm,!--no-overlap-p2p-comm", overlap_p2p_comm, "overlap pipeline send/recv");
-  app.add_option("--decoder-first-pipeline-num-layers", decoder_first, "layers on the first pipeline stage");
-  app.add_option("--decoder-last-pipeline-num-layers", decoder_last, "layers on the last pipeline stage");
+  app.add_option("--decoder-first-pipeline-num-layers", decoder_first, "layers on the first pipeline stage")->check(kNotEmpty);
+  app.add_option("--decoder-last-pipeline-num-layers", decoder_last, "layers on the last pipeline stage")->check(kNotEmpty);
   add_switch(app, "--account-for-embedding-in-pipeline-split", account_for_embedding, "the embedding counts as a layer");
   add_switch(app, "--account-for-loss-in-pipeline-split", account_for_loss, "the loss counts as a layer");
-  app.add_option("--seq-length", seq_length, "sequence length");
-  app.add_option("--micro-batch-size", micro_batch_size, "micro-batch size");
-  app.add_option("--global-batch-size", global_batch_size, "global batch size");
-  app.add_option("--precision", precision, "bf16, fp16, fp32 or fp8");
+  app.add_option("--seq-length", seq_length, "sequence length")->check(kNotEmpty);
+  app.add_option("--micro-batch-size", micro_batch_size, "micro-batch size")->check(kNotEmpty);
+  app.add_option("--global-batch-size", global_batch_size, "global batch size")->check(kNotEmpty);
+  app.add_option("--precision", precision, "bf16, fp16, fp32 or fp8")->check(kNotEmpty);
   app.add_flag("--bf16", bf16, "same as --precision bf16");
   app.add_flag("--fp16", fp16, "same as --precision fp16");
-  app.add_option("--recompute,--recompute-granularity", recompute, "none, selective or full");
+  app.add_option("--recompute,--recompute-granularity", recompute, "none, selective or full")->check(kNotEmpty);
   app.add_flag("--recompute-activations", recompute_activations, "Megatron's flag for selective recompute");
-  app.add_option("--attention-backend", attention_backend, "flash or unfused");
+  app.add_option("--attention-backend", attention_backend, "flash or unfused")->check(kNotEmpty);
 }
 
 namespace {
@@ -99,7 +105,8 @@ void ScenarioFlags::apply(json& doc) const {
   }
   set(doc, "parallel", "sequence_parallel", sequence_parallel);
   set(doc, "parallel", "zero_stage", zero_stage);
-  if (distributed_optimizer && *distributed_optimizer) set(doc, "parallel", "zero_stage", std::optional<int>(1));
+  // Both given: the scenario parser checks that they agree, as it does for a file.
+  if (distributed_optimizer && *distributed_optimizer) set(doc, "parallel", "use_distributed_optimizer", distributed_optimizer);
   set(doc, "parallel", "schedule", schedule);
   set(doc, "parallel", "overlap_grad_reduce", overlap_grad_reduce);
   set(doc, "parallel", "overlap_param_gather", overlap_param_gather);
@@ -112,12 +119,24 @@ void ScenarioFlags::apply(json& doc) const {
   set(doc, "training", "seq_length", seq_length);
   set(doc, "training", "micro_batch_size", micro_batch_size);
   set(doc, "training", "global_batch_size", global_batch_size);
+  if (int(bf16) + int(fp16) + int(precision.has_value()) > 1) {
+    throw Error::invalid("--precision", "--bf16 / --fp16", "give the precision once");
+  }
   set(doc, "training", "precision", precision);
   if (bf16) set(doc, "training", "precision", std::optional<std::string>("bf16"));
   if (fp16) set(doc, "training", "precision", std::optional<std::string>("fp16"));
+  if (recompute && recompute_activations) throw Error::invalid("--recompute-activations", "and --recompute", "give the policy once");
   set(doc, "training", "recompute", recompute);
   if (recompute_activations) set(doc, "training", "recompute", std::optional<std::string>("selective"));
   set(doc, "training", "attention_backend", attention_backend);
+}
+
+bool ScenarioFlags::any() const {
+  return !model.empty() || !cluster.empty() || num_gpus || tp || pp || dp || cp || ep || etp || vpp ||
+         layers_per_virtual_stage || zero_stage || decoder_first || decoder_last || sequence_parallel ||
+         distributed_optimizer || overlap_grad_reduce || overlap_param_gather || tp_comm_overlap || overlap_p2p_comm ||
+         account_for_embedding || account_for_loss || schedule || precision || recompute || attention_backend ||
+         seq_length || micro_batch_size || global_batch_size || bf16 || fp16 || recompute_activations;
 }
 
 json default_scenario() {
@@ -126,7 +145,7 @@ json default_scenario() {
     "source": "built-in default scenario of orrery predict",
     "model": "llama3-70b",
     "cluster": {"preset": "dgx-h100", "num_gpus": 64},
-    "parallel": {"tp": 8, "pp": 4, "vpp": 5, "dp": 2, "sequence_parallel": true, "zero_stage": 1},
+    "parallel": {"tp": 8, "pp": 4, "vpp": 5, "sequence_parallel": true, "zero_stage": 1},
     "training": {"seq_length": 8192, "micro_batch_size": 1, "global_batch_size": 128, "precision": "bf16"}
   })json");
 }

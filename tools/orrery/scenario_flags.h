@@ -25,12 +25,14 @@ struct ScenarioFlags {
   void add_to(CLI::App& app);
   /// True when any flag that can stand without a scenario file (--model) was given.
   bool names_model() const { return !model.empty(); }
+  /// True when the flags change the scenario at all.
+  bool any() const;
   /// Writes the flags into `doc` (a scenario object), overriding what it holds.
   void apply(nlohmann::json& doc) const;
 };
 
-/// The built-in default: Llama-3-70B on 64 H100s, BF16, TP 8, PP 4, VPP 5, DP 2, sequence parallelism and the
-/// distributed optimizer, sequence 8192, global batch 128.
+/// The built-in default: Llama-3-70B on 64 H100s, BF16, TP 8, PP 4, VPP 5 (DP 2, derived), sequence parallelism
+/// and the distributed optimizer, sequence 8192, global batch 128.
 nlohmann::json default_scenario();
 
 }  // namespace orrery::cli
