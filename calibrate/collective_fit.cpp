@@ -40,16 +40,27 @@ std::vector<CollectiveSample> load_collective_samples(const std::filesystem::pat
     for (int r = 0; r < nodes * per_node; ++r) members.push_back(r);
     const GroupPlacement placement = place_members(cluster, members);
     const NcclTestsLog log = read_nccl_tests_log(manifest.parent_path() / it.key());
+    Seconds harness = 0;
+    if (log.gpus_per_process > 1) {
+      for (const NcclTestsRow& row : log.rows) {
+        if (row.bytes <= 0) continue;
+        NetworkParams bare{1.0, 1.0, 1.0, 0.0};
+        const CollectivePlan tiny = NcclCollectiveModel(cluster, bare).plan(CollectiveOp{kind, row.bytes, placement});
+        harness = std::max(0.0, row.time - tiny.latency);
+        break;
+      }
+    }
     for (const NcclTestsRow& row : log.rows) {
       if (row.bytes < min_bytes || row.bus_bandwidth <= 0) continue;
-      out.push_back({it.key(), cluster, CollectiveOp{kind, row.bytes, placement}, row.bus_bandwidth});
+      out.push_back({it.key(), cluster, CollectiveOp{kind, row.bytes, placement}, row.bus_bandwidth, harness});
     }
   }
   return out;
 }
 
 BytesPerSecond predicted_bus_bandwidth(const CollectiveSample& s, const NetworkParams& params) {
-  return NcclCollectiveModel(s.cluster, params).plan(s.op).bus_bandwidth;
+  const CollectivePlan plan = NcclCollectiveModel(s.cluster, params).plan(s.op);
+  return plan.bus_bandwidth * plan.time / (plan.time + s.harness_overhead);
 }
 
 NetworkParams fit_network_params(const std::vector<CollectiveSample>& samples, const NetworkParams& start) {

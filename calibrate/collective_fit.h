@@ -18,6 +18,10 @@ struct CollectiveSample {
   ClusterSpec cluster;
   CollectiveOp op;            // kind, bytes, placement of the measured group
   BytesPerSecond measured = 0;  // nccl-tests busbw
+  // Per-call launch cost of the benchmark itself when one thread drives several GPUs (nccl-tests -g N): each
+  // call launches N kernels one after another. Read off the log: the time of its smallest non-empty message
+  // minus NCCL's LL latency for it (tuning.cc), which a multi-process run does not pay.
+  Seconds harness_overhead = 0;
 };
 
 /// Every row of every log the manifest lists, with at least `min_bytes`.

@@ -1,5 +1,6 @@
 #include "calibrate/nccl_tests_log.h"
 
+#include <algorithm>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -55,6 +56,7 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& na
   std::string line;
   std::set<std::string> hosts;
   static const std::regex rank_line(R"(#\s*Rank\s+\d+.*\bon\s+(\S+))");
+  static const std::regex gpus_line(R"(nGpus\s+(\d+))");
   std::string header_text;
   while (std::getline(in, line)) {
     line = strip_prefix(line);
@@ -65,6 +67,7 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& na
       continue;
     }
     if (line.find('#') != std::string::npos) {
+      if (std::regex_search(line, m, gpus_line)) log.gpus_per_process = std::max(1, std::stoi(m[1]));
       header_text += line + "\n";
       continue;
     }

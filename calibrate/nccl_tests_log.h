@@ -25,6 +25,7 @@ struct NcclTestsLog {
   std::optional<CollectiveKind> kind;  // from the test's name in the file or its file name
   int ranks = 0;                       // from the "Rank N ... on HOST" lines (0 if absent)
   int nodes = 0;                       // distinct hosts among those lines (0 if absent)
+  int gpus_per_process = 1;            // "nGpus N" of the header: one thread driving N GPUs
   std::vector<NcclTestsRow> rows;      // in file order
 };
 

@@ -22,7 +22,9 @@ Seconds RooflineComputeModel::gemm_compute_time(const GemmShape& s) const {
   for (const GemmTile& tile : params_.gemm_tiles) {
     // The GEMM runs as ceil(CTAs / SMs) waves; each wave costs one tile's FLOPs at one SM's share of the peak.
     const std::int64_t ctas = ((s.m + tile.m - 1) / tile.m) * ((s.n + tile.n - 1) / tile.n) * s.batch;
-    const double waves = std::ceil(static_cast<double>(ctas) / sms);
+    // A partial last wave costs a full one under plain tiling; split-K and stream-K kernels recover part of it.
+    const double ideal = static_cast<double>(ctas) / sms;
+    const double waves = ideal + params_.gemm_wave_tail * (std::ceil(ideal) - ideal);
     const double tile_flops = 2.0 * tile.m * tile.n * k;
     const double sm_rate = peak / sms * params_.gemm_peak_fraction * tile.relative_efficiency * k_factor;
     best = std::min(best, waves * tile_flops / sm_rate);

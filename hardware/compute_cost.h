@@ -25,7 +25,8 @@ class ComputeCostModel {
 
 /// Roofline: max(FLOPs / (peak x efficiency), bytes / (HBM bandwidth x hbm_efficiency)) + kernel overhead.
 /// GEMM efficiency from shape: the best of the candidate CTA tiles, each paying tile quantization (padded m, n),
-/// wave quantization (ceil(CTAs / SMs) full waves) and a short-k penalty k / (k + k_half). Sources for the effects:
+/// wave quantization (a partial last wave costs gemm_wave_tail of a full one: 1 for plain tiling, less where
+/// cuBLAS picks split-K or stream-K kernels) and a short-k penalty k / (k + k_half). Sources for the effects:
 /// NVIDIA Deep Learning Performance Guide, "Matrix Multiplication Background" (tile and wave quantization).
 class RooflineComputeModel final : public ComputeCostModel {
  public:

@@ -27,6 +27,9 @@ CostParams parse_cost_params(const json& value, const std::string& path) {
   FieldReader c(*compute, in.field("compute"));
   p.compute.gemm_peak_fraction = c.require_double("gemm_peak_fraction", true);
   p.compute.gemm_k_half = c.require_double("gemm_k_half", true);
+  p.compute.gemm_wave_tail = c.require_double("gemm_wave_tail");
+  require(p.compute.gemm_wave_tail >= 0 && p.compute.gemm_wave_tail <= 1, c.field("gemm_wave_tail"),
+          std::to_string(p.compute.gemm_wave_tail), "must be between 0 and 1");
   p.compute.attention_forward_peak_fraction = c.require_double("attention_forward_peak_fraction", true);
   p.compute.attention_backward_peak_fraction = c.require_double("attention_backward_peak_fraction", true);
   p.compute.hbm_efficiency = c.require_double("hbm_efficiency", true);

@@ -21,6 +21,7 @@ struct ComputeParams {
   double gemm_peak_fraction = 0;        // fraction of dense peak a large, well-shaped GEMM sustains
   std::vector<GemmTile> gemm_tiles;      // candidate tiles for tile and wave quantization
   double gemm_k_half = 0;               // k at which the short-k penalty k/(k + k_half) halves throughput
+  double gemm_wave_tail = 1;            // share of a partial last wave that costs a full one (1: plain tiling)
   double attention_forward_peak_fraction = 0;   // fused attention forward, of dense peak
   double attention_backward_peak_fraction = 0;  // fused attention backward, of dense peak
   double hbm_efficiency = 0;            // fraction of datasheet HBM bandwidth memory-bound kernels reach

@@ -30,9 +30,6 @@ void reject_unmodelled(const Scenario& s) {
   if (p.cp > 1) throw Error::not_modelled("parallel.cp", str(p.cp), "context parallelism (cp > 1)");
   if (p.ep > 1) throw Error::not_modelled("parallel.ep", str(p.ep), "expert parallelism (ep > 1)");
   if (s.training.precision == Precision::kFp8) throw Error::not_modelled("training.precision", "fp8", "FP8 training");
-  if (p.zero_stage >= 2) {
-    throw Error::not_modelled("parallel.zero_stage", str(p.zero_stage), "ZeRO stage 2 and 3 / FSDP sharding");
-  }
   if (p.schedule == Schedule::kZbH1 || p.schedule == Schedule::kDualPipe) {
     throw Error::not_modelled("parallel.schedule", to_string(p.schedule), "zero-bubble schedules");
   }

@@ -43,6 +43,7 @@ const char* to_string(Stream stream) {
     case Stream::kCp: return "cp";
     case Stream::kEp: return "ep";
     case Stream::kDp: return "dp";
+    case Stream::kDpReduce: return "dp_reduce";
     case Stream::kPpSendNext: return "pp_send_next";
     case Stream::kPpRecvPrev: return "pp_recv_prev";
     case Stream::kPpSendPrev: return "pp_send_prev";

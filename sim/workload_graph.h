@@ -31,13 +31,14 @@ enum class Stream : std::uint8_t {
   kTp,
   kCp,
   kEp,
-  kDp,
+  kDp,        // data-parallel parameter all-gathers
+  kDpReduce,  // data-parallel gradient all-reduces / reduce-scatters
   kPpSendNext,
   kPpRecvPrev,
   kPpSendPrev,
   kPpRecvNext,
 };
-inline constexpr int kNumStreams = 9;
+inline constexpr int kNumStreams = 10;
 
 /// The communication group a rendezvous task belongs to. The p2p kinds pair a sender with its receiver: a
 /// kPpForwardSend task of stage s and a kPpForwardRecv task of stage s+1 meet in the same group.

@@ -50,6 +50,13 @@ LoweringContext::LoweringContext(const Scenario& s)
   gemm_dtype = orrery::gemm_dtype(training.precision);
   act_bytes = dtype_bytes(act_dtype);
   StateBytes sb = state_bytes(training.precision, training.optimizer);
+  if (plan.zero_stage >= 2) {
+    // DeepSpeed's ZeRO-2/3 reduce gradients in the training precision and keep fp32 master weights and Adam
+    // moments (ZeRO, arXiv:1910.02054 Section 3.1: 2 + 2 + K bytes per parameter, K = 12).
+    const bool adam = training.optimizer == Optimizer::kAdam;
+    sb.grad = sb.param;
+    sb.optimizer = sb.param == 4 ? (adam ? 8 : 4) : (adam ? 12 : 8);
+  }
   param_bytes = sb.param;
   grad_bytes = sb.grad;
   optimizer_bytes = sb.optimizer;

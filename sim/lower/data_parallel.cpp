@@ -13,7 +13,8 @@ std::int64_t DataParallelLowering::bucket_size(int data_parallel_ranks) {
 
 DataParallelLowering::DataParallelLowering(const LoweringContext& ctx, int stage)
     : ctx_(ctx), stage_(stage), groups_(stage_param_groups(ctx, stage)) {
-  distributed_optimizer_ = ctx.plan.zero_stage >= 1;
+  zero_stage_ = ctx.plan.zero_stage;
+  distributed_optimizer_ = zero_stage_ >= 1;
   reduce_ = ctx.data_parallel_ranks() > 1;
   for (const ParamGroup& g : groups_) local_params_ += g.elements;
   // Buckets per chunk, filled in backward (reverse) order; a bucket closes once it reaches the bucket size.
@@ -45,7 +46,8 @@ std::size_t DataParallelLowering::find_group(const ParamUse& use) const {
 }
 
 void DataParallelLowering::emit_prologue(Emitter& emit) {
-  if (!distributed_optimizer_ || !reduce_ || !ctx_.plan.overlap_param_gather) return;
+  // ZeRO-3 gathers per unit as it runs; ZeRO-1 and 2 refresh the replicated parameters by bucket.
+  if (!distributed_optimizer_ || zero_stage_ == 3 || !reduce_ || !ctx_.plan.overlap_param_gather) return;
   emit.at(-1, -1, -1, Phase::kForward);
   // Forward order: chunk 0 first, and within a chunk the bucket holding the first layers first.
   for (int chunk = 0; chunk < ctx_.layout.vpp; ++chunk) {
@@ -57,24 +59,58 @@ void DataParallelLowering::emit_prologue(Emitter& emit) {
   }
 }
 
-void DataParallelLowering::emit_gradient_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready,
-                                                   TaskId last_backward, std::vector<TaskId>& done) {
+void DataParallelLowering::emit_bucket_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready,
+                                                  TaskId fallback, std::vector<TaskId>& done, int only_chunk) {
   std::vector<TaskId> ready(groups_.size(), -1);
-  for (const ParamUse& use : grad_ready) ready[find_group(use)] = use.grad_ready;
+  for (const ParamUse& use : grad_ready) {
+    if (only_chunk < 0 || use.chunk == only_chunk) ready[find_group(use)] = use.grad_ready;
+  }
   // Issue buckets in the order their gradients complete: by the task that finishes each bucket.
   std::vector<std::pair<TaskId, std::size_t>> order;
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    if (only_chunk >= 0 && buckets_[b].chunk != only_chunk) continue;
     TaskId last = -1;
     for (std::size_t g : buckets_[b].groups) last = std::max(last, ready[g]);
-    order.emplace_back(ctx_.plan.overlap_grad_reduce ? last : last_backward, b);
+    order.emplace_back(ctx_.plan.overlap_grad_reduce && last >= 0 ? last : fallback, b);
   }
   std::stable_sort(order.begin(), order.end());
   const auto kind = distributed_optimizer_ ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
   for (const auto& [after, b] : order) {
-    TaskId t = emit.collective("grad_reduce", Stream::kDp, GroupKind::kDp, kind,
+    TaskId t = emit.collective("grad_reduce", Stream::kDpReduce, GroupKind::kDp, kind,
                                buckets_[b].elements * ctx_.grad_bytes, {after});
     if (t >= 0) done.push_back(t);
   }
+}
+
+void DataParallelLowering::emit_gradient_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready,
+                                                   TaskId last_backward, std::vector<TaskId>& done) {
+  emit_bucket_reduction(emit, grad_ready, last_backward, done, -1);
+}
+
+void DataParallelLowering::after_backward_step(Emitter& emit, int chunk, const std::vector<ParamUse>& grads) {
+  if (zero_stage_ != 2 || !reduce_) return;
+  const Phase phase = emit.phase();
+  emit.set_phase(Phase::kBackwardWeight);
+  std::vector<TaskId> done;
+  emit_bucket_reduction(emit, grads, emit.last_compute(), done, chunk);
+  // The step's full gradients (allocated in before_backward_step) are freed once scattered to their owners.
+  if (!done.empty()) emit.builder().free_at_end(done.back(), MemoryKind::kGradients, chunk_grad_bytes(chunk));
+  step_reductions_.insert(step_reductions_.end(), done.begin(), done.end());
+  emit.set_phase(phase);
+}
+
+void DataParallelLowering::before_backward_step(Emitter& emit, int chunk) {
+  if (zero_stage_ != 2 || !reduce_) return;
+  const TaskId buffer = emit.elementwise("grad_buffer", 0, 0);
+  emit.builder().alloc_at_start(buffer, MemoryKind::kGradients, chunk_grad_bytes(chunk));
+}
+
+Bytes DataParallelLowering::chunk_grad_bytes(int chunk) const {
+  std::int64_t elements = 0;
+  for (const GradBucket& b : buckets_) {
+    if (b.chunk == chunk) elements += b.elements;
+  }
+  return elements * ctx_.grad_bytes;
 }
 
 TaskId DataParallelLowering::emit_optimizer(Emitter& emit, const std::vector<TaskId>& after) {
@@ -111,9 +147,9 @@ void DataParallelLowering::emit_epilogue(Emitter& emit, const std::vector<ParamU
     TaskId gather = gather_of_group[find_group(use)];
     if (gather >= 0) emit.depend(use.first_use, gather);
   }
-  std::vector<TaskId> done;
+  std::vector<TaskId> done = step_reductions_;
   emit.at(-1, -1, -1, Phase::kBackwardWeight);
-  if (reduce_) emit_gradient_reduction(emit, grad_ready, last_backward, done);
+  if (reduce_ && zero_stage_ <= 1) emit_gradient_reduction(emit, grad_ready, last_backward, done);
   // Tied embeddings across pipeline stages: the first and last stage all-reduce their copies' gradients
   // (Megatron-Core finalize_model_grads, after the data-parallel reduction).
   const bool first_or_last = stage_ == 0 || stage_ == ctx_.plan.pp - 1;
@@ -135,7 +171,7 @@ void DataParallelLowering::emit_epilogue(Emitter& emit, const std::vector<ParamU
   }
   done.push_back(last_backward);
   TaskId step = emit_optimizer(emit, done);
-  if (distributed_optimizer_ && reduce_ && !ctx_.plan.overlap_param_gather) {
+  if (distributed_optimizer_ && zero_stage_ < 3 && reduce_ && !ctx_.plan.overlap_param_gather) {
     emit.at(-1, -1, -1, Phase::kOptimizer);
     for (auto it = buckets_.rbegin(); it != buckets_.rend(); ++it) {
       emit.collective("param_gather", Stream::kDp, GroupKind::kDp, CollectiveKind::kAllGather,
@@ -145,10 +181,15 @@ void DataParallelLowering::emit_epilogue(Emitter& emit, const std::vector<ParamU
 }
 
 void DataParallelLowering::set_static_memory(ProgramBuilder& builder, Bytes other) const {
-  const int shards = distributed_optimizer_ ? ctx_.data_parallel_ranks() : 1;
-  builder.set_static_memory(MemoryKind::kWeights, local_params_ * ctx_.param_bytes);
-  builder.set_static_memory(MemoryKind::kGradients, local_params_ * ctx_.grad_bytes);
-  builder.set_static_memory(MemoryKind::kOptimizer, local_params_ * ctx_.optimizer_bytes / shards);
+  // ZeRO (arXiv:1910.02054) Section 5: stage 1 shards the optimizer state, stage 2 also the gradients, stage 3
+  // also the parameters, each over the data-parallel ranks.
+  const Bytes d = ctx_.data_parallel_ranks();
+  const Bytes optimizer = local_params_ * ctx_.optimizer_bytes / (zero_stage_ >= 1 ? d : 1);
+  const Bytes grads = local_params_ * ctx_.grad_bytes / (zero_stage_ >= 2 ? d : 1);
+  const Bytes weights = local_params_ * ctx_.param_bytes / (zero_stage_ >= 3 ? d : 1);
+  builder.set_static_memory(MemoryKind::kWeights, weights);
+  builder.set_static_memory(MemoryKind::kGradients, grads);
+  builder.set_static_memory(MemoryKind::kOptimizer, optimizer);
   builder.set_static_memory(MemoryKind::kOther, other);
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 // Data-parallel gradient reduction, the optimizer step and the distributed optimizer's parameter all-gather for
-// one pipeline stage, as Megatron-Core's DistributedDataParallel and DistributedOptimizer run them:
+// one pipeline stage. ZeRO stages 0 and 1 as Megatron-Core's DistributedDataParallel and DistributedOptimizer run
+// them; stage 2 (DeepSpeed) reduce-scatters the buckets after every micro-batch's backward, keeping only the
+// gradient shard; stage 3 reduces per unit (sim/lower/sharded_params.h). For stages 0 and 1:
 // - gradients go into buckets of at least max(40M, 1M x DP) parameters, filled in backward order per model chunk
 //   (megatron/core/distributed/distributed_data_parallel.py, default bucket_size);
 // - a bucket is all-reduced (ZeRO 0) or reduce-scattered (ZeRO 1) on the data-parallel stream as soon as its last
@@ -28,6 +30,11 @@ class DataParallelLowering {
 
   /// Before the schedule: the overlapped parameter all-gathers of the distributed optimizer.
   void emit_prologue(Emitter& emit);
+  /// After a backward step of `chunk` whose weight gradients finished at `grads`: ZeRO-2 reduce-scatters the
+  /// chunk's buckets now (every micro-batch); other stages do nothing here.
+  void after_backward_step(Emitter& emit, int chunk, const std::vector<ParamUse>& grads);
+  /// Before a backward step of `chunk`: ZeRO-2 allocates the step's full gradient buffer.
+  void before_backward_step(Emitter& emit, int chunk);
   /// After the schedule: gradient reduction, embedding and norm synchronisation, optimizer step, and the
   /// non-overlapped parameter all-gathers. `first_uses` and `grad_ready` come from the lowering of the first
   /// forward and last backward pass of each chunk; `last_backward` is the last compute task of the schedule.
@@ -46,14 +53,19 @@ class DataParallelLowering {
   void emit_gradient_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready, TaskId last_backward,
                                std::vector<TaskId>& done);
   TaskId emit_optimizer(Emitter& emit, const std::vector<TaskId>& after);
+  Bytes chunk_grad_bytes(int chunk) const;
+  void emit_bucket_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready, TaskId fallback,
+                             std::vector<TaskId>& done, int only_chunk);
 
   const LoweringContext& ctx_;
   int stage_;
   std::vector<ParamGroup> groups_;
   std::vector<GradBucket> buckets_;
   std::int64_t local_params_ = 0;
-  bool distributed_optimizer_ = false;
+  int zero_stage_ = 0;
+  bool distributed_optimizer_ = false;  // optimizer state sharded (ZeRO >= 1)
   bool reduce_ = false;  // more than one data-parallel rank
+  std::vector<TaskId> step_reductions_;  // ZeRO-2 reduce-scatters issued after backward steps
 };
 
 }  // namespace orrery

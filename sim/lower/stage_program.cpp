@@ -6,6 +6,7 @@
 #include "sim/lower/context.h"
 #include "sim/lower/data_parallel.h"
 #include "sim/lower/embedding_head.h"
+#include "sim/lower/sharded_params.h"
 #include "sim/lower/transformer_layer.h"
 #include "sim/lowering.h"
 #include "sim/pipeline_schedule.h"
@@ -29,7 +30,7 @@ SavePolicy forward_policy(Recompute r) {
 class StageLowering {
  public:
   StageLowering(const LoweringContext& ctx, int stage)
-      : ctx_(ctx), stage_(stage), builder_(stage), emit_(ctx, builder_, stage), dp_(ctx, stage) {
+      : ctx_(ctx), stage_(stage), builder_(stage), emit_(ctx, builder_, stage), dp_(ctx, stage), sharded_(ctx, stage) {
     hidden_bytes_ = ctx.tokens_sp * ctx.model.hidden_size * ctx.act_bytes;
   }
 
@@ -57,7 +58,8 @@ class StageLowering {
         if (step.kind == StepKind::kForward) {
           forward(step, input, first_forward[step.chunk] == i ? &first_uses_ : nullptr);
         } else {
-          backward(step, input, last_backward[step.chunk] == i ? &grad_ready_ : nullptr);
+          step_grads_.clear();
+          backward(step, input, last_backward[step.chunk] == i ? &grad_ready_ : &step_grads_);
         }
       }
     }
@@ -117,42 +119,54 @@ class StageLowering {
     if (!ctx_.plan.overlap_p2p_comm) pending_sends_.push_back(sent);
   }
 
+  // Emits one unit (embedding, layer or head) with ZeRO-3's parameter gather in front of it.
+  template <typename Emit>
+  TaskId run_unit(const std::vector<ParamUnit>& units, std::size_t i, bool backward, Emit&& emit_unit) {
+    const TaskId gathered = sharded_.gather(emit_, units, i, backward);
+    const TaskId first = builder_.last() + 1;
+    const TaskId out = emit_unit();
+    if (gathered >= 0 && builder_.last() >= first) emit_.depend(first, gathered);
+    if (backward) {
+      sharded_.reduce(emit_, units[i], builder_.last_on(Stream::kCompute));
+    } else {
+      sharded_.release(emit_, units[i]);
+    }
+    return out;
+  }
+
   void forward(const ScheduleStep& step, TaskId input, std::vector<ParamUse>* params) {
-    emit_.at(step.microbatch, step.chunk, -1, Phase::kForward);
     TaskId x = input;
     EmbeddingHeadLowering edges(emit_);
-    if (ctx_.layout.holds_embedding(stage_, step.chunk)) x = edges.embedding_forward(x, params);
-    const int first = ctx_.layout.first_layer_of(stage_, step.chunk);
-    for (int l = first; l < first + ctx_.layout.layers_in(stage_, step.chunk); ++l) {
-      emit_.at(step.microbatch, step.chunk, l, Phase::kForward);
-      TransformerLayerLowering layer(emit_, l);
-      x = layer.forward(x, forward_policy(ctx_.training.recompute), params);
+    const auto units = sharded_.units(step.chunk);
+    for (std::size_t i = 0; i < units.size(); ++i) {
+      const ParamUnit& u = units[i];
+      emit_.at(step.microbatch, step.chunk, u.layer, Phase::kForward);
+      x = run_unit(units, i, false, [&] {
+        if (u.layer >= 0) return TransformerLayerLowering(emit_, u.layer).forward(x, forward_policy(ctx_.training.recompute), params);
+        return u.head ? edges.head_forward(x, params) : edges.embedding_forward(x, params);
+      });
     }
     emit_.at(step.microbatch, step.chunk, -1, Phase::kForward);
-    if (is_last(step.chunk)) {
-      edges.head_forward(x, params);
-    } else {
-      send("activation", Stream::kPpSendNext, GroupKind::kPpForwardSend, x);
-    }
+    if (!is_last(step.chunk)) send("activation", Stream::kPpSendNext, GroupKind::kPpForwardSend, x);
   }
 
   void backward(const ScheduleStep& step, TaskId input, std::vector<ParamUse>* params) {
-    emit_.at(step.microbatch, step.chunk, -1, Phase::kBackwardInput);
     TaskId g = input;
+    emit_.at(step.microbatch, step.chunk, -1, Phase::kBackwardInput);
+    dp_.before_backward_step(emit_, step.chunk);
     EmbeddingHeadLowering edges(emit_);
-    if (is_last(step.chunk)) g = edges.head_backward(builder_.last_on(Stream::kCompute), params);
-    const int first = ctx_.layout.first_layer_of(stage_, step.chunk);
-    for (int l = first + ctx_.layout.layers_in(stage_, step.chunk) - 1; l >= first; --l) {
-      emit_.at(step.microbatch, step.chunk, l, Phase::kBackwardInput);
-      TransformerLayerLowering layer(emit_, l);
-      g = layer.backward(g, params);
+    const auto units = sharded_.units(step.chunk);
+    for (std::size_t i = units.size(); i-- > 0;) {
+      const ParamUnit& u = units[i];
+      emit_.at(step.microbatch, step.chunk, u.layer, Phase::kBackwardInput);
+      g = run_unit(units, i, true, [&] {
+        if (u.layer >= 0) return TransformerLayerLowering(emit_, u.layer).backward(g, params);
+        return u.head ? edges.head_backward(builder_.last_on(Stream::kCompute), params) : edges.embedding_backward(g, params);
+      });
     }
     emit_.at(step.microbatch, step.chunk, -1, Phase::kBackwardInput);
-    if (ctx_.layout.holds_embedding(stage_, step.chunk)) {
-      edges.embedding_backward(g, params);
-    } else {
-      send("gradient", Stream::kPpSendPrev, GroupKind::kPpBackwardSend, g);
-    }
+    if (!ctx_.layout.holds_embedding(stage_, step.chunk)) send("gradient", Stream::kPpSendPrev, GroupKind::kPpBackwardSend, g);
+    if (params) dp_.after_backward_step(emit_, step.chunk, *params);
   }
 
   // Workspace, NCCL buffers for each communicator this rank belongs to, and the framework's fixed overhead.
@@ -170,10 +184,12 @@ class StageLowering {
   ProgramBuilder builder_;
   Emitter emit_;
   DataParallelLowering dp_;
+  ShardedParamsLowering sharded_;
   Bytes hidden_bytes_ = 0;
   std::vector<TaskId> pending_sends_;  // blocking sends not yet waited for
   std::vector<ParamUse> first_uses_;
   std::vector<ParamUse> grad_ready_;
+  std::vector<ParamUse> step_grads_;  // gradients of a backward step that is not the chunk's last
 };
 
 }  // namespace

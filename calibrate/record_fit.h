@@ -1,0 +1,41 @@
+#pragma once
+// The compute-side cost-model parameters fitted once, globally, to published training runs (DESIGN.md, the
+// validation issue: at most about a dozen fitted parameters in all, no per-record or per-source factors). Each
+// record is lowered once; an evaluation only re-prices the operations and re-runs the engine.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "hardware/cost_params.h"
+#include "sim/engine.h"
+#include "sim/instances.h"
+#include "sim/scenario.h"
+#include "sim/workload_graph.h"
+
+namespace orrery {
+
+struct FitRecord {
+  std::string name;
+  std::string prefix;        // source prefix (sim/validation.h)
+  Scenario scenario;
+  WorkloadGraph graph;
+  Instantiation instances;
+  double measured = 0;       // expect.iteration_time_s
+};
+
+/// Loads every scenario under `paths` that has expect.iteration_time_s and simulates today, except those whose
+/// prefix is in `exclude`. Records the simulator refuses ("not modelled yet") are skipped.
+std::vector<FitRecord> load_fit_records(const std::vector<std::string>& paths, const std::vector<std::string>& exclude);
+
+/// Predicted iteration time of every record under `params` (records simulated in parallel on `threads`).
+std::vector<double> predict_records(const std::vector<FitRecord>& records, const CostParams& params, int threads = 0);
+
+/// The compute parameters the record fit adjusts, in this order.
+const std::vector<std::string>& fitted_compute_parameters();
+
+/// Fits the compute parameters (least squares on log(predicted / measured) iteration time), starting from
+/// `start`; network parameters are held at their values.
+CostParams fit_compute_params(const std::vector<FitRecord>& records, const CostParams& start, int threads = 0);
+
+}  // namespace orrery
