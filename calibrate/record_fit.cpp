@@ -48,7 +48,8 @@ void parallel_for(std::size_t n, int threads, F&& body) {
 
 }  // namespace
 
-std::vector<FitRecord> load_fit_records(const std::vector<std::string>& paths, const std::vector<std::string>& exclude) {
+std::vector<FitRecord> load_fit_records(const std::vector<std::string>& paths, const std::vector<std::string>& exclude,
+                                        const std::vector<std::string>& skip) {
   std::vector<FitRecord> out;
   for (const fs::path& file : json_files(paths)) {
     Scenario s;
@@ -61,6 +62,9 @@ std::vector<FitRecord> load_fit_records(const std::vector<std::string>& paths, c
     if (!s.expect.iteration_time_s) continue;
     const std::string prefix = source_prefix(s.name);
     if (std::find(exclude.begin(), exclude.end(), prefix) != exclude.end()) continue;
+    if (std::any_of(skip.begin(), skip.end(), [&](const std::string& k) { return s.name.find(k) != std::string::npos; })) {
+      continue;
+    }
     FitRecord r;
     r.name = s.name;
     r.prefix = prefix;

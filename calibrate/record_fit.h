@@ -25,8 +25,10 @@ struct FitRecord {
 };
 
 /// Loads every scenario under `paths` that has expect.iteration_time_s and simulates today, except those whose
-/// prefix is in `exclude`. Records the simulator refuses ("not modelled yet") are skipped.
-std::vector<FitRecord> load_fit_records(const std::vector<std::string>& paths, const std::vector<std::string>& exclude);
+/// prefix is in `exclude` or whose name contains one of `skip`. Records the simulator refuses ("not modelled
+/// yet") are skipped.
+std::vector<FitRecord> load_fit_records(const std::vector<std::string>& paths, const std::vector<std::string>& exclude,
+                                        const std::vector<std::string>& skip = {});
 
 /// Predicted iteration time of every record under `params` (records simulated in parallel on `threads`).
 std::vector<double> predict_records(const std::vector<FitRecord>& records, const CostParams& params, int threads = 0);

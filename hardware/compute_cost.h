@@ -21,6 +21,8 @@ class ComputeCostModel {
   virtual Seconds attention(const AttentionShape& shape) const = 0;
   /// Seconds for one memory-bound kernel.
   virtual Seconds elementwise(const ElementwiseShape& shape) const = 0;
+  /// Seconds the GPU idles after a host synchronisation before the next kernel arrives.
+  virtual Seconds host_sync() const = 0;
 };
 
 /// Roofline: max(FLOPs / (peak x efficiency), bytes / (HBM bandwidth x hbm_efficiency)) + kernel overhead.
@@ -35,6 +37,7 @@ class RooflineComputeModel final : public ComputeCostModel {
   Seconds gemm(const GemmShape& shape) const override;
   Seconds attention(const AttentionShape& shape) const override;
   Seconds elementwise(const ElementwiseShape& shape) const override;
+  Seconds host_sync() const override { return params_.host_sync_gap; }
 
   /// Time the GEMM's arithmetic takes under the tile/wave model, without memory bound or overhead.
   Seconds gemm_compute_time(const GemmShape& shape) const;

@@ -25,6 +25,7 @@ CostParams parse_cost_params(const json& value, const std::string& path) {
   }
 
   FieldReader c(*compute, in.field("compute"));
+  c.allow("fit");  // the record of how the fitted values were produced (calibrate/fit_record.h)
   p.compute.gemm_peak_fraction = c.require_double("gemm_peak_fraction", true);
   p.compute.gemm_k_half = c.require_double("gemm_k_half", true);
   p.compute.gemm_wave_tail = c.require_double("gemm_wave_tail");
@@ -35,6 +36,7 @@ CostParams parse_cost_params(const json& value, const std::string& path) {
   p.compute.hbm_efficiency = c.require_double("hbm_efficiency", true);
   p.compute.kernel_overhead = from_us(c.require_double("kernel_overhead_us"));
   p.compute.overlap_slowdown = c.require_double("overlap_slowdown");
+  p.compute.host_sync_gap = from_us(c.require_double("host_sync_gap_us"));
   if (const json* tiles = c.raw("gemm_tiles")) {
     for (std::size_t i = 0; i < tiles->size(); ++i) {
       FieldReader t((*tiles)[i], fmt::format("{}.gemm_tiles[{}]", c.path(), i));
@@ -50,6 +52,7 @@ CostParams parse_cost_params(const json& value, const std::string& path) {
   c.reject_unknown();
 
   FieldReader n(*network, in.field("network"));
+  n.allow("fit");
   p.network.nvlink_efficiency = n.require_double("nvlink_efficiency", true);
   p.network.nvls_efficiency = n.require_double("nvls_efficiency", true);
   p.network.nic_efficiency = n.require_double("nic_efficiency", true);

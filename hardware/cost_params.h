@@ -27,6 +27,7 @@ struct ComputeParams {
   double hbm_efficiency = 0;            // fraction of datasheet HBM bandwidth memory-bound kernels reach
   Seconds kernel_overhead = 0;          // per-kernel gap on the GPU (launch, tail)
   double overlap_slowdown = 0;          // compute slows by this fraction while communication kernels run
+  Seconds host_sync_gap = 0;            // GPU idle after a device-to-host synchronisation
 };
 
 struct NetworkParams {

@@ -57,4 +57,10 @@ struct ElementwiseShape {
   bool operator==(const ElementwiseShape&) const = default;
 };
 
+/// The GPU idling while the host, after a device-to-host synchronisation (a `.item()` such as the gradient norm's),
+/// runs Python and launches the next kernel. Priced by the compute cost model.
+struct HostSyncShape {
+  bool operator==(const HostSyncShape&) const = default;
+};
+
 }  // namespace orrery

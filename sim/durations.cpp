@@ -13,6 +13,7 @@ const char* op_name(const GemmShape&) { return "GEMM"; }
 const char* op_name(const AttentionShape&) { return "attention kernel"; }
 const char* op_name(const ElementwiseShape&) { return "memory-bound kernel"; }
 const char* op_name(const CollectiveOp& c) { return to_string(c.kind); }
+const char* op_name(const HostSyncShape&) { return "host synchronisation"; }
 
 template <class... F>
 struct Overloaded : F... {
@@ -29,6 +30,7 @@ Seconds op_duration(const Op& op, const CostModels& models) {
                         [&](const AttentionShape& s) { return models.compute.attention(s); },
                         [&](const ElementwiseShape& s) { return models.compute.elementwise(s); },
                         [&](const CollectiveOp& s) { return models.network.time(s); },
+                        [&](const HostSyncShape&) { return models.compute.host_sync(); },
                     },
                     op);
 }
@@ -40,14 +42,14 @@ Durations price_graph(const WorkloadGraph& graph, const CostModels& models) {
     std::vector<Seconds> per_op;
     per_op.reserve(p.ops.size());
     for (const Op& op : p.ops) {
-      const Seconds d = op_duration(op, models);
+      const Seconds seconds = op_duration(op, models);
       // Durations become integer nanoseconds; beyond this the input is unphysical (a near-zero bandwidth, say).
-      if (!(d >= 0.0 && d <= limits::kTaskSeconds)) {
-        throw Error::invalid("cluster", fmt::format("{} s for one {}", d, std::visit([](const auto& o) { return op_name(o); }, op)),
+      if (!(seconds >= 0.0 && seconds <= limits::kTaskSeconds)) {
+        throw Error::invalid("cluster", fmt::format("{} s for one {}", seconds, std::visit([](const auto& o) { return op_name(o); }, op)),
                              fmt::format("is outside the simulated range (0 to {:g} s per task); check the cluster's "
                                          "bandwidths and latencies and the model's sizes", limits::kTaskSeconds));
       }
-      per_op.push_back(d);
+      per_op.push_back(seconds);
     }
     d.op_seconds.push_back(std::move(per_op));
   }

@@ -128,8 +128,8 @@ Expectation parse_expect(const json& value) {
   e.mfu = in.optional_double("mfu", true);
   e.hfu = in.optional_double("hfu", true);
   e.peak_memory_gib = in.optional_double("peak_memory_gib", true);
-  for (const auto& [key, value] : {std::pair{"mfu", e.mfu}, std::pair{"hfu", e.hfu}}) {
-    if (value && *value > 1.0) throw Error::invalid(in.field(key), fmt::format("{}", *value), "must be a fraction at most 1");
+  for (const auto& [key, fraction] : {std::pair{"mfu", e.mfu}, std::pair{"hfu", e.hfu}}) {
+    if (fraction && *fraction > 1.0) throw Error::invalid(in.field(key), fmt::format("{}", *fraction), "must be a fraction at most 1");
   }
   e.flops_convention = in.optional_string("flops_convention").value_or("");
   if (!e.flops_convention.empty() && e.flops_convention != "megatron-sc21" &&

@@ -21,6 +21,7 @@ const char* to_string(TaskKind kind) {
     case TaskKind::kOptimizer: return "optimizer";
     case TaskKind::kCollective: return "collective";
     case TaskKind::kSendRecv: return "send_recv";
+    case TaskKind::kHostSync: return "host_sync";
   }
   return "?";
 }
@@ -102,6 +103,8 @@ std::size_t hash_op(const Op& op) {
   } else if (const auto* e = std::get_if<ElementwiseShape>(&op)) {
     mix(h, e->bytes_read);
     mix(h, e->bytes_written);
+  } else if (std::holds_alternative<HostSyncShape>(op)) {
+    mix(h, 7);
   } else if (const auto* c = std::get_if<CollectiveOp>(&op)) {
     for (std::int64_t v : {std::int64_t(c->kind), c->bytes, std::int64_t(c->placement.size),
                            std::int64_t(c->placement.domains), std::int64_t(c->placement.tier)}) {

@@ -20,7 +20,7 @@
 
 namespace orrery {
 
-enum class TaskKind : std::uint8_t { kGemm, kAttention, kElementwise, kOptimizer, kCollective, kSendRecv };
+enum class TaskKind : std::uint8_t { kGemm, kAttention, kElementwise, kOptimizer, kCollective, kSendRecv, kHostSync };
 
 enum class Phase : std::uint8_t { kForward, kBackwardInput, kBackwardWeight, kRecompute, kOptimizer };
 
@@ -68,7 +68,7 @@ struct MemoryEffect {
 
 /// A task's operation. Programs keep each distinct Op once (micro-batches repeat the same shapes), so tasks
 /// stay small and each Op is priced once.
-using Op = std::variant<GemmShape, AttentionShape, ElementwiseShape, CollectiveOp>;
+using Op = std::variant<GemmShape, AttentionShape, ElementwiseShape, CollectiveOp, HostSyncShape>;
 
 /// Hash of an Op's fields, for interning.
 std::size_t hash_op(const Op& op);

@@ -120,6 +120,10 @@ TaskId Emitter::optimizer(const char* label, Bytes read, Bytes written, std::ini
   return builder_.add(base(TaskKind::kOptimizer, label, Stream::kCompute), ElementwiseShape{read, written, 0.0}, deps);
 }
 
+TaskId Emitter::host_sync(const char* label, std::initializer_list<TaskId> deps) {
+  return builder_.add(base(TaskKind::kHostSync, label, Stream::kCompute), HostSyncShape{}, deps);
+}
+
 TaskId Emitter::collective(const char* label, Stream stream, GroupKind group, CollectiveKind kind, Bytes bytes,
                            std::initializer_list<TaskId> deps) {
   const GroupPlacement& where = ctx_.placement(group, stage_);

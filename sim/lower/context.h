@@ -82,6 +82,8 @@ class Emitter {
   TaskId attention(const char* label, AttentionShape shape, std::initializer_list<TaskId> deps = {});
   TaskId elementwise(const char* label, Bytes read, Bytes written, std::initializer_list<TaskId> deps = {});
   TaskId optimizer(const char* label, Bytes read, Bytes written, std::initializer_list<TaskId> deps = {});
+  /// The GPU waiting for the host after a device-to-host synchronisation that follows `deps`.
+  TaskId host_sync(const char* label, std::initializer_list<TaskId> deps = {});
   /// A collective of `group` on `stream`; `bytes` as nccl-tests sizes it (collective_cost.h). Returns -1 and adds
   /// nothing when the group has one rank.
   TaskId collective(const char* label, Stream stream, GroupKind group, CollectiveKind kind, Bytes bytes,

@@ -123,12 +123,16 @@ TaskId DataParallelLowering::emit_optimizer(Emitter& emit, const std::vector<Tas
   if (ctx_.training.precision == Precision::kFp16) {
     // Dynamic loss scaling: unscale and look for inf/nan, then agree across the model-parallel ranks.
     last = emit.optimizer("unscale_grads", grads, grads);
-    emit.collective("found_inf", Stream::kDp, GroupKind::kModelParallel, CollectiveKind::kAllReduce, 4, {last});
+    const TaskId inf = emit.collective("found_inf", Stream::kDp, GroupKind::kModelParallel, CollectiveKind::kAllReduce, 4, {last});
+    // The loss scaler reads found_inf on the host (.item()), draining the GPU queue.
+    last = emit.host_sync("found_inf_item", {inf});
   }
   // Gradient clipping: the global norm needs one scalar all-reduce across the model-parallel ranks.
   last = emit.optimizer("grad_norm", grads, 4);
   TaskId norm = emit.collective("grad_norm", Stream::kDp, GroupKind::kModelParallel, CollectiveKind::kAllReduce, 4, {last});
-  last = emit.optimizer("clip_grads", grads, grads, {norm});
+  // Megatron reads the norm on the host (total_norm.item()) to compute the clipping factor.
+  last = emit.host_sync("grad_norm_item", {norm});
+  last = emit.optimizer("clip_grads", grads, grads, {last});
   // Fused Adam (apex/TE multi_tensor_adam): read the fp32 master weight, m, v and the gradient; write weight, m, v.
   const Bytes state = n * ctx_.optimizer_bytes;
   last = emit.optimizer("adam", state + grads, state);

@@ -19,6 +19,7 @@ class GemmOnly final : public ComputeCostModel {
   Seconds gemm(const GemmShape& s) const override { return s.flops() / 1e15; }
   Seconds attention(const AttentionShape&) const override { return 0; }
   Seconds elementwise(const ElementwiseShape&) const override { return 0; }
+  Seconds host_sync() const override { return 0; }
 };
 
 class FreeNetwork final : public CollectiveCostModel {

@@ -24,6 +24,19 @@ double model_state_bytes(const WorkloadGraph& g) {
   return static_cast<double>(m[0] + m[1] + m[2]);
 }
 
+// Bytes all-gathered and reduce-scattered over the DP group by stage 0 in one iteration, as nccl-tests counts
+// them (the gathered output, the scattered input).
+std::pair<double, double> dp_gather_scatter_bytes(const WorkloadGraph& g) {
+  double gathered = 0, scattered = 0;
+  for (const Task& t : g.programs[0].tasks) {
+    const auto* c = std::get_if<CollectiveOp>(&g.programs[0].ops[static_cast<std::size_t>(t.op)]);
+    if (!c || t.group != GroupKind::kDp) continue;
+    if (c->kind == CollectiveKind::kAllGather) gathered += static_cast<double>(c->bytes);
+    if (c->kind == CollectiveKind::kReduceScatter) scattered += static_cast<double>(c->bytes);
+  }
+  return {gathered, scattered};
+}
+
 }  // namespace
 
 TEST_CASE("ZeRO-2 and ZeRO-3 model-state memory per GPU follows the ZeRO paper", "[sim][zero][memory]") {
@@ -43,13 +56,7 @@ TEST_CASE("ZeRO-3 gathers the parameters twice and reduce-scatters the gradients
   const Scenario s = zero(3, 8, "bf16");
   const WorkloadGraph g = test::lowered(s);
   const double psi = static_cast<double>(count_parameters(s.model).total);
-  double gathered = 0, scattered = 0;
-  for (const Task& t : g.programs[0].tasks) {
-    const auto* c = std::get_if<CollectiveOp>(&g.programs[0].ops[static_cast<std::size_t>(t.op)]);
-    if (!c || t.group != GroupKind::kDp) continue;
-    if (c->kind == CollectiveKind::kAllGather) gathered += static_cast<double>(c->bytes);
-    if (c->kind == CollectiveKind::kReduceScatter) scattered += static_cast<double>(c->bytes);
-  }
+  const auto [gathered, scattered] = dp_gather_scatter_bytes(g);
   // One micro-batch: all-gather outputs 2 Psi parameters of 2 bytes, reduce-scatter inputs Psi gradients of 2
   // bytes (DeepSpeed reduces in the training precision): 3 Psi elements moved in all, as Section 7.2 says.
   CHECK(gathered == Approx(2 * psi * 2));
@@ -61,13 +68,7 @@ TEST_CASE("ZeRO-1 reduce-scatters the gradients and all-gathers the parameters o
   const Scenario s = zero(1, 8, "bf16");
   const WorkloadGraph g = test::lowered(s);
   const double psi = static_cast<double>(count_parameters(s.model).total);
-  double gathered = 0, scattered = 0;
-  for (const Task& t : g.programs[0].tasks) {
-    const auto* c = std::get_if<CollectiveOp>(&g.programs[0].ops[static_cast<std::size_t>(t.op)]);
-    if (!c || t.group != GroupKind::kDp) continue;
-    if (c->kind == CollectiveKind::kAllGather) gathered += static_cast<double>(c->bytes);
-    if (c->kind == CollectiveKind::kReduceScatter) scattered += static_cast<double>(c->bytes);
-  }
+  const auto [gathered, scattered] = dp_gather_scatter_bytes(g);
   // Megatron's distributed optimizer: fp32 gradient buckets (4 bytes), bf16 parameters (2 bytes).
   CHECK(scattered == Approx(psi * 4));
   CHECK(gathered == Approx(psi * 2));

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "calibrate/collective_fit.h"
+#include "calibrate/fit_record.h"
 #include "models/error.h"
 #include "tools/orrery/commands.h"
 #include "tools/orrery/fit_records.h"
@@ -23,23 +24,10 @@ struct FitArgs {
   std::string min_bytes = "64M";
   std::vector<std::string> paths;
   std::vector<std::string> exclude_prefixes;
+  std::vector<std::string> skip;
   std::string write;
+  bool leave_one_out = false;
 };
-
-// Replaces the value of cost_model[0].<section>.<key> in the preset file, keeping the rest as it is.
-void write_values(const std::string& file, const std::string& section,
-                  const std::vector<std::pair<std::string, double>>& values, const std::string& note) {
-  std::ifstream in(file);
-  if (!in) throw Error::io(file, "cannot be read");
-  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(in);
-  auto& target = doc.at("cost_model").at(0).at(section);
-  for (const auto& [key, value] : values) {
-    target[key] = {{"value", std::round(value * 1e4) / 1e4}, {"source", note}};
-  }
-  std::ofstream out(file);
-  if (!out) throw Error::io(file, "cannot be written");
-  out << doc.dump(2) << "\n";
-}
 
 void fit_collectives(const FitArgs& a) {
   const auto samples = load_collective_samples(a.manifest, parse_bytes(a.min_bytes, "--min-bytes"));
@@ -58,10 +46,10 @@ void fit_collectives(const FitArgs& a) {
     const std::string note = fmt::format("fitted by `orrery fit collectives` (least squares on log bus bandwidth) "
                                          "to {} rows of >= {} of the nccl-tests logs in {}",
                                          samples.size(), a.min_bytes, a.manifest);
-    write_values(a.write, "network",
-                 {{"nvlink_efficiency", fitted.nvlink_efficiency}, {"nvls_efficiency", fitted.nvls_efficiency},
-                  {"nic_efficiency", fitted.nic_efficiency}, {"call_latency_us", to_us(fitted.call_latency)}},
-                 note);
+    write_fitted_values(a.write, "network",
+                        {{"nvlink_efficiency", fitted.nvlink_efficiency}, {"nvls_efficiency", fitted.nvls_efficiency},
+                         {"nic_efficiency", fitted.nic_efficiency}, {"call_latency_us", to_us(fitted.call_latency)}},
+                        note, "orrery fit collectives --manifest " + a.manifest + " --min-bytes " + a.min_bytes);
     fmt::print("wrote {}\n", a.write);
   }
 }
@@ -80,8 +68,14 @@ void add_fit_command(CLI::App& app, int& exit_code) {
   CLI::App* rec = fit->add_subcommand("records", "fit compute efficiencies to published training runs");
   rec->add_option("paths", args->paths, "scenario files or folders with `expect`")->required();
   rec->add_option("--exclude-prefix", args->exclude_prefixes, "leave these source prefixes out of the fit");
+  rec->add_option("--skip", args->skip, "leave out records whose name contains this text");
   rec->add_option("--write", args->write, "write the fitted values into this cost-model preset file");
-  rec->callback([args, &exit_code] { exit_code = fit_records(args->paths, args->exclude_prefixes, args->write); });
+  rec->add_flag("--leave-one-out", args->leave_one_out,
+                "refit without each source prefix in turn and score the left-out records (no --write)");
+  rec->callback([args, &exit_code] {
+    exit_code = args->leave_one_out ? leave_one_source_out(args->paths, args->skip)
+                                    : fit_records(args->paths, args->exclude_prefixes, args->skip, args->write);
+  });
 }
 
 }  // namespace orrery::cli

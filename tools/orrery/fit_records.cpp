@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 
+#include "calibrate/fit_record.h"
 #include "calibrate/record_fit.h"
 #include "models/error.h"
 
@@ -27,27 +28,11 @@ void print_params(const CostParams& p) {
              to_us(p.compute.kernel_overhead), p.compute.overlap_slowdown);
 }
 
-void write_params(const std::string& file, const CostParams& p, const std::string& note) {
-  std::ifstream in(file);
-  if (!in) throw Error::io(file, "cannot be read");
-  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(in);
-  auto& c = doc.at("cost_model").at(0).at("compute");
-  auto set = [&](const char* key, double value) { c[key] = {{"value", std::round(value * 1e4) / 1e4}, {"source", note}}; };
-  set("gemm_peak_fraction", p.compute.gemm_peak_fraction);
-  set("gemm_k_half", p.compute.gemm_k_half);
-  set("gemm_wave_tail", p.compute.gemm_wave_tail);
-  set("hbm_efficiency", p.compute.hbm_efficiency);
-  set("kernel_overhead_us", to_us(p.compute.kernel_overhead));
-  set("overlap_slowdown", p.compute.overlap_slowdown);
-  std::ofstream out(file);
-  if (!out) throw Error::io(file, "cannot be written");
-  out << doc.dump(2) << "\n";
-}
-
 }  // namespace
 
-int fit_records(const std::vector<std::string>& paths, const std::vector<std::string>& exclude, const std::string& write) {
-  const auto records = load_fit_records(paths, exclude);
+int fit_records(const std::vector<std::string>& paths, const std::vector<std::string>& exclude,
+                const std::vector<std::string>& skip, const std::string& write) {
+  const auto records = load_fit_records(paths, exclude, skip);
   require(!records.empty(), "fit records", "0 records", "found no scenario with expect.iteration_time_s that simulates");
   const CostParams start = default_cost_params();
   const auto before = predict_records(records, start);
@@ -74,11 +59,44 @@ int fit_records(const std::vector<std::string>& paths, const std::vector<std::st
     for (const std::string& e : exclude) excluded += (excluded.empty() ? "" : ", ") + e;
     const std::string note = fmt::format(
         "fitted by `orrery fit records` (least squares on log iteration time) to {} published records of "
-        "scenarios/validation{}",
-        records.size(), excluded.empty() ? "" : " without " + excluded);
-    write_params(write, fitted, note);
+        "scenarios/validation{}{}",
+        records.size(), excluded.empty() ? "" : " without " + excluded,
+        skip.empty() ? "" : " (records named with: " + fmt::format("{}", fmt::join(skip, ", ")) + " left out)");
+    std::vector<std::pair<std::string, double>> values = {
+        {"gemm_peak_fraction", fitted.compute.gemm_peak_fraction}, {"gemm_k_half", fitted.compute.gemm_k_half},
+        {"gemm_wave_tail", fitted.compute.gemm_wave_tail}, {"hbm_efficiency", fitted.compute.hbm_efficiency},
+        {"kernel_overhead_us", to_us(fitted.compute.kernel_overhead)},
+        {"overlap_slowdown", fitted.compute.overlap_slowdown}};
+    std::string command = "orrery fit records";
+    for (const std::string& p : paths) command += " " + p;
+    for (const std::string& e : exclude) command += " --exclude-prefix " + e;
+    for (const std::string& k : skip) command += " --skip " + k;
+    write_fitted_values(write, "compute", values, note, command);
     fmt::print("wrote {}\n", write);
   }
+  return 0;
+}
+
+int leave_one_source_out(const std::vector<std::string>& paths, const std::vector<std::string>& skip) {
+  const auto all = load_fit_records(paths, {}, skip);
+  std::map<std::string, int> prefixes;
+  for (const FitRecord& r : all) ++prefixes[r.prefix];
+  fmt::print("leave-one-source-out: fit without each prefix, score its records\n");
+  double total = 0;
+  int count = 0;
+  for (const auto& [prefix, n] : prefixes) {
+    std::vector<FitRecord> train, test;
+    for (const FitRecord& r : all) (r.prefix == prefix ? test : train).push_back(r);
+    const CostParams fitted = fit_compute_params(train, default_cost_params());
+    const auto predicted = predict_records(test, fitted);
+    const double m = mape(test, predicted);
+    total += m * static_cast<double>(test.size());
+    count += static_cast<int>(test.size());
+    fmt::print("  {:<20} held out: MAPE {:5.1f}% over {} records (gemm_peak_fraction {:.3f}, hbm_efficiency {:.3f})\n",
+               prefix, m, test.size(), fitted.compute.gemm_peak_fraction, fitted.compute.hbm_efficiency);
+    std::fflush(stdout);
+  }
+  fmt::print("  overall held-out MAPE {:.1f}% over {} records\n", count ? total / count : 0.0, count);
   return 0;
 }
 

@@ -28,6 +28,7 @@ struct ValidateArgs {
   std::optional<double> max_mape;
   std::optional<double> max_error;
   std::string explain;
+  std::vector<std::string> skip;
   int jobs = 0;
 };
 
@@ -138,7 +139,11 @@ nlohmann::json to_json(const std::vector<RecordResult>& results, const Validatio
 }
 
 int run_validate(const ValidateArgs& a) {
-  const auto files = scenario_files(a.paths);
+  auto files = scenario_files(a.paths);
+  std::erase_if(files, [&](const fs::path& f) {
+    return std::any_of(a.skip.begin(), a.skip.end(),
+                       [&](const std::string& k) { return f.stem().string().find(k) != std::string::npos; });
+  });
   std::vector<Outcome> outcomes = evaluate_all(files, a.jobs, a.explain);
   std::vector<RecordResult> results;
   const Outcome* explained = nullptr;
@@ -186,6 +191,7 @@ void add_validate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-error", args->max_error, "exit 1 when any record misses by more than this (%)");
   cmd->add_option("--explain", args->explain, "print the full prediction and comparison of one record (by name)");
   cmd->add_option("-j,--jobs", args->jobs, "parallel simulations (default: all cores)");
+  cmd->add_option("--skip", args->skip, "leave out records whose name contains this text");
   cmd->callback([args, &exit_code] { exit_code = run_validate(*args); });
 }
 
