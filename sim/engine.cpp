@@ -13,13 +13,18 @@ namespace orrery {
 
 namespace {
 
+// 24 bytes: the queue holds one per running task of every simulated rank, and its sift-downs dominate the run
+// time of `--expand-ranks`, so the event stays small.
 struct Event {
   Nanoseconds time;
-  std::int64_t seq;
+  std::int64_t seq;  // issue order: ties in time resolve deterministically; also identifies re-timed events
   std::int32_t instance;
   std::int32_t task;
-  std::uint32_t version;  // for compute tasks: re-timed completions supersede older events
-  bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+};
+
+// Orders the queue's top as the earliest (time, seq).
+struct Later {
+  bool operator()(const Event& a, const Event& b) const { return a.time != b.time ? a.time > b.time : a.seq > b.seq; }
 };
 
 struct Arrival {
@@ -37,7 +42,8 @@ struct RunningCompute {
   double remaining = 0;    // nanoseconds of work left at full speed
   Nanoseconds since = 0;   // when `remaining` was last updated
   bool slowed = false;
-  std::uint32_t version = 0;
+  Nanoseconds end = 0;      // when the task ends at the current speeds
+  std::int64_t event = -1;  // seq of the queued completion event that stands for it; any other is superseded
 };
 
 class Simulation {
@@ -91,7 +97,7 @@ class Simulation {
     while (!events_.empty()) {
       Event e = events_.top();
       events_.pop();
-      if (slowdown_ > 0 && superseded(e)) continue;
+      if (slowdown_ > 0 && !due(e)) continue;
       finish(e.instance, e.task, e.time);
       ++result_.events;
     }
@@ -172,20 +178,26 @@ class Simulation {
       rc.remaining = static_cast<double>(d);
       rc.since = now;
       rc.slowed = communicating_[i] > 0;
-      ++rc.version;
-      events_.push({after(now, stretched(rc.remaining, rc.slowed)), next_seq_++, instance, task, rc.version});
+      rc.end = after(now, stretched(rc.remaining, rc.slowed));
+      rc.event = next_seq_;
+      events_.push({rc.end, next_seq_++, instance, task});
       return;
     }
-    events_.push({after(now, d), next_seq_++, instance, task, 0});
+    events_.push({after(now, d), next_seq_++, instance, task});
     if (slowdown_ > 0 && ++communicating_[i] == 1) retime(instance, now);
   }
 
-  // A compute task's completion event is valid only while it is the instance's running task at that version.
-  bool superseded(const Event& e) const {
+  // Whether a popped event completes its task now. A compute task's event stands only while it is the one its
+  // RunningCompute names; if the task was slowed since, its end moved later and the event is re-queued there.
+  bool due(const Event& e) {
     const auto i = static_cast<std::size_t>(e.instance);
-    if (!program(i).tasks[static_cast<std::size_t>(e.task)].is_compute()) return false;
-    const RunningCompute& rc = running_[i];
-    return rc.task != e.task || rc.version != e.version;
+    if (!program(i).tasks[static_cast<std::size_t>(e.task)].is_compute()) return true;
+    RunningCompute& rc = running_[i];
+    if (rc.task != e.task || rc.event != e.seq) return false;
+    if (rc.end == e.time) return true;
+    rc.event = next_seq_;
+    events_.push({rc.end, next_seq_++, e.instance, e.task});
+    return false;
   }
 
   // Event times stay far inside 64-bit nanoseconds (about 292 years); beyond that the input is unphysical.
@@ -212,8 +224,14 @@ class Simulation {
     rc.remaining = std::max(0.0, rc.remaining - (rc.slowed ? elapsed / (1.0 + slowdown_) : elapsed));
     rc.since = now;
     rc.slowed = slowed;
-    ++rc.version;
-    events_.push({after(now, stretched(rc.remaining, slowed)), next_seq_++, instance, rc.task, rc.version});
+    const Nanoseconds end = after(now, stretched(rc.remaining, slowed));
+    // A later end waits for the queued event to surface (due() re-queues it then), which saves a queue push for
+    // every slow-down; an earlier end must be queued now.
+    if (end < rc.end) {
+      rc.event = next_seq_;
+      events_.push({end, next_seq_++, instance, rc.task});
+    }
+    rc.end = end;
   }
 
   void finish(std::int32_t instance, std::int32_t task, Nanoseconds now) {
@@ -272,7 +290,7 @@ class Simulation {
   std::vector<std::uint16_t> pending_;
   std::vector<std::vector<Nanoseconds>> base_ns_;
   std::vector<std::array<Bytes, kNumMemoryKinds>> live_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::priority_queue<Event, std::vector<Event>, Later> events_;
   std::unordered_map<std::uint64_t, Rendezvous> rendezvous_;
   std::int64_t next_seq_ = 0;
   std::int64_t completed_ = 0;
