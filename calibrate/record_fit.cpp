@@ -91,32 +91,39 @@ std::vector<double> predict_records(const std::vector<FitRecord>& records, const
   return out;
 }
 
-const std::vector<std::string>& fitted_compute_parameters() {
-  static const std::vector<std::string> names = {"gemm_peak_fraction", "gemm_k_half", "gemm_wave_tail",
-                                                 "hbm_efficiency", "kernel_overhead_us", "overlap_slowdown"};
-  return names;
+const std::vector<ComputeKnob>& fitted_compute_knobs() {
+  using C = ComputeParams;
+  static const std::vector<ComputeKnob> knobs = {
+      {"gemm_peak_fraction", 0.3, 1.0, [](const C& c) { return c.gemm_peak_fraction; },
+       [](C& c, double v) { c.gemm_peak_fraction = v; }},
+      {"gemm_fp8_peak_fraction", 0.3, 1.0, [](const C& c) { return c.gemm_fp8_peak_fraction; },
+       [](C& c, double v) { c.gemm_fp8_peak_fraction = v; }},
+      {"gemm_k_half", 1.0, 4096.0, [](const C& c) { return c.gemm_k_half; }, [](C& c, double v) { c.gemm_k_half = v; }},
+      {"gemm_wave_tail", 0.0, 1.0, [](const C& c) { return c.gemm_wave_tail; },
+       [](C& c, double v) { c.gemm_wave_tail = v; }},
+      {"hbm_efficiency", 0.2, 1.0, [](const C& c) { return c.hbm_efficiency; },
+       [](C& c, double v) { c.hbm_efficiency = v; }},
+      {"kernel_overhead_us", 0.0, 20.0, [](const C& c) { return to_us(c.kernel_overhead); },
+       [](C& c, double v) { c.kernel_overhead = from_us(v); }},
+      // NCCL runs one CTA per channel, up to 32 SMs of 108 (A100) or 132 (H100), and shares HBM bandwidth:
+      // compute loses at most about 30% while a collective runs.
+      {"overlap_slowdown", 0.0, 0.3, [](const C& c) { return c.overlap_slowdown; },
+       [](C& c, double v) { c.overlap_slowdown = v; }},
+  };
+  return knobs;
 }
 
 CostParams fit_compute_params(const std::vector<FitRecord>& records, const CostParams& start, int threads) {
-  const ComputeParams& c = start.compute;
-  std::vector<FitParameter> params = {
-      {"gemm_peak_fraction", c.gemm_peak_fraction, 0.3, 1.0},
-      {"gemm_k_half", std::max(c.gemm_k_half, 2.0), 1.0, 4096.0},
-      {"gemm_wave_tail", std::clamp(c.gemm_wave_tail, 0.01, 0.99), 0.0, 1.0},
-      {"hbm_efficiency", c.hbm_efficiency, 0.2, 1.0},
-      {"kernel_overhead_us", std::max(to_us(c.kernel_overhead), 0.05), 0.0, 20.0},
-      // NCCL runs one CTA per channel, up to 32 SMs of 108 (A100) or 132 (H100), and shares HBM bandwidth:
-      // compute loses at most about 30% while a collective runs.
-      {"overlap_slowdown", std::clamp(c.overlap_slowdown, 0.01, 0.29), 0.0, 0.3},
-  };
+  const auto& knobs = fitted_compute_knobs();
+  std::vector<FitParameter> params;
+  for (const ComputeKnob& k : knobs) {
+    // Start strictly inside the bounds so that the first Jacobian can move both ways.
+    const double margin = 0.02 * (k.upper - k.lower);
+    params.push_back({k.name, std::clamp(k.get(start.compute), k.lower + margin, k.upper - margin), k.lower, k.upper});
+  }
   auto unpack = [&](const std::vector<double>& v) {
     CostParams p = start;
-    p.compute.gemm_peak_fraction = v[0];
-    p.compute.gemm_k_half = v[1];
-    p.compute.gemm_wave_tail = v[2];
-    p.compute.hbm_efficiency = v[3];
-    p.compute.kernel_overhead = from_us(v[4]);
-    p.compute.overlap_slowdown = v[5];
+    for (std::size_t i = 0; i < knobs.size(); ++i) knobs[i].set(p.compute, v[i]);
     return p;
   };
   auto residuals = [&](const std::vector<double>& v) {

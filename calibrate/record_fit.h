@@ -33,8 +33,17 @@ std::vector<FitRecord> load_fit_records(const std::vector<std::string>& paths, c
 /// Predicted iteration time of every record under `params` (records simulated in parallel on `threads`).
 std::vector<double> predict_records(const std::vector<FitRecord>& records, const CostParams& params, int threads = 0);
 
+/// One compute parameter the record fit adjusts: its name in cost_model.json (and its unit there), the bounds
+/// of the search, and how to read and write it.
+struct ComputeKnob {
+  const char* name;
+  double lower, upper;  // in the preset's unit
+  double (*get)(const ComputeParams&);
+  void (*set)(ComputeParams&, double);
+};
+
 /// The compute parameters the record fit adjusts, in this order.
-const std::vector<std::string>& fitted_compute_parameters();
+const std::vector<ComputeKnob>& fitted_compute_knobs();
 
 /// Fits the compute parameters (least squares on log(predicted / measured) iteration time), starting from
 /// `start`; network parameters are held at their values.

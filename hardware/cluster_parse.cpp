@@ -85,6 +85,14 @@ GpuSpec parse_gpu(const json& value, const std::string& path) {
   in.optional_int("nvlink_links", 0, 1 << 16);
   g.pcie_bandwidth = from_GB_s(in.double_or("pcie_bandwidth_GB_s", 32.0, true));
   g.tdp_watts = in.double_or("tdp_W", 700.0, true);
+  if (const json* attention = in.raw("attention_peak_fraction")) {
+    FieldReader a(*attention, in.field("attention_peak_fraction"));
+    g.attention_forward_fraction = a.double_or("forward", 0.0, true);
+    g.attention_backward_fraction = a.double_or("backward", 0.0, true);
+    a.reject_unknown();
+    require(g.attention_forward_fraction <= 1.0 && g.attention_backward_fraction <= 1.0,
+            in.field("attention_peak_fraction"), "{}", "fractions must be at most 1");
+  }
   in.reject_unknown();
   return g;
 }

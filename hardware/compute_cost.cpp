@@ -18,6 +18,7 @@ Seconds RooflineComputeModel::gemm_compute_time(const GemmShape& s) const {
   const double sms = static_cast<double>(gpu_.sm_count);
   const double k = static_cast<double>(s.k);
   const double k_factor = k / (k + params_.gemm_k_half);
+  const double fraction = s.dtype == DType::kFp8 ? params_.gemm_fp8_peak_fraction : params_.gemm_peak_fraction;
   Seconds best = std::numeric_limits<double>::infinity();
   for (const GemmTile& tile : params_.gemm_tiles) {
     // The GEMM runs as ceil(CTAs / SMs) waves; each wave costs one tile's FLOPs at one SM's share of the peak.
@@ -26,7 +27,7 @@ Seconds RooflineComputeModel::gemm_compute_time(const GemmShape& s) const {
     const double ideal = static_cast<double>(ctas) / sms;
     const double waves = ideal + params_.gemm_wave_tail * (std::ceil(ideal) - ideal);
     const double tile_flops = 2.0 * tile.m * tile.n * k;
-    const double sm_rate = peak / sms * params_.gemm_peak_fraction * tile.relative_efficiency * k_factor;
+    const double sm_rate = peak / sms * fraction * tile.relative_efficiency * k_factor;
     best = std::min(best, waves * tile_flops / sm_rate);
   }
   return best;
@@ -40,7 +41,10 @@ Seconds RooflineComputeModel::gemm(const GemmShape& s) const {
 Seconds RooflineComputeModel::attention(const AttentionShape& s) const {
   if (s.batch <= 0 || s.heads <= 0 || s.q_len <= 0) return 0.0;
   const double fraction =
-      s.backward ? params_.attention_backward_peak_fraction : params_.attention_forward_peak_fraction;
+      s.backward ? (gpu_.attention_backward_fraction > 0 ? gpu_.attention_backward_fraction
+                                                         : params_.attention_backward_peak_fraction)
+                 : (gpu_.attention_forward_fraction > 0 ? gpu_.attention_forward_fraction
+                                                        : params_.attention_forward_peak_fraction);
   Seconds compute = s.executed_flops() / (gpu_.peak_for(s.dtype) * fraction);
   return std::max(compute, memory_time(s.bytes())) + params_.kernel_overhead;
 }

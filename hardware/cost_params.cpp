@@ -27,6 +27,7 @@ CostParams parse_cost_params(const json& value, const std::string& path) {
   FieldReader c(*compute, in.field("compute"));
   c.allow("fit");  // the record of how the fitted values were produced (calibrate/fit_record.h)
   p.compute.gemm_peak_fraction = c.require_double("gemm_peak_fraction", true);
+  p.compute.gemm_fp8_peak_fraction = c.require_double("gemm_fp8_peak_fraction", true);
   p.compute.gemm_k_half = c.require_double("gemm_k_half", true);
   p.compute.gemm_wave_tail = c.require_double("gemm_wave_tail");
   require(p.compute.gemm_wave_tail >= 0 && p.compute.gemm_wave_tail <= 1, c.field("gemm_wave_tail"),

@@ -19,6 +19,7 @@ struct GemmTile {
 
 struct ComputeParams {
   double gemm_peak_fraction = 0;        // fraction of dense peak a large, well-shaped GEMM sustains
+  double gemm_fp8_peak_fraction = 0;    // the same for FP8 GEMMs, of the FP8 dense peak
   std::vector<GemmTile> gemm_tiles;      // candidate tiles for tile and wave quantization
   double gemm_k_half = 0;               // k at which the short-k penalty k/(k + k_half) halves throughput
   double gemm_wave_tail = 1;            // share of a partial last wave that costs a full one (1: plain tiling)

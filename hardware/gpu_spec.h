@@ -22,6 +22,9 @@ struct GpuSpec {
   BytesPerSecond nvlink_bandwidth = 0;  // per GPU, per direction (NVLink or Infinity Fabric aggregate)
   BytesPerSecond pcie_bandwidth = 0;    // host link, per direction
   double tdp_watts = 0;
+  // Measured fused-attention efficiency of this GPU (fraction of the dense peak of the attention's precision);
+  // 0 = the cost model's default (hardware/presets/cost_model.json).
+  double attention_forward_fraction = 0, attention_backward_fraction = 0;
 
   /// Dense peak for GEMMs in `dtype`. Errors: Error::invalid naming "training.precision" when the GPU lacks it.
   FlopsPerSecond peak_for(DType dtype) const;
@@ -29,7 +32,8 @@ struct GpuSpec {
 
 /// Parses a GPU: a preset name, or an object with "preset" plus overrides, or a full object (keys as in
 /// gpus.json: peak_tflops{fp32,tf32,fp16,bf16,fp8}, hbm_capacity_GiB, hbm_bandwidth_TB_s, sm_count, l2_cache_MiB,
-/// nvlink_bandwidth_GB_s, nvlink_links, pcie_bandwidth_GB_s, tdp_W). Errors name `path`.
+/// nvlink_bandwidth_GB_s, nvlink_links, pcie_bandwidth_GB_s, tdp_W, and optionally attention_peak_fraction
+/// {forward, backward}). Errors name `path`.
 GpuSpec parse_gpu(const nlohmann::json& value, const std::string& path);
 
 }  // namespace orrery

@@ -30,7 +30,11 @@ Flops GemmShape::flops() const {
   return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
 }
 
-Bytes GemmShape::bytes() const { return (m * k + k * n + m * n) * batch * dtype_bytes(dtype); }
+Bytes GemmShape::bytes() const {
+  // FP8 GEMMs write BF16 outputs (Transformer Engine's default output type).
+  const Bytes out = dtype == DType::kFp8 ? 2 : dtype_bytes(dtype);
+  return ((m * k + k * n) * dtype_bytes(dtype) + m * n * out) * batch;
+}
 
 Flops AttentionShape::model_flops() const {
   double forward = 2.0 * static_cast<double>(batch * heads) * static_cast<double>(q_len) * static_cast<double>(kv_len) *
@@ -41,6 +45,7 @@ Flops AttentionShape::model_flops() const {
 double AttentionShape::kept_fraction() const {
   // Query i (0-based, aligned to the end of the keys) sees keys [i + kv - q - window + 1, i + kv - q], clipped.
   const double q = static_cast<double>(q_len), kv = static_cast<double>(kv_len);
+  if (half_block) return 0.5;
   if (!causal && window <= 0) return 1.0;
   double offset = kv - q;  // keys before the first query
   double kept = 0.0;

@@ -21,7 +21,7 @@ struct GemmShape {
   DType dtype = DType::kBf16;
 
   Flops flops() const;   // 2 m n k batch
-  Bytes bytes() const;   // A and B read, C written once each: (mk + kn + mn) batch elements
+  Bytes bytes() const;   // A and B read, C written once each: (mk + kn + mn) batch elements (C in BF16 for FP8)
   bool operator==(const GemmShape&) const = default;
 };
 
@@ -34,12 +34,16 @@ struct AttentionShape {
   std::int64_t head_dim_qk = 0, head_dim_v = 0;
   bool causal = true;
   std::int64_t window = 0;  // sliding window in tokens; 0 = none
+  // A block of context-parallel ring attention whose load-balanced causal mask leaves exactly half of the
+  // q x kv pairs (Megatron-Core/Transformer Engine split the sequence into 2 cp chunks; see sim/lower/context_parallel.h).
+  bool half_block = false;
   bool backward = false;
   DType dtype = DType::kBf16;
 
   /// Model FLOPs with the full score matrix (PaLM / SC21 convention): forward 2 b h q kv (dqk + dv), backward 2x.
   Flops model_flops() const;
-  /// Fraction of the q x kv score matrix the mask keeps: (s+1)/(2s) for causal self-attention, less with a window.
+  /// Fraction of the q x kv score matrix the mask keeps: (s+1)/(2s) for causal self-attention, less with a window,
+  /// 1/2 for a half block.
   double kept_fraction() const;
   /// FLOPs the kernel performs: the kept part of the matrix, the backward at 2.5x the forward.
   Flops executed_flops() const;

@@ -39,6 +39,13 @@ std::vector<int> RankLayout::group_members(GroupKind kind, int rank) const {
         for (int x = 0; x < cp_; ++x) with([&](RankCoord& c) { c.dp = d, c.cp = x; });
       }
       break;
+    case GroupKind::kAmax:
+      for (int d = 0; d < dp_; ++d) {
+        for (int x = 0; x < cp_; ++x) {
+          for (int t = 0; t < tp_; ++t) with([&](RankCoord& c) { c.dp = d, c.cp = x, c.tp = t; });
+        }
+      }
+      break;
     case GroupKind::kEmbedding:
       with([&](RankCoord& c) { c.pp = 0; });
       if (pp_ > 1) with([&](RankCoord& c) { c.pp = pp_ - 1; });

@@ -33,6 +33,15 @@ const char* to_string(Schedule s) {
   return "?";
 }
 
+const char* to_string(CpCommType c) {
+  switch (c) {
+    case CpCommType::kP2p: return "p2p";
+    case CpCommType::kAllToAll: return "a2a";
+    case CpCommType::kAllGather: return "allgather";
+  }
+  return "?";
+}
+
 DType gemm_dtype(Precision p) {
   switch (p) {
     case Precision::kFp32: return DType::kFp32;

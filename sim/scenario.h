@@ -20,11 +20,15 @@ enum class Recompute { kNone, kSelective, kFull };
 enum class AttentionBackend { kFlash, kUnfused };
 enum class Schedule { k1F1B, kGPipe, kZbH1, kDualPipe };  // 1F1B is interleaved when vpp > 1
 enum class Optimizer { kAdam, kSgd };
+/// How context parallelism exchanges keys and values (Megatron-Core `--cp-comm-type`): ring attention, Ulysses
+/// all-to-all, or an all-gather of K and V (sim/lower/context_parallel.h).
+enum class CpCommType { kP2p, kAllToAll, kAllGather };
 
 const char* to_string(Precision p);
 const char* to_string(Recompute r);
 const char* to_string(AttentionBackend a);
 const char* to_string(Schedule s);
+const char* to_string(CpCommType c);
 /// The GEMM data type of a training precision (FP8 runs keep BF16 outside the FP8 GEMMs).
 DType gemm_dtype(Precision p);
 /// The data type of activations and of the model's parameters in memory.
@@ -36,6 +40,7 @@ struct ParallelPlan {
   bool sequence_parallel = false;
   int zero_stage = 0;  // DeepSpeed's term: 1 is Megatron's distributed optimizer, 3 is FSDP
   Schedule schedule = Schedule::k1F1B;
+  CpCommType cp_comm_type = CpCommType::kP2p;
   // Megatron overlap switches; on by default as the Megatron-Core training recipes set them (DESIGN.md).
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;

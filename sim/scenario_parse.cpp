@@ -70,6 +70,12 @@ ParallelPlan parse_parallel(const json& value) {
       {"1f1b", Schedule::k1F1B}, {"gpipe", Schedule::kGPipe},
       {"zb-h1", Schedule::kZbH1}, {"dualpipe", Schedule::kDualPipe}};
   p.schedule = parse_enum(in, "schedule", Schedule::k1F1B, kSchedules);
+  if (in.has("cp_comm_type") && in.optional_string("cp_comm_type").value_or("") == "a2a+p2p") {
+    throw Error::not_modelled("parallel.cp_comm_type", "a2a+p2p", "hierarchical context parallelism");
+  }
+  static constexpr std::pair<const char*, CpCommType> kCpCommTypes[] = {
+      {"p2p", CpCommType::kP2p}, {"a2a", CpCommType::kAllToAll}, {"allgather", CpCommType::kAllGather}};
+  p.cp_comm_type = parse_enum(in, "cp_comm_type", CpCommType::kP2p, kCpCommTypes);
   p.overlap_grad_reduce = in.bool_or("overlap_grad_reduce", true);
   p.overlap_param_gather = in.bool_or("overlap_param_gather", true);
   auto tp_overlap = in.optional_bool("tp_comm_overlap");

@@ -9,6 +9,7 @@
 #include "models/limits.h"
 #include "sim/pipeline_layout.h"
 #include "sim/scenario.h"
+#include "sim/lower/context_parallel.h"
 
 namespace orrery {
 
@@ -27,9 +28,7 @@ void reject_unmodelled(const Scenario& s) {
   }
   if (m.is_mla()) throw Error::not_modelled("model", m.name, "uses multi-head latent attention (MLA)");
   if (m.attention_sinks) throw Error::not_modelled("model", m.name, "uses attention sinks");
-  if (p.cp > 1) throw Error::not_modelled("parallel.cp", str(p.cp), "context parallelism (cp > 1)");
   if (p.ep > 1) throw Error::not_modelled("parallel.ep", str(p.ep), "expert parallelism (ep > 1)");
-  if (s.training.precision == Precision::kFp8) throw Error::not_modelled("training.precision", "fp8", "FP8 training");
   if (p.schedule == Schedule::kZbH1 || p.schedule == Schedule::kDualPipe) {
     throw Error::not_modelled("parallel.schedule", to_string(p.schedule), "zero-bubble schedules");
   }
@@ -88,6 +87,34 @@ void check_tensor_parallel(Scenario& s) {
   }
 }
 
+// Context parallelism as Megatron-Core and Transformer Engine accept it.
+void check_context_parallel(const Scenario& s) {
+  const ParallelPlan& p = s.parallel;
+  const TrainingSpec& t = s.training;
+  if (p.cp == 1) return;
+  require(t.attention_backend == AttentionBackend::kFlash, "training.attention_backend", to_string(t.attention_backend),
+          fmt::format("must be flash with cp ({}): context parallelism runs inside Transformer Engine's fused attention", p.cp));
+  require(t.seq_length % (2 * p.cp) == 0, "training.seq_length", str(t.seq_length),
+          fmt::format("must be divisible by 2 x cp ({}): the causal load balancing cuts each sequence into 2 cp chunks",
+                      2 * p.cp));
+  const ModelSpec& m = s.model;
+  if (p.cp_comm_type == CpCommType::kAllToAll) {
+    require((m.num_attention_heads / p.tp) % p.cp == 0, "model.num_attention_heads", str(m.num_attention_heads),
+            fmt::format("/ tp ({}) must be divisible by cp ({}) with cp_comm_type a2a (heads are scattered over CP)",
+                        p.tp, p.cp));
+    require((m.num_kv_heads / p.tp) % p.cp == 0, "model.num_key_value_heads", str(m.num_kv_heads),
+            fmt::format("/ tp ({}) must be divisible by cp ({}) with cp_comm_type a2a (heads are scattered over CP)",
+                        p.tp, p.cp));
+  }
+  if (p.cp_comm_type == CpCommType::kP2p) {
+    for (int layer = 0; layer < m.num_layers; ++layer) {
+      require(m.layer_window(layer) == 0, "parallel.cp_comm_type", "p2p",
+              "cannot run sliding-window attention (Transformer Engine's ring attention supports only full causal "
+              "masks); use a2a or allgather");
+    }
+  }
+}
+
 void check_pipeline(Scenario& s) {
   ParallelPlan& p = s.parallel;
   if (p.num_layers_per_virtual_pipeline_stage) {
@@ -124,8 +151,9 @@ void check_size(const Scenario& s) {
     require(scores <= 1e15, "training.attention_backend", "unfused",
             fmt::format("would materialise {:.3g} attention scores per layer; use flash at this sequence length", scores));
   }
-  // Tasks: about 48 per layer and step, two steps (forward, backward) per micro-batch and chunk.
-  const double tasks = 2.0 * s.num_microbatches() * (48.0 * s.model.num_layers + 40.0 * p.pp * p.vpp);
+  // Tasks: about 48 per layer and step (more under CP), two steps (forward, backward) per micro-batch and chunk.
+  const double per_layer = 48.0 + cp_extra_tasks_per_layer(p);
+  const double tasks = 2.0 * s.num_microbatches() * (per_layer * s.model.num_layers + 40.0 * p.pp * p.vpp);
   require(tasks <= static_cast<double>(limits::kTasks), "training.global_batch_size", std::to_string(t.global_batch_size),
           fmt::format("gives {} micro-batches per pipeline: about {:.3g} tasks to simulate, above the limit of {:.3g}",
                       s.num_microbatches(), tasks, static_cast<double>(limits::kTasks)));
@@ -159,6 +187,7 @@ void validate_scenario(Scenario& s) {
   reject_unmodelled(s);
   resolve_sizes(s);
   check_tensor_parallel(s);
+  check_context_parallel(s);
   check_pipeline(s);
   check_size(s);
   check_fabric(s);

@@ -62,6 +62,7 @@ const char* to_string(GroupKind kind) {
     case GroupKind::kDp: return "dp";
     case GroupKind::kEmbedding: return "embedding";
     case GroupKind::kModelParallel: return "model_parallel";
+    case GroupKind::kAmax: return "amax";
     case GroupKind::kPpForwardSend: return "pp_forward_send";
     case GroupKind::kPpForwardRecv: return "pp_forward_recv";
     case GroupKind::kPpBackwardSend: return "pp_backward_send";
@@ -97,7 +98,8 @@ std::size_t hash_op(const Op& op) {
     for (std::int64_t v : {g->m, g->n, g->k, g->batch, std::int64_t(g->dtype)}) mix(h, v);
   } else if (const auto* a = std::get_if<AttentionShape>(&op)) {
     for (std::int64_t v : {a->batch, a->heads, a->kv_heads, a->q_len, a->kv_len, a->head_dim_qk, a->head_dim_v,
-                           std::int64_t(a->causal), a->window, std::int64_t(a->backward), std::int64_t(a->dtype)}) {
+                           std::int64_t(a->causal), a->window, std::int64_t(a->half_block), std::int64_t(a->backward),
+                           std::int64_t(a->dtype)}) {
       mix(h, v);
     }
   } else if (const auto* e = std::get_if<ElementwiseShape>(&op)) {

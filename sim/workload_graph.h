@@ -50,12 +50,13 @@ enum class GroupKind : std::uint8_t {
   kDp,             // data-parallel gradients and parameters (dp x cp ranks)
   kEmbedding,      // first and last pipeline stage, for tied embeddings
   kModelParallel,  // all tp x pp ranks of one model replica (gradient norm)
+  kAmax,           // all tp x cp x dp ranks of one pipeline stage (FP8 amax reduction, Megatron's amax group)
   kPpForwardSend,
   kPpForwardRecv,
   kPpBackwardSend,
   kPpBackwardRecv,
 };
-inline constexpr int kNumGroupKinds = 11;
+inline constexpr int kNumGroupKinds = 12;
 
 enum class MemoryKind : std::uint8_t { kWeights, kGradients, kOptimizer, kActivations, kOther };
 inline constexpr int kNumMemoryKinds = 5;
@@ -139,6 +140,7 @@ class ProgramBuilder {
   const Task& task(TaskId id) const { return tasks_[static_cast<std::size_t>(id)]; }
   const Op& op_of(TaskId id) const { return ops_[static_cast<std::size_t>(task(id).op)]; }
   void set_static_memory(MemoryKind kind, Bytes bytes) { static_memory_[static_cast<std::size_t>(kind)] = bytes; }
+  void add_static_memory(MemoryKind kind, Bytes bytes) { static_memory_[static_cast<std::size_t>(kind)] += bytes; }
 
   /// Capacity hint for the number of tasks.
   void reserve(std::size_t tasks) { tasks_.reserve(tasks); }

@@ -93,7 +93,8 @@ TaskId EmbeddingHeadLowering::head_forward(TaskId input, std::vector<ParamUse>* 
   if (ctx_.plan.sequence_parallel && ctx_.tp > 1) {
     x = emit_.collective("lm_head", Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather, hidden_bytes_full_, {n});
   }
-  TaskId head = emit_.gemm("lm_head", GemmShape{T, v, h, 1, ctx_.gemm_dtype}, {x});
+  // Megatron-Core's output layer is a plain linear, not a Transformer Engine one: BF16 even in FP8 runs.
+  TaskId head = emit_.gemm("lm_head", GemmShape{T, v, h, 1, ctx_.act_dtype}, {x});
   emit_.save(head, hidden_bytes_sp_ + logits_bytes_);  // its input (sharded under SP) and the logits
   record(params, emit_, groups, "lm_head", head, true);
   // Vocabulary-parallel cross-entropy in fp32: max, exp and sum over the local shard with three small
@@ -117,7 +118,7 @@ TaskId EmbeddingHeadLowering::head_backward(TaskId after, std::vector<ParamUse>*
   TaskId g = emit_.elementwise("cross_entropy", softmax, logits_bytes_, {after});
   emit_.save(g, logits_bytes_);  // gradient of the logits, alive until the head's weight gradient
   emit_.release(g, softmax);
-  TaskId d = emit_.gemm("lm_head", GemmShape{T, h, v, 1, ctx_.gemm_dtype}, {g});
+  TaskId d = emit_.gemm("lm_head", GemmShape{T, h, v, 1, ctx_.act_dtype}, {g});
   const bool sp = ctx_.plan.sequence_parallel && ctx_.tp > 1;
   TaskId grad_input = d;
   if (ctx_.tp > 1) {
@@ -130,7 +131,7 @@ TaskId EmbeddingHeadLowering::head_backward(TaskId after, std::vector<ParamUse>*
     emit_.save(regather, hidden_bytes_full_);
   }
   emit_.set_phase(Phase::kBackwardWeight);
-  TaskId w = emit_.gemm("lm_head", GemmShape{v, h, T, 1, ctx_.gemm_dtype}, {regather});
+  TaskId w = emit_.gemm("lm_head", GemmShape{v, h, T, 1, ctx_.act_dtype}, {regather});
   emit_.set_phase(Phase::kBackwardInput);
   emit_.release(w, logits_bytes_ + hidden_bytes_sp_ + (sp ? hidden_bytes_full_ : 0));
   record(params, emit_, groups, "lm_head", w, false);

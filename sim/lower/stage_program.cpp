@@ -5,7 +5,9 @@
 
 #include "sim/lower/context.h"
 #include "sim/lower/data_parallel.h"
+#include "sim/lower/context_parallel.h"
 #include "sim/lower/embedding_head.h"
+#include "sim/lower/fp8.h"
 #include "sim/lower/sharded_params.h"
 #include "sim/lower/transformer_layer.h"
 #include "sim/lowering.h"
@@ -39,7 +41,8 @@ class StageLowering {
     const auto steps = pipeline_steps(ctx_.plan.schedule, ctx_.plan.pp, ctx_.plan.vpp, stage_, ctx_.microbatches);
     int most_layers = 0;
     for (int c = 0; c < ctx_.layout.vpp; ++c) most_layers = std::max(most_layers, ctx_.layout.layers_in(stage_, c));
-    builder_.reserve(steps.size() * static_cast<std::size_t>(most_layers * kTasksPerLayerStep + 32) + 256);
+    const int per_layer = kTasksPerLayerStep + cp_extra_tasks_per_layer(ctx_.plan);
+    builder_.reserve(steps.size() * static_cast<std::size_t>(most_layers * per_layer + 32) + 256);
     // The first forward and the last backward of each chunk carry the data-parallel dependencies.
     std::map<int, std::size_t> first_forward, last_backward;
     for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -66,6 +69,7 @@ class StageLowering {
     wait_for_transfers({});
     dp_.emit_epilogue(emit_, first_uses_, grad_ready_, builder_.last_on(Stream::kCompute));
     dp_.set_static_memory(builder_, other_memory(memory));
+    builder_.add_static_memory(MemoryKind::kWeights, fp8_weight_cache_bytes(ctx_, stage_));
     return builder_.finish();
   }
 
@@ -147,6 +151,7 @@ class StageLowering {
       });
     }
     emit_.at(step.microbatch, step.chunk, -1, Phase::kForward);
+    emit_fp8_amax_update(emit_, layers_in(units), false, builder_.last_on(Stream::kCompute));
     if (!is_last(step.chunk)) send("activation", Stream::kPpSendNext, GroupKind::kPpForwardSend, x);
   }
 
@@ -165,8 +170,13 @@ class StageLowering {
       });
     }
     emit_.at(step.microbatch, step.chunk, -1, Phase::kBackwardInput);
+    emit_fp8_amax_update(emit_, layers_in(units), true, builder_.last_on(Stream::kCompute));
     if (!ctx_.layout.holds_embedding(stage_, step.chunk)) send("gradient", Stream::kPpSendPrev, GroupKind::kPpBackwardSend, g);
     if (params) dp_.after_backward_step(emit_, step.chunk, *params);
+  }
+
+  static int layers_in(const std::vector<ParamUnit>& units) {
+    return static_cast<int>(std::count_if(units.begin(), units.end(), [](const ParamUnit& u) { return u.layer >= 0; }));
   }
 
   // Workspace, NCCL buffers for each communicator this rank belongs to, and the framework's fixed overhead.

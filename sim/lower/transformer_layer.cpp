@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/lower/context_parallel.h"
+#include "sim/lower/fp8.h"
 #include "sim/lower/param_groups.h"
 
 namespace orrery {
@@ -33,6 +35,21 @@ TransformerLayerLowering::TransformerLayerLowering(Emitter& emit, int layer)
   dropout_hidden_ = m.hidden_dropout > 0.0;
 }
 
+AttentionShape TransformerLayerLowering::local_attention(bool backward) const {
+  const ModelSpec& m = ctx_.model;
+  AttentionShape a;
+  a.batch = ctx_.batch;
+  a.heads = m.num_attention_heads / ctx_.tp;
+  a.kv_heads = m.num_kv_heads / ctx_.tp;
+  a.q_len = a.kv_len = ctx_.seq;
+  a.head_dim_qk = a.head_dim_v = m.head_dim;
+  a.causal = true;
+  a.window = m.layer_window(layer_);
+  a.backward = backward;
+  a.dtype = ctx_.act_dtype;
+  return a;
+}
+
 GemmShape TransformerLayerLowering::linear(std::int64_t m, std::int64_t n, std::int64_t k) const {
   return GemmShape{m, n, k, 1, ctx_.gemm_dtype};
 }
@@ -55,11 +72,11 @@ Bytes TransformerLayerLowering::norm_saved() const { return ctx_.tokens_sp * ctx
 
 Bytes TransformerLayerLowering::column_saved() const {
   // With sequence parallelism Megatron keeps the sharded input and all-gathers it again in the backward pass.
-  return ctx_.tokens_sp * ctx_.model.hidden_size * ctx_.act_bytes;
+  return ctx_.tokens_sp * ctx_.model.hidden_size * linear_input_bytes(ctx_);
 }
 
 Bytes TransformerLayerLowering::row_saved(std::int64_t in_features) const {
-  return ctx_.tokens * (in_features / ctx_.tp) * ctx_.act_bytes;
+  return ctx_.tokens * (in_features / ctx_.tp) * linear_input_bytes(ctx_);
 }
 
 Bytes TransformerLayerLowering::core_inputs_saved() const {
@@ -108,7 +125,9 @@ TaskId TransformerLayerLowering::norm_fwd(const char* label, TaskId input, bool 
 
 TaskId TransformerLayerLowering::column_fwd(const char* label, TaskId input, std::int64_t out_features, bool save) {
   const std::int64_t T = ctx_.tokens, h = ctx_.model.hidden_size, n = out_features / ctx_.tp;
-  const Bytes full = T * h * ctx_.act_bytes;
+  // With FP8 the norm before this linear writes its output in FP8 (TE's LayerNormLinear), which is gathered.
+  const Bytes full = T * h * linear_input_bytes(ctx_);
+  input = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(groups_, label), input);
   TaskId first = -1, out = -1;
   if (ctx_.plan.sequence_parallel && ctx_.tp > 1) {
     TaskId gather = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather, full, {input});
@@ -130,6 +149,8 @@ TaskId TransformerLayerLowering::column_fwd(const char* label, TaskId input, std
 TaskId TransformerLayerLowering::row_fwd(const char* label, TaskId input, std::int64_t in_features, bool save) {
   const std::int64_t T = ctx_.tokens, h = ctx_.model.hidden_size, k = in_features / ctx_.tp;
   const Bytes full = T * h * ctx_.act_bytes;
+  input = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(groups_, label), input);
+  if (uses_fp8(ctx_)) input = emit_fp8_cast(emit_, "fp8_cast", T * k, input);
   TaskId first = -1, out = -1;
   if (ctx_.tp > 1 && ctx_.plan.tp_overlap_active()) {
     // Pipelined GEMM + reduce-scatter: the scatter starts once the first chunk of output exists.
@@ -153,9 +174,13 @@ TaskId TransformerLayerLowering::core_fwd(TaskId input, bool save_inputs, bool s
   const std::int64_t heads = m.num_attention_heads / ctx_.tp, s = ctx_.seq, d = m.head_dim;
   TaskId first = -1, last = -1;
   if (ctx_.training.attention_backend == AttentionBackend::kFlash) {
-    AttentionShape a{ctx_.batch, heads, m.num_kv_heads / ctx_.tp, s, s, d, d, true, m.layer_window(layer_), false,
-                     ctx_.act_dtype};
-    first = last = emit_.attention("attention", a, {input});
+    const AttentionShape a = local_attention(false);
+    if (ctx_.plan.cp > 1) {
+      first = builder_next();
+      last = emit_cp_attention_forward(emit_, a, input);
+    } else {
+      first = last = emit_.attention("attention", a, {input});
+    }
   } else {
     // Unfused attention as Megatron ran it before fused kernels: batched QK^T, fused scale-mask-softmax,
     // dropout, batched probabilities x V. The score-sized tensors live in HBM.
@@ -224,12 +249,14 @@ TaskId TransformerLayerLowering::norm_bwd(const char* label, TaskId grad) {
 TaskId TransformerLayerLowering::column_bwd(const char* label, TaskId grad, std::int64_t out_features, TaskId* wgrad) {
   const std::int64_t T = ctx_.tokens, h = ctx_.model.hidden_size, n = out_features / ctx_.tp;
   const Bytes full = T * h * ctx_.act_bytes;
+  const Bytes input_full = T * h * linear_input_bytes(ctx_);
   const bool sp = ctx_.plan.sequence_parallel && ctx_.tp > 1;
+  if (uses_fp8(ctx_)) grad = emit_fp8_cast(emit_, "fp8_cast", T * n, grad);
   TaskId regather = -1;
   if (sp) {
     // Korthikanti et al. Section 4.2.2: the sharded input is all-gathered again for the weight gradient.
-    regather = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather, full, {grad});
-    emit_.save(regather, full);
+    regather = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather, input_full, {grad});
+    emit_.save(regather, input_full);
   }
   TaskId grad_input = -1;
   if (sp && ctx_.plan.tp_overlap_active()) {
@@ -250,7 +277,7 @@ TaskId TransformerLayerLowering::column_bwd(const char* label, TaskId grad, std:
     PhaseScope scope(emit_, Phase::kBackwardWeight);
     w = emit_.gemm(label, linear(n, h, T), {regather});
   }
-  emit_.release(w, column_saved() + (sp ? full : 0));
+  emit_.release(w, column_saved() + (sp ? input_full : 0));
   *wgrad = w;
   return grad_input;
 }
@@ -263,6 +290,7 @@ TaskId TransformerLayerLowering::row_bwd(const char* label, TaskId grad, std::in
   if (sp) {
     gather = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather, full, {grad});
     emit_.save(gather, full);
+    if (uses_fp8(ctx_)) gather = emit_fp8_cast(emit_, "fp8_cast", T * h, gather);
     if (ctx_.plan.tp_overlap_active()) {
       emit_.gemm(label, linear(T - T / ctx_.tp, k, h), {grad});
       dgrad = emit_.gemm(label, linear(T / ctx_.tp, k, h), {gather});
@@ -270,6 +298,7 @@ TaskId TransformerLayerLowering::row_bwd(const char* label, TaskId grad, std::in
       dgrad = emit_.gemm(label, linear(T, k, h), {gather});
     }
   } else {
+    if (uses_fp8(ctx_)) grad = emit_fp8_cast(emit_, "fp8_cast", T * h, grad);
     dgrad = emit_.gemm(label, linear(T, k, h), {grad});
   }
   TaskId w = -1;
@@ -287,9 +316,8 @@ TaskId TransformerLayerLowering::core_bwd(TaskId grad) {
   const std::int64_t heads = m.num_attention_heads / ctx_.tp, s = ctx_.seq, d = m.head_dim;
   TaskId last = -1;
   if (ctx_.training.attention_backend == AttentionBackend::kFlash) {
-    AttentionShape a{ctx_.batch, heads, m.num_kv_heads / ctx_.tp, s, s, d, d, true, m.layer_window(layer_), true,
-                     ctx_.act_dtype};
-    last = emit_.attention("attention", a, {grad});
+    const AttentionShape a = local_attention(true);
+    last = ctx_.plan.cp > 1 ? emit_cp_attention_backward(emit_, a, grad) : emit_.attention("attention", a, {grad});
   } else {
     const std::int64_t bh = ctx_.batch * heads;
     const Bytes scores = bh * s * s * ctx_.act_bytes;

@@ -63,6 +63,10 @@ class TransformerLayerLowering {
   Bytes activation_saved() const;
 
   GemmShape linear(std::int64_t m, std::int64_t n, std::int64_t k) const;
+  /// The flash attention of this rank's own tokens (q = kv = s / cp, TP-local heads).
+  AttentionShape local_attention(bool backward) const;
+  /// The id the next emitted task will get.
+  TaskId builder_next() const { return emit_.builder().last() + 1; }
   void record(std::vector<ParamUse>* params, const char* name, TaskId task, bool forward) const;
 
   Emitter& emit_;

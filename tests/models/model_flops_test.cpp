@@ -28,12 +28,14 @@ TEST_CASE("Llama-3-8B FLOPs per token are 6 N plus attention (Chinchilla-style c
 }
 
 TEST_CASE("causal masks keep (s+1)/(2s) of the score matrix", "[models][ops]") {
-  AttentionShape a{1, 8, 8, 4096, 4096, 128, 128, true, 0, false, DType::kBf16};
+  AttentionShape a{.batch = 1, .heads = 8, .kv_heads = 8, .q_len = 4096, .kv_len = 4096, .head_dim_qk = 128,
+                   .head_dim_v = 128};
   CHECK(a.kept_fraction() == Approx(4097.0 / 8192.0));
   a.causal = false;
   CHECK(a.kept_fraction() == 1.0);
   // A sliding window of w: the first w queries see 1..w keys, the rest w each.
-  AttentionShape w{1, 8, 8, 1000, 1000, 64, 64, true, 100, false, DType::kBf16};
+  AttentionShape w{.batch = 1, .heads = 8, .kv_heads = 8, .q_len = 1000, .kv_len = 1000, .head_dim_qk = 64,
+                   .head_dim_v = 64, .causal = true, .window = 100};
   CHECK(w.kept_fraction() == Approx((99.0 * 100.0 / 2 + 901.0 * 100.0) / 1e6));
   // FlashAttention-2: the backward pass executes 2.5x the forward FLOPs; model FLOPs count it as 2x.
   AttentionShape b = a;

@@ -22,10 +22,7 @@ double mape(const std::vector<FitRecord>& records, const std::vector<double>& pr
 }
 
 void print_params(const CostParams& p) {
-  fmt::print("  gemm_peak_fraction {:.4f}\n  gemm_k_half        {:.1f}\n  gemm_wave_tail     {:.4f}\n"
-             "  hbm_efficiency     {:.4f}\n  kernel_overhead_us {:.2f}\n  overlap_slowdown   {:.4f}\n",
-             p.compute.gemm_peak_fraction, p.compute.gemm_k_half, p.compute.gemm_wave_tail, p.compute.hbm_efficiency,
-             to_us(p.compute.kernel_overhead), p.compute.overlap_slowdown);
+  for (const ComputeKnob& k : fitted_compute_knobs()) fmt::print("  {:<22} {:.4f}\n", k.name, k.get(p.compute));
 }
 
 }  // namespace
@@ -62,11 +59,8 @@ int fit_records(const std::vector<std::string>& paths, const std::vector<std::st
         "scenarios/validation{}{}",
         records.size(), excluded.empty() ? "" : " without " + excluded,
         skip.empty() ? "" : " (records named with: " + fmt::format("{}", fmt::join(skip, ", ")) + " left out)");
-    std::vector<std::pair<std::string, double>> values = {
-        {"gemm_peak_fraction", fitted.compute.gemm_peak_fraction}, {"gemm_k_half", fitted.compute.gemm_k_half},
-        {"gemm_wave_tail", fitted.compute.gemm_wave_tail}, {"hbm_efficiency", fitted.compute.hbm_efficiency},
-        {"kernel_overhead_us", to_us(fitted.compute.kernel_overhead)},
-        {"overlap_slowdown", fitted.compute.overlap_slowdown}};
+    std::vector<std::pair<std::string, double>> values;
+    for (const ComputeKnob& k : fitted_compute_knobs()) values.emplace_back(k.name, k.get(fitted.compute));
     std::string command = "orrery fit records";
     for (const std::string& p : paths) command += " " + p;
     for (const std::string& e : exclude) command += " --exclude-prefix " + e;
@@ -92,8 +86,9 @@ int leave_one_source_out(const std::vector<std::string>& paths, const std::vecto
     const double m = mape(test, predicted);
     total += m * static_cast<double>(test.size());
     count += static_cast<int>(test.size());
-    fmt::print("  {:<20} held out: MAPE {:5.1f}% over {} records (gemm_peak_fraction {:.3f}, hbm_efficiency {:.3f})\n",
-               prefix, m, test.size(), fitted.compute.gemm_peak_fraction, fitted.compute.hbm_efficiency);
+    fmt::print("  {:<20} held out: MAPE {:5.1f}% over {} records (gemm_peak_fraction {:.3f}, fp8 {:.3f}, hbm_efficiency "
+               "{:.3f})\n", prefix, m, test.size(), fitted.compute.gemm_peak_fraction,
+               fitted.compute.gemm_fp8_peak_fraction, fitted.compute.hbm_efficiency);
     std::fflush(stdout);
   }
   fmt::print("  overall held-out MAPE {:.1f}% over {} records\n", count ? total / count : 0.0, count);

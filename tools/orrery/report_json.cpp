@@ -57,6 +57,7 @@ json report_json(const Prediction& p) {
                  {"pp", pl.pp},
                  {"dp", pl.dp},
                  {"cp", pl.cp},
+                 {"cp_comm_type", to_string(pl.cp_comm_type)},
                  {"ep", pl.ep},
                  {"vpp", pl.vpp},
                  {"sequence_parallel", pl.sequence_parallel},

@@ -30,6 +30,7 @@ void ScenarioFlags::add_to(CLI::App& app) {
   app.add_option("--pp,--pipeline-model-parallel-size", pp, "pipeline-parallel size")->check(kNotEmpty);
   app.add_option("--dp,--data-parallel-size", dp, "data-parallel size (default: derived from --num-gpus)")->check(kNotEmpty);
   app.add_option("--cp,--context-parallel-size", cp, "context-parallel size")->check(kNotEmpty);
+  app.add_option("--cp-comm-type", cp_comm_type, "context-parallel exchange: p2p (ring), a2a or allgather")->check(kNotEmpty);
   app.add_option("--ep,--expert-model-parallel-size", ep, "expert-parallel size")->check(kNotEmpty);
   app.add_option("--etp,--expert-tensor-parallel-size", etp, "expert tensor-parallel size")->check(kNotEmpty);
   app.add_option("--vpp,--virtual-pipeline-model-parallel-size", vpp, "virtual pipeline stages per pipeline rank")->check(kNotEmpty);
@@ -96,6 +97,7 @@ void ScenarioFlags::apply(json& doc) const {
   set(doc, "parallel", "pp", pp, "pipeline_model_parallel_size");
   set(doc, "parallel", "dp", dp, "data_parallel_size");
   set(doc, "parallel", "cp", cp, "context_parallel_size");
+  set(doc, "parallel", "cp_comm_type", cp_comm_type);
   set(doc, "parallel", "ep", ep, "expert_model_parallel_size");
   set(doc, "parallel", "etp", etp, "expert_tensor_parallel_size");
   set(doc, "parallel", "vpp", vpp, "virtual_pipeline_model_parallel_size");
@@ -135,7 +137,7 @@ bool ScenarioFlags::any() const {
   return !model.empty() || !cluster.empty() || num_gpus || tp || pp || dp || cp || ep || etp || vpp ||
          layers_per_virtual_stage || zero_stage || decoder_first || decoder_last || sequence_parallel ||
          distributed_optimizer || overlap_grad_reduce || overlap_param_gather || tp_comm_overlap || overlap_p2p_comm ||
-         account_for_embedding || account_for_loss || schedule || precision || recompute || attention_backend ||
+         account_for_embedding || account_for_loss || schedule || cp_comm_type || precision || recompute || attention_backend ||
          seq_length || micro_batch_size || global_batch_size || bf16 || fp16 || recompute_activations;
 }
 

@@ -1,0 +1,140 @@
+#include "sim/lower/context_parallel.h"
+
+namespace orrery {
+
+namespace {
+
+struct Sizes {
+  Bytes q = 0, kv = 0, o = 0;  // the rank's local Q, K and V together, and O, in the activation precision
+  Bytes o_fp32 = 0;            // O accumulated in fp32 across ring steps
+};
+
+Sizes sizes(const AttentionShape& a) {
+  const Bytes e = dtype_bytes(a.dtype);
+  Sizes s;
+  s.q = a.batch * a.q_len * a.heads * a.head_dim_qk * e;
+  s.kv = a.batch * a.kv_len * a.kv_heads * (a.head_dim_qk + a.head_dim_v) * e;
+  s.o = a.batch * a.q_len * a.heads * a.head_dim_v * e;
+  s.o_fp32 = s.o / e * 4;
+  return s;
+}
+
+// A ring step's block: the local queries against another rank's keys and values, half of it unmasked.
+AttentionShape half_block(const AttentionShape& local) {
+  AttentionShape a = local;
+  a.causal = false;
+  a.window = 0;
+  a.half_block = true;
+  return a;
+}
+
+TaskId ring_forward(Emitter& emit, const AttentionShape& local, TaskId qkv) {
+  const int cp = emit.ctx().plan.cp;
+  const Sizes z = sizes(local);
+  TaskId out = emit.attention("attention", local, {qkv});
+  TaskId block = qkv;  // the key/value block this rank passes on next
+  for (int step = 1; step < cp; ++step) {
+    block = emit.collective("cp_kv", Stream::kCp, GroupKind::kCp, CollectiveKind::kSendRecv, z.kv, {block});
+    out = emit.attention("attention", half_block(local), {block});
+    // TE rescales the running output with each block's log-sum-exp (flash_attn_fwd_out_correction).
+    out = emit.elementwise("cp_out_correction", z.o + z.o_fp32, z.o_fp32, {out});
+  }
+  return out;
+}
+
+TaskId ring_backward(Emitter& emit, const AttentionShape& local, TaskId grad) {
+  const int cp = emit.ctx().plan.cp;
+  const Sizes z = sizes(local);
+  AttentionShape diagonal = local;
+  diagonal.backward = true;
+  AttentionShape half = half_block(local);
+  half.backward = true;
+  TaskId computed = emit.attention("attention", diagonal, {grad});
+  TaskId block = grad;
+  for (int step = 1; step < cp; ++step) {
+    // The key/value block travels on with the dK/dV accumulated for it so far.
+    block = emit.collective("cp_kv_dkv", Stream::kCp, GroupKind::kCp, CollectiveKind::kSendRecv, 2 * z.kv,
+                            {block, computed});
+    computed = emit.attention("attention", half, {block});
+  }
+  // The last dK/dV go home to the rank that owns those tokens.
+  return emit.collective("cp_dkv", Stream::kCp, GroupKind::kCp, CollectiveKind::kSendRecv, z.kv, {computed});
+}
+
+// Ulysses: the attention of whole sequences with heads / cp of them on each rank.
+AttentionShape whole_sequences(const AttentionShape& local, int cp) {
+  AttentionShape a = local;
+  a.heads /= cp;
+  a.kv_heads /= cp;
+  a.q_len *= cp;
+  a.kv_len *= cp;
+  return a;
+}
+
+TaskId a2a_forward(Emitter& emit, const AttentionShape& local, TaskId qkv) {
+  const int cp = emit.ctx().plan.cp;
+  const Sizes z = sizes(local);
+  TaskId in = emit.collective("cp_a2a", Stream::kCp, GroupKind::kCp, CollectiveKind::kAllToAll, z.q + z.kv, {qkv});
+  TaskId a = emit.attention("attention", whole_sequences(local, cp), {in});
+  return emit.collective("cp_a2a", Stream::kCp, GroupKind::kCp, CollectiveKind::kAllToAll, z.o, {a});
+}
+
+TaskId a2a_backward(Emitter& emit, const AttentionShape& local, TaskId grad) {
+  const int cp = emit.ctx().plan.cp;
+  const Sizes z = sizes(local);
+  AttentionShape whole = whole_sequences(local, cp);
+  whole.backward = true;
+  TaskId in = emit.collective("cp_a2a", Stream::kCp, GroupKind::kCp, CollectiveKind::kAllToAll, z.o, {grad});
+  TaskId a = emit.attention("attention", whole, {in});
+  return emit.collective("cp_a2a", Stream::kCp, GroupKind::kCp, CollectiveKind::kAllToAll, z.q + z.kv, {a});
+}
+
+// All-gather: local queries against the whole sequence's keys; the load-balanced causal mask keeps half of it.
+AttentionShape against_all_keys(const AttentionShape& local, int cp) {
+  AttentionShape a = half_block(local);
+  a.kv_len *= cp;
+  return a;
+}
+
+TaskId allgather_forward(Emitter& emit, const AttentionShape& local, TaskId qkv) {
+  const int cp = emit.ctx().plan.cp;
+  const Sizes z = sizes(local);
+  TaskId kv = emit.collective("cp_allgather", Stream::kCp, GroupKind::kCp, CollectiveKind::kAllGather, z.kv * cp, {qkv});
+  return emit.attention("attention", against_all_keys(local, cp), {kv});
+}
+
+TaskId allgather_backward(Emitter& emit, const AttentionShape& local, TaskId grad) {
+  const int cp = emit.ctx().plan.cp;
+  const Sizes z = sizes(local);
+  AttentionShape a = against_all_keys(local, cp);
+  a.backward = true;
+  // TE gathers K and V again rather than keeping the whole sequence's from the forward pass.
+  TaskId kv = emit.collective("cp_allgather", Stream::kCp, GroupKind::kCp, CollectiveKind::kAllGather, z.kv * cp, {grad});
+  TaskId d = emit.attention("attention", a, {kv});
+  return emit.collective("cp_reduce_scatter", Stream::kCp, GroupKind::kCp, CollectiveKind::kReduceScatter,
+                         z.kv * cp, {d});
+}
+
+}  // namespace
+
+TaskId emit_cp_attention_forward(Emitter& emit, const AttentionShape& local, TaskId qkv) {
+  switch (emit.ctx().plan.cp_comm_type) {
+    case CpCommType::kP2p: return ring_forward(emit, local, qkv);
+    case CpCommType::kAllToAll: return a2a_forward(emit, local, qkv);
+    case CpCommType::kAllGather: return allgather_forward(emit, local, qkv);
+  }
+  return qkv;
+}
+
+TaskId emit_cp_attention_backward(Emitter& emit, const AttentionShape& local, TaskId grad) {
+  switch (emit.ctx().plan.cp_comm_type) {
+    case CpCommType::kP2p: return ring_backward(emit, local, grad);
+    case CpCommType::kAllToAll: return a2a_backward(emit, local, grad);
+    case CpCommType::kAllGather: return allgather_backward(emit, local, grad);
+  }
+  return grad;
+}
+
+int cp_extra_tasks_per_layer(const ParallelPlan& plan) { return plan.cp > 1 ? 3 * plan.cp + 2 : 0; }
+
+}  // namespace orrery

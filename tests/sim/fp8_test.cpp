@@ -1,0 +1,98 @@
+// FP8 training: the FP8 peak prices only the transformer layers' linears, every other kernel stays in BF16, and
+// the FP8 bookkeeping (casts, weight cache, amax reduction) is there with the sizes Transformer Engine gives it.
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "hardware/compute_cost.h"
+#include "models/param_count.h"
+#include "test_support.h"
+
+using namespace orrery;
+
+namespace {
+
+Scenario llama(const char* precision, int tp = 1, int dp = 1) {
+  return test::scenario(std::string(R"({"model": {"preset": "llama3-8b", "num_hidden_layers": 2},
+      "cluster": {"preset": "dgx-h100", "num_gpus": )") + std::to_string(tp * dp) + R"(},
+      "parallel": {"tp": )" + std::to_string(tp) + R"(, "sequence_parallel": )" + (tp > 1 ? "true" : "false") + R"(},
+      "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": )" + std::to_string(2 * dp) +
+                        R"(, "precision": ")" + precision + R"("}})");
+}
+
+}  // namespace
+
+TEST_CASE("FP8 prices only the layers' linears at the FP8 peak", "[sim][fp8]") {
+  const WorkloadGraph g = test::lowered(llama("fp8"));
+  const Program& p = g.programs[0];
+  std::set<std::string> fp8_labels, bf16_gemm_labels;
+  for (const Task& t : p.tasks) {
+    const Op& op = p.ops[static_cast<std::size_t>(t.op)];
+    if (const auto* gemm = std::get_if<GemmShape>(&op)) {
+      (gemm->dtype == DType::kFp8 ? fp8_labels : bf16_gemm_labels).insert(t.label);
+    }
+    if (const auto* a = std::get_if<AttentionShape>(&op)) CHECK(a->dtype == DType::kBf16);
+  }
+  CHECK(fp8_labels == std::set<std::string>{"qkv", "attention_proj", "mlp_up", "mlp_down"});
+  CHECK(bf16_gemm_labels == std::set<std::string>{"lm_head"});
+
+  // A large GEMM in FP8 runs at the FP8 peak times its own fitted fraction.
+  const CostParams params = default_cost_params();
+  const Scenario s = llama("fp8");
+  RooflineComputeModel model(s.cluster.gpu, params.compute);
+  const GemmShape bf16{16384, 16384, 16384, 1, DType::kBf16};
+  GemmShape fp8 = bf16;
+  fp8.dtype = DType::kFp8;
+  const double ratio = (s.cluster.gpu.peak_fp8 * params.compute.gemm_fp8_peak_fraction) /
+                       (s.cluster.gpu.peak_bf16 * params.compute.gemm_peak_fraction);
+  CHECK(model.gemm(bf16) - params.compute.kernel_overhead ==
+        Approx(ratio * (model.gemm(fp8) - params.compute.kernel_overhead)).epsilon(1e-9));
+}
+
+TEST_CASE("FP8 casts, weight cache and amax reduction have Transformer Engine's sizes", "[sim][fp8]") {
+  const Scenario s = llama("fp8", 1, 2);
+  const WorkloadGraph g = test::lowered(s);
+  const Program& p = g.programs[0];
+  const double T = 4096, h = 4096, ffn = 14336, heads_dim = 32 * 128;
+  double cast_read = 0, weight_cast_read = 0;
+  int amax = 0;
+  for (const Task& t : p.tasks) {
+    const Op& op = p.ops[static_cast<std::size_t>(t.op)];
+    const std::string label = t.label;
+    if (const auto* e = std::get_if<ElementwiseShape>(&op)) {
+      if (label == "fp8_cast" && t.microbatch == 0 && t.layer == 0) cast_read += static_cast<double>(e->bytes_read);
+      if (label == "fp8_weight_cast") weight_cast_read += static_cast<double>(e->bytes_read);
+    }
+    if (label == "fp8_amax") ++amax;
+  }
+  // Layer 0, micro-batch 0: forward casts of the projection's and the down projection's inputs; backward casts
+  // of the four output gradients (QKV 6144 wide, projection h, up/gate 2 x ffn, down h). 2 bytes read per element.
+  const double forward = T * heads_dim + T * ffn;
+  const double backward = T * (48 * 128) + T * h + T * 2 * ffn + T * h;
+  CHECK(cast_read == Approx(2 * (forward + backward)));
+  // Weights are cast once per iteration (two micro-batches here): every linear weight element, read as bf16.
+  const double linear_weights = 2 * (h * (48 * 128) + heads_dim * h + h * 2 * ffn + ffn * h);
+  CHECK(weight_cast_read == Approx(2 * linear_weights));
+  // The cache of FP8 weights and their transposes (2 bytes per element) sits in the weights memory.
+  const WorkloadGraph bf16 = test::lowered(llama("bf16", 1, 2));
+  CHECK(p.static_memory[0] - bf16.programs[0].static_memory[0] == Approx(2 * linear_weights));
+  // One amax all-reduce at the end of each forward and each backward of the chunk, per micro-batch.
+  CHECK(amax == 2 * 2);
+}
+
+TEST_CASE("FP8 linears save their inputs in one byte", "[sim][fp8][memory]") {
+  // Korthikanti et al.'s per-layer activations: the linears' inputs (QKV and up/gate read the norm output, h wide;
+  // the projections read 32 x 128 and ffn) drop from 2 bytes to 1.
+  const Prediction bf16 = predict(llama("bf16"));
+  const Prediction fp8 = predict(llama("fp8"));
+  const double T = 4096, h = 4096, ffn = 14336;
+  const double saved_less_per_layer = T * (h + 32 * 128 + h + ffn);
+  CHECK(bf16.report.per_stage[0].activations - fp8.report.per_stage[0].activations ==
+        Approx(2 * saved_less_per_layer).epsilon(0.01));
+}
+
+TEST_CASE("FP8 needs a GPU with an FP8 tensor path", "[sim][fp8][errors]") {
+  CHECK_THAT(test::scenario_error(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-a100-80gb", "num_gpus": 8},
+      "training": {"seq_length": 4096, "global_batch_size": 8, "precision": "fp8"}})"),
+             Catch::Contains("training.precision (fp8) is not supported by the GPU"));
+}
