@@ -17,25 +17,29 @@ Seconds RooflineComputeModel::gemm_compute_time(const GemmShape& s) const {
   const double peak = gpu_.peak_for(s.dtype);
   const double sms = static_cast<double>(gpu_.sm_count);
   const double k = static_cast<double>(s.k);
+  // Separate kernels per group: each is its own set of waves.
+  const std::int64_t per_kernel = s.grouped ? 1 : s.batch;
+  const double kernels = s.grouped ? static_cast<double>(s.batch) : 1.0;
   const double k_factor = k / (k + params_.gemm_k_half);
   const double fraction = s.dtype == DType::kFp8 ? params_.gemm_fp8_peak_fraction : params_.gemm_peak_fraction;
   Seconds best = std::numeric_limits<double>::infinity();
   for (const GemmTile& tile : params_.gemm_tiles) {
     // The GEMM runs as ceil(CTAs / SMs) waves; each wave costs one tile's FLOPs at one SM's share of the peak.
-    const std::int64_t ctas = ((s.m + tile.m - 1) / tile.m) * ((s.n + tile.n - 1) / tile.n) * s.batch;
+    const std::int64_t ctas = ((s.m + tile.m - 1) / tile.m) * ((s.n + tile.n - 1) / tile.n) * per_kernel;
     // A partial last wave costs a full one under plain tiling; split-K and stream-K kernels recover part of it.
     const double ideal = static_cast<double>(ctas) / sms;
     const double waves = ideal + params_.gemm_wave_tail * (std::ceil(ideal) - ideal);
     const double tile_flops = 2.0 * tile.m * tile.n * k;
     const double sm_rate = peak / sms * fraction * tile.relative_efficiency * k_factor;
-    best = std::min(best, waves * tile_flops / sm_rate);
+    best = std::min(best, kernels * waves * tile_flops / sm_rate);
   }
   return best;
 }
 
 Seconds RooflineComputeModel::gemm(const GemmShape& s) const {
   if (s.m <= 0 || s.n <= 0 || s.k <= 0 || s.batch <= 0) return 0.0;
-  return std::max(gemm_compute_time(s), memory_time(s.bytes())) + params_.kernel_overhead;
+  const double kernels = s.grouped ? static_cast<double>(s.batch) : 1.0;
+  return std::max(gemm_compute_time(s), memory_time(s.bytes())) + kernels * params_.kernel_overhead;
 }
 
 Seconds RooflineComputeModel::attention(const AttentionShape& s) const {

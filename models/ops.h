@@ -19,6 +19,10 @@ const char* to_string(DType dtype);
 struct GemmShape {
   std::int64_t m = 0, n = 0, k = 0, batch = 1;
   DType dtype = DType::kBf16;
+  /// false: one strided-batched kernel over `batch` (attention scores). true: `batch` separate GEMM kernels, one
+  /// per local expert, as Transformer Engine's GroupedLinear issues them (a loop of cuBLASLt calls), so each pays
+  /// its own launch and its own last partial wave.
+  bool grouped = false;
 
   Flops flops() const;   // 2 m n k batch
   Bytes bytes() const;   // A and B read, C written once each: (mk + kn + mn) batch elements (C in BF16 for FP8)

@@ -2,7 +2,8 @@
 
 namespace orrery {
 
-RankLayout::RankLayout(const ParallelPlan& plan) : tp_(plan.tp), cp_(plan.cp), dp_(plan.dp), pp_(plan.pp) {}
+RankLayout::RankLayout(const ParallelPlan& plan)
+    : tp_(plan.tp), cp_(plan.cp), dp_(plan.dp), pp_(plan.pp), ep_(plan.ep), etp_(plan.etp) {}
 
 RankCoord RankLayout::coord(int rank) const {
   RankCoord c;
@@ -33,7 +34,23 @@ std::vector<int> RankLayout::group_members(GroupKind kind, int rank) const {
     case GroupKind::kCp:
       for (int x = 0; x < cp_; ++x) with([&](RankCoord& c) { c.cp = x; });
       break;
-    case GroupKind::kEp:  // expert parallelism is carved from the data-parallel ranks; not lowered yet
+    case GroupKind::kEp:
+    case GroupKind::kExpertTp:
+    case GroupKind::kExpertDp: {
+      const int stage_size = tp_ * cp_ * dp_;
+      const int index = rank % stage_size, base = rank - index;
+      const int e_tp = index % etp_, e_ep = (index / etp_) % ep_, e_dp = index / (etp_ * ep_);
+      const int edp = stage_size / (etp_ * ep_);
+      auto at = [&](int t, int e, int d) { out.push_back(base + t + etp_ * (e + ep_ * d)); };
+      if (kind == GroupKind::kEp) {
+        for (int e = 0; e < ep_; ++e) at(e_tp, e, e_dp);
+      } else if (kind == GroupKind::kExpertTp) {
+        for (int t = 0; t < etp_; ++t) at(t, e_ep, e_dp);
+      } else {
+        for (int d = 0; d < edp; ++d) at(e_tp, e_ep, d);
+      }
+      break;
+    }
     case GroupKind::kDp:
       for (int d = 0; d < dp_; ++d) {
         for (int x = 0; x < cp_; ++x) with([&](RankCoord& c) { c.dp = d, c.cp = x; });

@@ -1,7 +1,9 @@
 #pragma once
 // Global rank numbering and communication groups, as Megatron-Core's parallel_state builds them with its default
 // order "tp-cp-ep-dp-pp": rank = tp + TP (cp + CP (dp + DP pp)), so TP peers are neighbours on a node and pipeline
-// stages are furthest apart.
+// stages are furthest apart. Experts fold the same TP x CP x DP ranks of a stage differently (Megatron-Core's
+// expert rank generator, order "tp-ep-dp-pp" with ETP for TP): index i = tp + TP (cp + CP dp) = etp + ETP (ep + EP
+// edp), so an expert-parallel group is EP ranks ETP apart and the expert-data-parallel group the rest.
 
 #include <vector>
 
@@ -29,7 +31,7 @@ class RankLayout {
   std::vector<int> group_members(GroupKind kind, int rank) const;
 
  private:
-  int tp_, cp_, dp_, pp_;
+  int tp_, cp_, dp_, pp_, ep_, etp_;
 };
 
 }  // namespace orrery

@@ -32,7 +32,8 @@ int comm_activity(const Task& t) {
   switch (t.group) {
     case GroupKind::kTp: return kTp;
     case GroupKind::kCp: return kCp;
-    case GroupKind::kEp: return kEp;
+    case GroupKind::kEp:
+    case GroupKind::kExpertTp: return kEp;
     case GroupKind::kPpForwardSend:
     case GroupKind::kPpForwardRecv:
     case GroupKind::kPpBackwardSend:

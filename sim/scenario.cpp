@@ -1,5 +1,7 @@
 #include "sim/scenario.h"
 
+#include <algorithm>
+
 namespace orrery {
 
 const char* to_string(Precision p) {
@@ -40,6 +42,14 @@ const char* to_string(CpCommType c) {
     case CpCommType::kAllGather: return "allgather";
   }
   return "?";
+}
+
+const char* to_string(MoeDispatcher d) { return d == MoeDispatcher::kAllToAll ? "alltoall" : "allgather"; }
+
+double TrainingSpec::moe_effective_load() const {
+  if (!moe_expert_capacity_factor) return moe_load_imbalance;
+  if (moe_pad_expert_input_to_capacity) return *moe_expert_capacity_factor;
+  return std::min(moe_load_imbalance, *moe_expert_capacity_factor);
 }
 
 DType gemm_dtype(Precision p) {

@@ -23,12 +23,16 @@ enum class Optimizer { kAdam, kSgd };
 /// How context parallelism exchanges keys and values (Megatron-Core `--cp-comm-type`): ring attention, Ulysses
 /// all-to-all, or an all-gather of K and V (sim/lower/context_parallel.h).
 enum class CpCommType { kP2p, kAllToAll, kAllGather };
+/// How tokens reach their experts (Megatron-Core `--moe-token-dispatcher-type`): all-to-all over the EP group, or
+/// an all-gather of every token and a reduce-scatter of the outputs (sim/lower/moe_block.cpp).
+enum class MoeDispatcher { kAllToAll, kAllGather };
 
 const char* to_string(Precision p);
 const char* to_string(Recompute r);
 const char* to_string(AttentionBackend a);
 const char* to_string(Schedule s);
 const char* to_string(CpCommType c);
+const char* to_string(MoeDispatcher d);
 /// The GEMM data type of a training precision (FP8 runs keep BF16 outside the FP8 GEMMs).
 DType gemm_dtype(Precision p);
 /// The data type of activations and of the model's parameters in memory.
@@ -41,6 +45,7 @@ struct ParallelPlan {
   int zero_stage = 0;  // DeepSpeed's term: 1 is Megatron's distributed optimizer, 3 is FSDP
   Schedule schedule = Schedule::k1F1B;
   CpCommType cp_comm_type = CpCommType::kP2p;
+  MoeDispatcher moe_token_dispatcher_type = MoeDispatcher::kAllToAll;
   // Megatron overlap switches; on by default as the Megatron-Core training recipes set them (DESIGN.md).
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
@@ -69,6 +74,15 @@ struct TrainingSpec {
   Recompute recompute = Recompute::kNone;
   Optimizer optimizer = Optimizer::kAdam;
   AttentionBackend attention_backend = AttentionBackend::kFlash;
+  // Routing statistics of mixture-of-experts layers (Megatron-LM --moe-expert-capacity-factor and
+  // --moe-pad-expert-input-to-capacity; the load imbalance is Orrery's): the busiest expert-parallel rank receives
+  // moe_load_imbalance times the mean number of token copies (1 = balanced); a capacity factor drops what exceeds
+  // that multiple of the mean, or with padding makes every expert process exactly that many.
+  double moe_load_imbalance = 1.0;
+  std::optional<double> moe_expert_capacity_factor;
+  bool moe_pad_expert_input_to_capacity = false;
+  /// Token copies the busiest expert rank processes, as a multiple of the balanced mean.
+  double moe_effective_load() const;
 };
 
 struct Expectation {

@@ -76,6 +76,12 @@ ParallelPlan parse_parallel(const json& value) {
   static constexpr std::pair<const char*, CpCommType> kCpCommTypes[] = {
       {"p2p", CpCommType::kP2p}, {"a2a", CpCommType::kAllToAll}, {"allgather", CpCommType::kAllGather}};
   p.cp_comm_type = parse_enum(in, "cp_comm_type", CpCommType::kP2p, kCpCommTypes);
+  static constexpr std::pair<const char*, MoeDispatcher> kDispatchers[] = {{"alltoall", MoeDispatcher::kAllToAll},
+                                                                           {"allgather", MoeDispatcher::kAllGather}};
+  if (in.has("moe_token_dispatcher_type") && in.optional_string("moe_token_dispatcher_type").value_or("") == "flex") {
+    throw Error::not_modelled("parallel.moe_token_dispatcher_type", "flex", "the DeepEP (flex) token dispatcher");
+  }
+  p.moe_token_dispatcher_type = parse_enum(in, "moe_token_dispatcher_type", MoeDispatcher::kAllToAll, kDispatchers);
   p.overlap_grad_reduce = in.bool_or("overlap_grad_reduce", true);
   p.overlap_param_gather = in.bool_or("overlap_param_gather", true);
   auto tp_overlap = in.optional_bool("tp_comm_overlap");
@@ -121,6 +127,17 @@ TrainingSpec parse_training(const json& value, const ModelSpec& model) {
   static constexpr std::pair<const char*, AttentionBackend> kBackends[] = {
       {"flash", AttentionBackend::kFlash}, {"unfused", AttentionBackend::kUnfused}};
   t.attention_backend = parse_enum(in, "attention_backend", AttentionBackend::kFlash, kBackends);
+  t.moe_load_imbalance = in.double_or("moe_load_imbalance", 1.0, true);
+  if (t.moe_load_imbalance < 1.0) {
+    throw Error::invalid(in.field("moe_load_imbalance"), fmt::format("{}", t.moe_load_imbalance),
+                         "is the busiest rank's load over the mean and must be at least 1");
+  }
+  t.moe_expert_capacity_factor = in.optional_double("moe_expert_capacity_factor", true);
+  t.moe_pad_expert_input_to_capacity = in.bool_or("moe_pad_expert_input_to_capacity", false);
+  if (t.moe_pad_expert_input_to_capacity && !t.moe_expert_capacity_factor) {
+    throw Error::invalid(in.field("moe_pad_expert_input_to_capacity"), "true",
+                         "needs moe_expert_capacity_factor (padding is to the capacity)");
+  }
   in.reject_unknown();
   return t;
 }

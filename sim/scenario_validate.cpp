@@ -20,15 +20,13 @@ std::string str(std::int64_t v) { return std::to_string(v); }
 void reject_unmodelled(const Scenario& s) {
   const ModelSpec& m = s.model;
   const ParallelPlan& p = s.parallel;
-  if (m.is_moe()) {
-    throw Error::not_modelled("model", m.name,
-                              fmt::format("has mixture-of-experts layers ({} experts, top-{}); parameters are counted "
-                                          "(`orrery list`), expert lowering comes with the modern-parallelism work",
-                                          m.moe.num_experts, m.moe.experts_per_token));
+  if (m.is_moe() && p.zero_stage >= 2) {
+    throw Error::not_modelled("parallel.zero_stage", str(p.zero_stage), "ZeRO-2/3 (FSDP) with mixture-of-experts layers");
   }
   if (m.is_mla()) throw Error::not_modelled("model", m.name, "uses multi-head latent attention (MLA)");
-  if (m.attention_sinks) throw Error::not_modelled("model", m.name, "uses attention sinks");
-  if (p.ep > 1) throw Error::not_modelled("parallel.ep", str(p.ep), "expert parallelism (ep > 1)");
+  // Attention sinks (GPT-OSS) add one learned logit per head to each softmax denominator: its parameters are
+  // counted, its cost (one term per query row and head) is below the attention kernel's resolution, so it lowers
+  // as ordinary attention.
   if (p.schedule == Schedule::kZbH1 || p.schedule == Schedule::kDualPipe) {
     throw Error::not_modelled("parallel.schedule", to_string(p.schedule), "zero-bubble schedules");
   }
@@ -115,6 +113,31 @@ void check_context_parallel(const Scenario& s) {
   }
 }
 
+// Expert parallelism as Megatron-Core accepts it (megatron/training/arguments.py, parallel_state.py).
+void check_experts(Scenario& s) {
+  const ModelSpec& m = s.model;
+  ParallelPlan& p = s.parallel;
+  if (!m.is_moe()) {
+    require(p.ep == 1, "parallel.ep", str(p.ep), "needs a mixture-of-experts model");
+    p.etp = 1;  // no experts to shard
+    return;
+  }
+  require(m.moe.num_experts % p.ep == 0, "parallel.ep", str(p.ep),
+          fmt::format("must divide the number of experts ({})", m.moe.num_experts));
+  const int stage_ranks = p.tp * p.cp * p.dp;
+  require(stage_ranks % (p.ep * p.etp) == 0, "parallel.ep", str(p.ep),
+          fmt::format("x etp ({}) must divide tp x cp x dp ({}): experts are laid over those ranks", p.etp, stage_ranks));
+  require(m.moe.expert_intermediate_size % p.etp == 0, "parallel.etp", str(p.etp),
+          fmt::format("must divide the expert intermediate size ({})", m.moe.expert_intermediate_size));
+  if (p.tp > 1) {
+    require(p.sequence_parallel, "parallel.sequence_parallel", "false",
+            fmt::format("must be true with tp ({}) in a mixture-of-experts model (Megatron-Core requires it)", p.tp));
+  }
+  const double load = s.training.moe_load_imbalance;
+  require(load <= p.ep, "training.moe_load_imbalance", fmt::format("{}", load),
+          fmt::format("cannot exceed ep ({}): the busiest rank gets at most all the tokens", p.ep));
+}
+
 void check_pipeline(Scenario& s) {
   ParallelPlan& p = s.parallel;
   if (p.num_layers_per_virtual_pipeline_stage) {
@@ -188,6 +211,7 @@ void validate_scenario(Scenario& s) {
   resolve_sizes(s);
   check_tensor_parallel(s);
   check_context_parallel(s);
+  check_experts(s);
   check_pipeline(s);
   check_size(s);
   check_fabric(s);

@@ -63,6 +63,8 @@ const char* to_string(GroupKind kind) {
     case GroupKind::kEmbedding: return "embedding";
     case GroupKind::kModelParallel: return "model_parallel";
     case GroupKind::kAmax: return "amax";
+    case GroupKind::kExpertTp: return "expert_tp";
+    case GroupKind::kExpertDp: return "expert_dp";
     case GroupKind::kPpForwardSend: return "pp_forward_send";
     case GroupKind::kPpForwardRecv: return "pp_forward_recv";
     case GroupKind::kPpBackwardSend: return "pp_backward_send";

@@ -46,17 +46,19 @@ enum class GroupKind : std::uint8_t {
   kNone,
   kTp,
   kCp,
-  kEp,
+  kEp,             // expert parallelism: the ranks that exchange tokens for their experts
   kDp,             // data-parallel gradients and parameters (dp x cp ranks)
   kEmbedding,      // first and last pipeline stage, for tied embeddings
   kModelParallel,  // all tp x pp ranks of one model replica (gradient norm)
   kAmax,           // all tp x cp x dp ranks of one pipeline stage (FP8 amax reduction, Megatron's amax group)
+  kExpertTp,       // expert tensor parallelism (ETP) inside an expert-parallel rank
+  kExpertDp,       // ranks holding the same expert shard: their gradients are reduced together
   kPpForwardSend,
   kPpForwardRecv,
   kPpBackwardSend,
   kPpBackwardRecv,
 };
-inline constexpr int kNumGroupKinds = 12;
+inline constexpr int kNumGroupKinds = 14;
 
 enum class MemoryKind : std::uint8_t { kWeights, kGradients, kOptimizer, kActivations, kOther };
 inline constexpr int kNumMemoryKinds = 5;

@@ -49,6 +49,8 @@ struct LoweringContext {
   std::int64_t local_elements(const ParamTensor& tensor) const;
   /// Ranks that share (and so shard under ZeRO) the data-parallel gradients: dp x cp.
   int data_parallel_ranks() const { return plan.dp * plan.cp; }
+  /// Ranks that share the routed-expert gradients: the expert-data-parallel size tp x cp x dp / (ep x etp).
+  int expert_data_parallel_ranks() const { return plan.tp * plan.cp * plan.dp / (plan.ep * plan.etp); }
 
  private:
   mutable std::map<std::pair<GroupKind, int>, GroupPlacement> placements_;

@@ -15,24 +15,31 @@ DataParallelLowering::DataParallelLowering(const LoweringContext& ctx, int stage
     : ctx_(ctx), stage_(stage), groups_(stage_param_groups(ctx, stage)) {
   zero_stage_ = ctx.plan.zero_stage;
   distributed_optimizer_ = zero_stage_ >= 1;
-  reduce_ = ctx.data_parallel_ranks() > 1;
-  for (const ParamGroup& g : groups_) local_params_ += g.elements;
-  // Buckets per chunk, filled in backward (reverse) order; a bucket closes once it reaches the bucket size.
-  const std::int64_t size = bucket_size(ctx.data_parallel_ranks());
+  reduce_ = ctx.data_parallel_ranks() > 1 || ctx.expert_data_parallel_ranks() > 1;
+  for (const ParamGroup& g : groups_) {
+    local_params_ += g.elements;
+    if (g.expert) local_expert_params_ += g.elements;
+  }
+  // Buckets per chunk, dense and expert apart, filled in backward (reverse) order; a bucket closes once it reaches
+  // the bucket size of its group.
   for (int chunk = 0; chunk < ctx.layout.vpp; ++chunk) {
-    GradBucket open;
-    open.chunk = chunk;
-    for (std::size_t i = groups_.size(); i-- > 0;) {
-      if (groups_[i].chunk != chunk) continue;
-      open.groups.push_back(i);
-      open.elements += groups_[i].elements;
-      if (open.elements >= size) {
-        buckets_.push_back(open);
-        open = GradBucket{};
-        open.chunk = chunk;
+    for (bool expert : {false, true}) {
+      const std::int64_t size = bucket_size(ranks_of(expert));
+      GradBucket open;
+      open.chunk = chunk;
+      open.expert = expert;
+      for (std::size_t i = groups_.size(); i-- > 0;) {
+        if (groups_[i].chunk != chunk || groups_[i].expert != expert) continue;
+        open.groups.push_back(i);
+        open.elements += groups_[i].elements;
+        if (open.elements >= size) {
+          buckets_.push_back(open);
+          open.groups.clear();
+          open.elements = 0;
+        }
       }
+      if (!open.groups.empty()) buckets_.push_back(open);
     }
-    if (!open.groups.empty()) buckets_.push_back(open);
   }
 }
 
@@ -53,7 +60,7 @@ void DataParallelLowering::emit_prologue(Emitter& emit) {
   for (int chunk = 0; chunk < ctx_.layout.vpp; ++chunk) {
     for (auto it = buckets_.rbegin(); it != buckets_.rend(); ++it) {
       if (it->chunk != chunk) continue;
-      it->param_gather = emit.collective("param_gather", Stream::kDp, GroupKind::kDp, CollectiveKind::kAllGather,
+      it->param_gather = emit.collective("param_gather", Stream::kDp, group_of(*it), CollectiveKind::kAllGather,
                                          it->elements * ctx_.param_bytes);
     }
   }
@@ -76,7 +83,7 @@ void DataParallelLowering::emit_bucket_reduction(Emitter& emit, const std::vecto
   std::stable_sort(order.begin(), order.end());
   const auto kind = distributed_optimizer_ ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
   for (const auto& [after, b] : order) {
-    TaskId t = emit.collective("grad_reduce", Stream::kDpReduce, GroupKind::kDp, kind,
+    TaskId t = emit.collective("grad_reduce", Stream::kDpReduce, group_of(buckets_[b]), kind,
                                buckets_[b].elements * ctx_.grad_bytes, {after});
     if (t >= 0) done.push_back(t);
   }
@@ -114,7 +121,9 @@ Bytes DataParallelLowering::chunk_grad_bytes(int chunk) const {
 }
 
 TaskId DataParallelLowering::emit_optimizer(Emitter& emit, const std::vector<TaskId>& after) {
-  const std::int64_t n = distributed_optimizer_ ? local_params_ / ctx_.data_parallel_ranks() : local_params_;
+  const std::int64_t dense = local_params_ - local_expert_params_;
+  const std::int64_t n = distributed_optimizer_ ? dense / ranks_of(false) + local_expert_params_ / ranks_of(true)
+                                                : local_params_;
   const Bytes grads = n * ctx_.grad_bytes;
   emit.at(-1, -1, -1, Phase::kOptimizer);
   TaskId start = emit.optimizer("optimizer_wait", 0, 0);
@@ -178,7 +187,7 @@ void DataParallelLowering::emit_epilogue(Emitter& emit, const std::vector<ParamU
   if (distributed_optimizer_ && zero_stage_ < 3 && reduce_ && !ctx_.plan.overlap_param_gather) {
     emit.at(-1, -1, -1, Phase::kOptimizer);
     for (auto it = buckets_.rbegin(); it != buckets_.rend(); ++it) {
-      emit.collective("param_gather", Stream::kDp, GroupKind::kDp, CollectiveKind::kAllGather,
+      emit.collective("param_gather", Stream::kDp, group_of(*it), CollectiveKind::kAllGather,
                       it->elements * ctx_.param_bytes, {step});
     }
   }
@@ -187,8 +196,11 @@ void DataParallelLowering::emit_epilogue(Emitter& emit, const std::vector<ParamU
 void DataParallelLowering::set_static_memory(ProgramBuilder& builder, Bytes other) const {
   // ZeRO (arXiv:1910.02054) Section 5: stage 1 shards the optimizer state, stage 2 also the gradients, stage 3
   // also the parameters, each over the data-parallel ranks.
-  const Bytes d = ctx_.data_parallel_ranks();
-  const Bytes optimizer = local_params_ * ctx_.optimizer_bytes / (zero_stage_ >= 1 ? d : 1);
+  // Expert weights are sharded over the expert-data-parallel ranks instead (ZeRO-2/3 refuse MoE models).
+  const Bytes dense = local_params_ - local_expert_params_, expert = local_expert_params_;
+  const Bytes d = ranks_of(false), e = ranks_of(true);
+  const Bytes optimizer = zero_stage_ >= 1 ? (dense / d + expert / e) * ctx_.optimizer_bytes
+                                           : local_params_ * ctx_.optimizer_bytes;
   const Bytes grads = local_params_ * ctx_.grad_bytes / (zero_stage_ >= 2 ? d : 1);
   const Bytes weights = local_params_ * ctx_.param_bytes / (zero_stage_ >= 3 ? d : 1);
   builder.set_static_memory(MemoryKind::kWeights, weights);

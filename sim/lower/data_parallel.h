@@ -8,7 +8,9 @@
 // - a bucket is all-reduced (ZeRO 0) or reduce-scattered (ZeRO 1) on the data-parallel stream as soon as its last
 //   gradient is ready in the last micro-batch (overlap_grad_reduce), or after the backward pass otherwise;
 // - after the optimizer step, ZeRO 1 all-gathers the updated parameters; with overlap_param_gather the gathers of
-//   the next iteration run during the first micro-batch's forward pass, which waits for each bucket it uses.
+//   the next iteration run during the first micro-batch's forward pass, which waits for each bucket it uses;
+// - routed-expert weights live in buckets of their own, reduced (and their optimizer state sharded) over the
+//   expert-data-parallel group instead (Megatron-Core's expert_parallel_buffers).
 
 #include <vector>
 
@@ -19,6 +21,7 @@ namespace orrery {
 
 struct GradBucket {
   int chunk = 0;
+  bool expert = false;              // routed-expert weights, reduced over the expert-DP group
   std::int64_t elements = 0;
   std::vector<std::size_t> groups;  // indexes into the stage's groups
   TaskId param_gather = -1;         // the all-gather that refreshes it (ZeRO 1), if emitted
@@ -60,8 +63,12 @@ class DataParallelLowering {
   const LoweringContext& ctx_;
   int stage_;
   std::vector<ParamGroup> groups_;
+  GroupKind group_of(const GradBucket& b) const { return b.expert ? GroupKind::kExpertDp : GroupKind::kDp; }
+  int ranks_of(bool expert) const { return expert ? ctx_.expert_data_parallel_ranks() : ctx_.data_parallel_ranks(); }
+
   std::vector<GradBucket> buckets_;
   std::int64_t local_params_ = 0;
+  std::int64_t local_expert_params_ = 0;  // part of local_params_
   int zero_stage_ = 0;
   bool distributed_optimizer_ = false;  // optimizer state sharded (ZeRO >= 1)
   bool reduce_ = false;  // more than one data-parallel rank

@@ -8,14 +8,7 @@ namespace {
 
 void record(std::vector<ParamUse>* params, const Emitter& emit, const std::vector<ParamGroup>& groups,
             const char* name, TaskId task, bool forward) {
-  const std::int64_t elements = group_elements(groups, name);
-  if (!params || elements == 0) return;
-  ParamUse use;
-  use.chunk = emit.chunk();
-  use.name = name;
-  use.elements = elements;
-  (forward ? use.first_use : use.grad_ready) = task;
-  params->push_back(use);
+  record_param_use(params, emit, groups, name, -1, task, forward);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "sim/lower/param_groups.h"
 
 #include <cstring>
+#include <span>
 
 namespace orrery {
 
@@ -20,10 +21,13 @@ const GroupDef kLayerGroups[] = {
     {"post_attention_norm", {"post_attention_norm"}},
     {"mlp_up", {"mlp_up"}},
     {"mlp_down", {"mlp_down", "mlp_down_bias"}},
+    {"router", {"router", "router_correction_bias"}},
+    {"experts", {"experts"}},
+    {"shared_experts", {"shared_experts", "shared_expert_gate"}},
 };
 
 std::vector<ParamGroup> collect(const LoweringContext& ctx, const std::vector<ParamTensor>& tensors,
-                                std::initializer_list<GroupDef> defs, int layer, int chunk) {
+                                std::span<const GroupDef> defs, int layer, int chunk) {
   std::vector<ParamGroup> out;
   for (const GroupDef& def : defs) {
     std::int64_t n = 0;
@@ -32,7 +36,7 @@ std::vector<ParamGroup> collect(const LoweringContext& ctx, const std::vector<Pa
         if (t.name == name) n += ctx.local_elements(t);
       }
     }
-    if (n > 0) out.push_back({chunk, layer, def.name, n});
+    if (n > 0) out.push_back({chunk, layer, def.name, n, std::strcmp(def.name, "experts") == 0});
   }
   return out;
 }
@@ -45,24 +49,20 @@ std::int64_t position_rows(const LoweringContext& ctx) {
 
 std::vector<ParamGroup> layer_param_groups(const LoweringContext& ctx, int layer, int chunk) {
   const auto tensors = layer_param_tensors(ctx.padded_model, layer);
-  return collect(ctx, tensors,
-                 {kLayerGroups[0], kLayerGroups[1], kLayerGroups[2], kLayerGroups[3], kLayerGroups[4],
-                  kLayerGroups[5], kLayerGroups[6]},
-                 layer, chunk);
+  return collect(ctx, tensors, kLayerGroups, layer, chunk);
 }
 
 std::vector<ParamGroup> embedding_param_groups(const LoweringContext& ctx, int chunk) {
   const auto tensors = embedding_param_tensors(ctx.padded_model, position_rows(ctx));
-  return collect(ctx, tensors,
-                 {{"word_embedding", {"word_embedding"}},
-                  {"position_embedding", {"position_embedding"}},
-                  {"embedding_norm", {"embedding_norm"}}},
-                 -1, chunk);
+  static const GroupDef kEmbeddingGroups[] = {{"word_embedding", {"word_embedding"}},
+                                              {"position_embedding", {"position_embedding"}},
+                                              {"embedding_norm", {"embedding_norm"}}};
+  return collect(ctx, tensors, kEmbeddingGroups, -1, chunk);
 }
 
 std::vector<ParamGroup> head_param_groups(const LoweringContext& ctx, int chunk) {
-  auto out = collect(ctx, head_param_tensors(ctx.padded_model), {{"final_norm", {"final_norm"}}, {"lm_head", {"lm_head"}}},
-                     -1, chunk);
+  static const GroupDef kHeadGroups[] = {{"final_norm", {"final_norm"}}, {"lm_head", {"lm_head"}}};
+  auto out = collect(ctx, head_param_tensors(ctx.padded_model), kHeadGroups, -1, chunk);
   if (ctx.model.tie_word_embeddings && ctx.plan.pp > 1) {
     // Megatron keeps a copy of the word embedding on the last stage to use as the LM head.
     out.push_back({chunk, -1, "lm_head", ctx.padded_vocab / ctx.tp * ctx.model.hidden_size});
@@ -89,6 +89,19 @@ std::vector<ParamGroup> stage_param_groups(const LoweringContext& ctx, int stage
     }
   }
   return out;
+}
+
+void record_param_use(std::vector<ParamUse>* params, const Emitter& emit, const std::vector<ParamGroup>& groups,
+                      const char* name, int layer, TaskId task, bool forward) {
+  const std::int64_t elements = group_elements(groups, name);
+  if (!params || elements == 0) return;
+  ParamUse use;
+  use.chunk = emit.chunk();
+  use.layer = layer;
+  use.name = name;
+  use.elements = elements;
+  (forward ? use.first_use : use.grad_ready) = task;
+  params->push_back(use);
 }
 
 std::int64_t group_elements(const std::vector<ParamGroup>& groups, const char* name) {

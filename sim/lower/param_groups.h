@@ -14,6 +14,7 @@ struct ParamGroup {
   int layer = -1;          // -1: embedding or head
   const char* name = "";   // module label, as the lowering records it
   std::int64_t elements = 0;
+  bool expert = false;     // routed-expert weights: sharded over EP x ETP, reduced over the expert-DP group
 };
 
 /// Groups of transformer layer `layer`, forward order.
@@ -28,5 +29,10 @@ std::vector<ParamGroup> stage_param_groups(const LoweringContext& ctx, int stage
 
 /// Elements of the named group (0 when the model has no such parameters).
 std::int64_t group_elements(const std::vector<ParamGroup>& groups, const char* name);
+
+/// Appends to `params` (when given) the use of group `name` of `layer` by `task` at the emitter's chunk: its first
+/// read (forward) or the end of its gradient (backward). Groups the model lacks are skipped.
+void record_param_use(std::vector<ParamUse>* params, const Emitter& emit, const std::vector<ParamGroup>& groups,
+                      const char* name, int layer, TaskId task, bool forward);
 
 }  // namespace orrery

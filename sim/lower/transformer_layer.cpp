@@ -30,7 +30,7 @@ TransformerLayerLowering::TransformerLayerLowering(Emitter& emit, int layer)
   const ModelSpec& m = ctx_.model;
   qkv_features_ = (m.num_attention_heads + 2 * m.num_kv_heads) * m.head_dim;
   attn_features_ = m.num_attention_heads * m.head_dim;
-  up_features_ = (m.gated_mlp ? 2 : 1) * m.intermediate_size;
+  moe_ = m.layer_is_moe(layer);
   dropout_attention_ = m.attention_dropout > 0.0;
   dropout_hidden_ = m.hidden_dropout > 0.0;
 }
@@ -55,15 +55,7 @@ GemmShape TransformerLayerLowering::linear(std::int64_t m, std::int64_t n, std::
 }
 
 void TransformerLayerLowering::record(std::vector<ParamUse>* params, const char* name, TaskId task, bool forward) const {
-  const std::int64_t elements = group_elements(groups_, name);
-  if (!params || elements == 0) return;
-  ParamUse use;
-  use.chunk = emit_.chunk();
-  use.layer = layer_;
-  use.name = name;
-  use.elements = elements;
-  (forward ? use.first_use : use.grad_ready) = task;
-  params->push_back(use);
+  record_param_use(params, emit_, groups_, name, layer_, task, forward);
 }
 
 // ---- sizes of saved activations (Korthikanti et al., arXiv:2205.05198, Section 4.1) ----
@@ -98,8 +90,8 @@ Bytes TransformerLayerLowering::residual_saved() const {
   return dropout_hidden_ ? ctx_.tokens_sp * ctx_.model.hidden_size : 0;  // 1-byte dropout mask
 }
 
-Bytes TransformerLayerLowering::activation_saved() const {
-  return ctx_.tokens * (up_features_ / ctx_.tp) * ctx_.act_bytes;
+Bytes TransformerLayerLowering::activation_saved(std::int64_t rows, std::int64_t width) const {
+  return rows * (ctx_.model.gated_mlp ? 2 : 1) * width * ctx_.act_bytes;
 }
 
 Bytes TransformerLayerLowering::saved_bytes(const SavePolicy& s) const {
@@ -107,7 +99,8 @@ Bytes TransformerLayerLowering::saved_bytes(const SavePolicy& s) const {
   Bytes total = s.layer_input ? norm_saved() : 0;
   if (s.modules) {
     total += column_saved() + core_inputs_saved() + row_saved(attn_features_) + residual_saved() + norm_saved() +
-             column_saved() + activation_saved() + row_saved(m.intermediate_size) + residual_saved();
+             residual_saved();
+    total += moe_ ? moe_saved() : mlp_saved(m.intermediate_size);
     if (m.qk_norm) total += ctx_.tokens * (m.num_attention_heads + m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
   }
   if (s.attention_internals) total += core_internals_saved();
@@ -203,11 +196,32 @@ TaskId TransformerLayerLowering::residual_fwd(const char* label, TaskId input, b
   return t;
 }
 
-TaskId TransformerLayerLowering::activation_fwd(TaskId input, bool save) {
-  const Bytes out = ctx_.tokens * (ctx_.model.intermediate_size / ctx_.tp) * ctx_.act_bytes;
-  TaskId t = emit_.elementwise("mlp_activation", activation_saved(), out, {input});
-  if (save) emit_.save(t, activation_saved());
+TaskId TransformerLayerLowering::activation_fwd(TaskId input, std::int64_t rows, std::int64_t width, bool save) {
+  const Bytes out = rows * width * ctx_.act_bytes;
+  TaskId t = emit_.elementwise("mlp_activation", activation_saved(rows, width), out, {input});
+  if (save) emit_.save(t, activation_saved(rows, width));
   return t;
+}
+
+Bytes TransformerLayerLowering::mlp_saved(std::int64_t intermediate) const {
+  return column_saved() + activation_saved(ctx_.tokens, intermediate / ctx_.tp) + row_saved(intermediate);
+}
+
+TaskId TransformerLayerLowering::mlp_fwd(const char* up, const char* down, TaskId input, std::int64_t intermediate,
+                                         bool save, TaskId* up_task) {
+  const std::int64_t up_features = (ctx_.model.gated_mlp ? 2 : 1) * intermediate;
+  TaskId u = column_fwd(up, input, up_features, save);
+  if (up_task) *up_task = u;
+  TaskId a = activation_fwd(u, ctx_.tokens, intermediate / ctx_.tp, save);
+  return row_fwd(down, a, intermediate, save);
+}
+
+TaskId TransformerLayerLowering::mlp_bwd(const char* up, const char* down, TaskId grad, std::int64_t intermediate,
+                                         TaskId* up_wgrad, TaskId* down_wgrad) {
+  const std::int64_t up_features = (ctx_.model.gated_mlp ? 2 : 1) * intermediate;
+  TaskId g = row_bwd(down, grad, intermediate, down_wgrad);
+  g = activation_bwd(g, ctx_.tokens, intermediate / ctx_.tp);
+  return column_bwd(up, g, up_features, up_wgrad);
 }
 
 TaskId TransformerLayerLowering::forward(TaskId input, const SavePolicy& save, std::vector<ParamUse>* params) {
@@ -229,11 +243,15 @@ TaskId TransformerLayerLowering::forward(TaskId input, const SavePolicy& save, s
   TaskId r = residual_fwd("attention_residual", o, save.modules);
   TaskId y = norm_fwd("post_attention_norm", r, save.modules);
   record(params, "post_attention_norm", y, true);
-  TaskId u = column_fwd("mlp_up", y, up_features_, save.modules);
-  record(params, "mlp_up", u, true);
-  TaskId a = activation_fwd(u, save.modules);
-  TaskId dn = row_fwd("mlp_down", a, m.intermediate_size, save.modules);
-  record(params, "mlp_down", dn, true);
+  TaskId dn = -1;
+  if (moe_) {
+    dn = moe_fwd(y, save.modules, params);
+  } else {
+    TaskId up = -1;
+    dn = mlp_fwd("mlp_up", "mlp_down", y, m.intermediate_size, save.modules, &up);
+    record(params, "mlp_up", up, true);
+    record(params, "mlp_down", dn, true);
+  }
   return residual_fwd("mlp_residual", dn, save.modules);
 }
 
@@ -340,10 +358,11 @@ TaskId TransformerLayerLowering::residual_bwd(const char* label, TaskId grad) {
   return t;
 }
 
-TaskId TransformerLayerLowering::activation_bwd(TaskId grad) {
-  const Bytes out = ctx_.tokens * (ctx_.model.intermediate_size / ctx_.tp) * ctx_.act_bytes;
-  TaskId t = emit_.elementwise("mlp_activation", out + activation_saved(), activation_saved(), {grad});
-  emit_.release(t, activation_saved());
+TaskId TransformerLayerLowering::activation_bwd(TaskId grad, std::int64_t rows, std::int64_t width) {
+  const Bytes out = rows * width * ctx_.act_bytes;
+  const Bytes saved = activation_saved(rows, width);
+  TaskId t = emit_.elementwise("mlp_activation", out + saved, saved, {grad});
+  emit_.release(t, saved);
   return t;
 }
 
@@ -358,11 +377,14 @@ TaskId TransformerLayerLowering::backward(TaskId grad_output, std::vector<ParamU
   }
   TaskId w = -1;
   TaskId g = residual_bwd("mlp_residual", grad_output);
-  g = row_bwd("mlp_down", g, m.intermediate_size, &w);
-  record(params, "mlp_down", w, false);
-  g = activation_bwd(g);
-  g = column_bwd("mlp_up", g, up_features_, &w);
-  record(params, "mlp_up", w, false);
+  if (moe_) {
+    g = moe_bwd(g, params);
+  } else {
+    TaskId up = -1, down = -1;
+    g = mlp_bwd("mlp_up", "mlp_down", g, m.intermediate_size, &up, &down);
+    record(params, "mlp_down", down, false);
+    record(params, "mlp_up", up, false);
+  }
   g = norm_bwd("post_attention_norm", g);
   record(params, "post_attention_norm", g, false);
   g = residual_bwd("attention_residual", g);

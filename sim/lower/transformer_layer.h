@@ -44,14 +44,24 @@ class TransformerLayerLowering {
   TaskId row_fwd(const char* label, TaskId input, std::int64_t in_features, bool save);
   TaskId core_fwd(TaskId input, bool save_inputs, bool save_internals);
   TaskId residual_fwd(const char* label, TaskId input, bool save);
-  TaskId activation_fwd(TaskId input, bool save);
+  // `rows` tokens of `width` (the per-rank intermediate size; gated MLPs read twice that).
+  TaskId activation_fwd(TaskId input, std::int64_t rows, std::int64_t width, bool save);
+  // A dense (TP-sharded) MLP of `intermediate` width: the layer's own, or shared experts.
+  TaskId mlp_fwd(const char* up, const char* down, TaskId input, std::int64_t intermediate, bool save,
+                 TaskId* up_task = nullptr);
+  TaskId mlp_bwd(const char* up, const char* down, TaskId grad, std::int64_t intermediate, TaskId* up_wgrad,
+                 TaskId* down_wgrad);
+  // The routed-expert MLP (sim/lower/moe_block.cpp): router, dispatch, grouped expert GEMMs, combine, shared
+  // experts. `input` is the pre-MLP norm output (sequence-parallel shard); returns the block output.
+  TaskId moe_fwd(TaskId input, bool save, std::vector<ParamUse>* params);
+  TaskId moe_bwd(TaskId grad, std::vector<ParamUse>* params);
   // Backward building blocks; `wgrad` receives the task that finishes the weight gradient.
   TaskId norm_bwd(const char* label, TaskId grad);
   TaskId column_bwd(const char* label, TaskId grad, std::int64_t out_features, TaskId* wgrad);
   TaskId row_bwd(const char* label, TaskId grad, std::int64_t in_features, TaskId* wgrad);
   TaskId core_bwd(TaskId grad);
   TaskId residual_bwd(const char* label, TaskId grad);
-  TaskId activation_bwd(TaskId grad);
+  TaskId activation_bwd(TaskId grad, std::int64_t rows, std::int64_t width);
 
   // Sizes (bytes) of what each block saves.
   Bytes norm_saved() const;
@@ -60,7 +70,9 @@ class TransformerLayerLowering {
   Bytes core_inputs_saved() const;
   Bytes core_internals_saved() const;
   Bytes residual_saved() const;
-  Bytes activation_saved() const;
+  Bytes activation_saved(std::int64_t rows, std::int64_t width) const;
+  Bytes mlp_saved(std::int64_t intermediate) const;
+  Bytes moe_saved() const;
 
   GemmShape linear(std::int64_t m, std::int64_t n, std::int64_t k) const;
   /// The flash attention of this rank's own tokens (q = kv = s / cp, TP-local heads).
@@ -75,7 +87,7 @@ class TransformerLayerLowering {
   std::vector<ParamGroup> groups_;
   std::int64_t qkv_features_ = 0;   // output features of the QKV projection (all heads)
   std::int64_t attn_features_ = 0;  // input features of the output projection
-  std::int64_t up_features_ = 0;    // output features of the first MLP linear (gate and up when gated)
+  bool moe_ = false;                // the MLP is routed experts
   bool dropout_attention_ = false;
   bool dropout_hidden_ = false;
 };

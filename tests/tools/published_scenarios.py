@@ -7,7 +7,7 @@ starts with "not modelled yet:". Usage: published_scenarios.py ORRERY SCENARIO_D
 """
 import json, math, os, subprocess, sys
 
-MODELLED = ("sc21-t1-", "sc21-t2-", "kor22-", "mlm-readme-2020-", "nemo2407-")
+MODELLED = ("sc21-t1-", "sc21-t2-", "kor22-", "mlm-readme-2020-", "nemo2407-", "mbridge-")
 POSITIVE = ["iteration_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu",
             "hardware_tflops_per_gpu", "mfu", "hfu", "peak_memory_bytes"]
 

@@ -1,0 +1,218 @@
+// The routed-expert MLP of a transformer layer, as Megatron-Core's MoELayer runs it (megatron/core/transformer/moe:
+// TopKRouter, the alltoall and allgather token dispatchers, GroupedMLP / TEGroupedMLP, SharedExpertMLP):
+//
+//   router GEMM (h -> E logits) and top-k -> permute the k copies of each token into expert order ->
+//   dispatch (all-to-all over the EP group; all-gather over the expert-TP group when ETP > 1) -> sort by local
+//   expert -> grouped GEMMs of the E / EP local experts (up/gate, activation, down) -> the reverse path ->
+//   combine (all-to-all) -> unpermute, weighting the k copies by their router probabilities.
+//
+// Tokens: each rank routes its sequence-parallel shard, T_loc = b s / (cp tp) tokens, sending T_loc k copies. With
+// balanced routing each rank's experts receive as many; `moe_effective_load` scales that for the busiest rank,
+// which every all-to-all waits for (so the representative rank is the busiest one). The alltoall dispatcher
+// exchanges the per-expert token counts first and reads them on the host to size its buffers
+// (`tokens_per_expert.cpu()`): a host synchronisation per MoE layer and forward pass. Shared experts are a dense,
+// TP-sharded MLP on the same tokens (SharedExpertMLP), run before the routed experts.
+//
+// The router probabilities weight each copy inside the expert activation (Megatron-Core applies `permuted_probs` in
+// the fused weighted SwiGLU of TEGroupedMLP), so the unpermute is a plain sum and the probabilities' gradient comes
+// from the activation's backward. Saved for the backward pass: the router's fp32 scores, the permuted fp32
+// probabilities, the expert inputs and activations (FP8 inputs in one byte).
+#include <cmath>
+
+#include "sim/lower/fp8.h"
+#include "sim/lower/transformer_layer.h"
+
+namespace orrery {
+
+namespace {
+
+// Sizes of one MoE block on one rank.
+struct MoeSizes {
+  std::int64_t tokens = 0;        // T_loc: tokens this rank routes
+  std::int64_t copies = 0;        // T_loc k: token copies it sends
+  std::int64_t received = 0;      // token copies its experts process (after the ETP gather)
+  std::int64_t local_experts = 0;
+  std::int64_t rows = 0;          // per local expert, rounded up: the grouped GEMM's m
+  std::int64_t width = 0;         // per-rank expert intermediate size (ETP-sharded)
+  std::int64_t up = 0;            // per-rank output features of the up (and gate) projection
+  std::int64_t shared = 0;        // total width of the shared experts (0: none)
+};
+
+MoeSizes moe_sizes(const LoweringContext& ctx) {
+  const MoeSpec& e = ctx.model.moe;
+  const ParallelPlan& p = ctx.plan;
+  MoeSizes z;
+  z.tokens = ctx.tokens_sp;
+  z.copies = z.tokens * e.experts_per_token;
+  const double load = ctx.training.moe_effective_load();
+  z.received = static_cast<std::int64_t>(std::llround(static_cast<double>(z.copies) * load)) * p.etp;
+  z.local_experts = e.num_experts / p.ep;
+  z.rows = (z.received + z.local_experts - 1) / z.local_experts;
+  z.width = e.expert_intermediate_size / p.etp;
+  z.up = (ctx.model.gated_mlp ? 2 : 1) * z.width;
+  z.shared = static_cast<std::int64_t>(e.num_shared_experts) * e.shared_expert_intermediate_size;
+  return z;
+}
+
+}  // namespace
+
+Bytes TransformerLayerLowering::moe_saved() const {
+  const MoeSizes z = moe_sizes(ctx_);
+  const ModelSpec& m = ctx_.model;
+  const Bytes in = linear_input_bytes(ctx_);
+  Bytes saved = z.tokens * m.moe.num_experts * 4;                          // router probabilities (fp32)
+  saved += z.received * m.hidden_size * in;                                // expert inputs
+  saved += activation_saved(z.received, z.width);                          // up/gate outputs
+  saved += z.received * z.width * in;                                      // down-projection inputs
+  saved += z.received * 4;                                                 // permuted probabilities (fp32)
+  if (z.shared > 0) saved += mlp_saved(z.shared);
+  return saved;
+}
+
+TaskId TransformerLayerLowering::moe_fwd(TaskId input, bool save, std::vector<ParamUse>* params) {
+  const MoeSizes z = moe_sizes(ctx_);
+  const ModelSpec& m = ctx_.model;
+  const ParallelPlan& p = ctx_.plan;
+  const std::int64_t h = m.hidden_size, E = m.moe.num_experts, k = m.moe.experts_per_token;
+  const Bytes act = ctx_.act_bytes;
+  const bool gather_dispatch = p.moe_token_dispatcher_type == MoeDispatcher::kAllGather;
+
+  TaskId shared = -1;
+  if (z.shared > 0) {
+    const TaskId cast = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(groups_, "shared_experts"), input);
+    TaskId up = -1;
+    shared = mlp_fwd("shared_expert_up", "shared_expert_down", cast, z.shared, save, &up);
+    record(params, "shared_experts", up, true);
+  }
+  const TaskId router = emit_.gemm("router", GemmShape{z.tokens, E, h, 1, ctx_.act_dtype}, {input});
+  record(params, "router", router, true);
+  TaskId x = emit_.elementwise("router_topk", z.tokens * E * 4, z.tokens * k * (4 + 8));
+  if (save) emit_.save(x, z.tokens * E * 4);
+  const Bytes sent = static_cast<Bytes>(std::llround(static_cast<double>(z.copies * h * act) *
+                                                     ctx_.training.moe_effective_load()));
+  if (gather_dispatch) {
+    // Every rank gathers all tokens of the EP group and picks those routed to its experts.
+    x = emit_.collective("moe_dispatch", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllGather,
+                         z.tokens * h * act * p.ep, {x});
+    x = emit_.elementwise("moe_permute", z.tokens * p.ep * h * act, z.received / p.etp * h * act, {x});
+  } else {
+    if (p.ep > 1) {
+      const TaskId counts = emit_.collective("moe_token_counts", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllToAll,
+                                             E * 8, {x});
+      emit_.host_sync("moe_token_counts_item", {counts});
+    }
+    x = emit_.elementwise("moe_permute", z.tokens * h * act + z.copies * 8, z.copies * h * act, {x});
+    x = emit_.collective("moe_dispatch", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllToAll, sent, {x});
+  }
+  if (p.etp > 1) {
+    x = emit_.collective("moe_dispatch", Stream::kEp, GroupKind::kExpertTp, CollectiveKind::kAllGather,
+                         z.received * h * act, {x});
+  }
+  x = emit_.elementwise("moe_sort_chunks", z.received * h * act, z.received * h * act, {x});
+  if (save) emit_.save(x, z.received * 4);  // the permuted probabilities, travelling with their tokens
+  x = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(groups_, "experts"), x);
+  if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", z.received * h, x);
+  const TaskId up = emit_.gemm("experts", GemmShape{z.rows, z.up, h, z.local_experts, ctx_.gemm_dtype, true}, {x});
+  record(params, "experts", up, true);
+  if (save) emit_.save(up, z.received * h * linear_input_bytes(ctx_));
+  x = activation_fwd(up, z.received, z.width, save);
+  if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", z.received * z.width, x);
+  const TaskId down = emit_.gemm("experts", GemmShape{z.rows, h, z.width, z.local_experts, ctx_.gemm_dtype, true}, {x});
+  if (save) emit_.save(down, z.received * z.width * linear_input_bytes(ctx_));
+  x = down;
+  if (p.etp > 1) {
+    x = emit_.collective("moe_combine", Stream::kEp, GroupKind::kExpertTp, CollectiveKind::kReduceScatter,
+                         z.received * h * act, {x});
+  }
+  if (gather_dispatch) {
+    x = emit_.elementwise("moe_unpermute", z.received / p.etp * h * act, z.tokens * p.ep * h * act, {x});
+    x = emit_.collective("moe_combine", Stream::kEp, GroupKind::kEp, CollectiveKind::kReduceScatter,
+                         z.tokens * h * act * p.ep, {x});
+  } else {
+    x = emit_.elementwise("moe_sort_chunks", z.received / p.etp * h * act, z.received / p.etp * h * act, {x});
+    x = emit_.collective("moe_combine", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllToAll, sent, {x});
+  }
+  x = emit_.elementwise("moe_unpermute", z.copies * h * act, z.tokens * h * act, {x});
+  if (shared >= 0) x = emit_.elementwise("moe_add_shared", 2 * z.tokens * h * act, z.tokens * h * act, {x, shared});
+  return x;
+}
+
+TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* params) {
+  const MoeSizes z = moe_sizes(ctx_);
+  const ModelSpec& m = ctx_.model;
+  const ParallelPlan& p = ctx_.plan;
+  const std::int64_t h = m.hidden_size, E = m.moe.num_experts;
+  const Bytes act = ctx_.act_bytes;
+  const bool gather_dispatch = p.moe_token_dispatcher_type == MoeDispatcher::kAllGather;
+  const Bytes sent = static_cast<Bytes>(std::llround(static_cast<double>(z.copies * h * act) *
+                                                     ctx_.training.moe_effective_load()));
+
+  TaskId shared = -1;
+  if (z.shared > 0) {
+    TaskId up = -1, down = -1;
+    shared = mlp_bwd("shared_expert_up", "shared_expert_down", grad, z.shared, &up, &down);
+    record(params, "shared_experts", up, false);
+  }
+  // Unpermute backward: the gradient of each token goes to its k copies.
+  TaskId x = emit_.elementwise("moe_unpermute", z.tokens * h * act, z.copies * h * act, {grad});
+  if (gather_dispatch) {
+    x = emit_.collective("moe_combine", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllGather,
+                         z.tokens * h * act * p.ep, {x});
+  } else {
+    x = emit_.collective("moe_combine", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllToAll, sent, {x});
+    x = emit_.elementwise("moe_sort_chunks", z.received / p.etp * h * act, z.received / p.etp * h * act, {x});
+  }
+  if (p.etp > 1) {
+    x = emit_.collective("moe_combine", Stream::kEp, GroupKind::kExpertTp, CollectiveKind::kAllGather,
+                         z.received * h * act, {x});
+  }
+  if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", z.received * h, x);
+  x = emit_.gemm("experts", GemmShape{z.rows, z.width, h, z.local_experts, ctx_.gemm_dtype, true}, {x});
+  {
+    const Phase phase = emit_.phase();
+    emit_.set_phase(Phase::kBackwardWeight);
+    const TaskId w = emit_.gemm("experts", GemmShape{z.width, h, z.rows, z.local_experts, ctx_.gemm_dtype, true});
+    emit_.release(w, z.received * z.width * linear_input_bytes(ctx_));
+    emit_.set_phase(phase);
+  }
+  x = activation_bwd(x, z.received, z.width);  // also the probabilities' gradient, from the saved up outputs
+  emit_.release(x, z.received * 4);
+  if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", z.received * z.up, x);
+  x = emit_.gemm("experts", GemmShape{z.rows, h, z.up, z.local_experts, ctx_.gemm_dtype, true}, {x});
+  {
+    const Phase phase = emit_.phase();
+    emit_.set_phase(Phase::kBackwardWeight);
+    const TaskId w = emit_.gemm("experts", GemmShape{z.up, h, z.rows, z.local_experts, ctx_.gemm_dtype, true});
+    emit_.release(w, z.received * h * linear_input_bytes(ctx_));
+    record(params, "experts", w, false);
+    emit_.set_phase(phase);
+  }
+  if (p.etp > 1) {
+    x = emit_.collective("moe_dispatch", Stream::kEp, GroupKind::kExpertTp, CollectiveKind::kReduceScatter,
+                         z.received * h * act, {x});
+  }
+  if (gather_dispatch) {
+    x = emit_.elementwise("moe_permute", z.received / p.etp * h * act, z.tokens * p.ep * h * act, {x});
+    x = emit_.collective("moe_dispatch", Stream::kEp, GroupKind::kEp, CollectiveKind::kReduceScatter,
+                         z.tokens * h * act * p.ep, {x});
+  } else {
+    x = emit_.elementwise("moe_sort_chunks", z.received / p.etp * h * act, z.received / p.etp * h * act, {x});
+    x = emit_.collective("moe_dispatch", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllToAll, sent, {x});
+    x = emit_.elementwise("moe_permute", z.copies * h * act, z.tokens * h * act, {x});
+  }
+  // Router backward: softmax/top-k gradient, then the router's input and weight gradients.
+  TaskId r = emit_.elementwise("router_topk", z.tokens * E * 4 + z.copies * 4, z.tokens * E * 4, {x});
+  emit_.release(r, z.tokens * E * 4);
+  r = emit_.gemm("router", GemmShape{z.tokens, h, E, 1, ctx_.act_dtype}, {r});
+  {
+    const Phase phase = emit_.phase();
+    emit_.set_phase(Phase::kBackwardWeight);
+    const TaskId w = emit_.gemm("router", GemmShape{E, h, z.tokens, 1, ctx_.act_dtype});
+    record(params, "router", w, false);
+    emit_.set_phase(phase);
+  }
+  const Bytes x_bytes = z.tokens * h * act;
+  return emit_.elementwise("moe_grad_sum", (shared >= 0 ? 3 : 2) * x_bytes, x_bytes, {x, r, shared});
+}
+
+}  // namespace orrery
