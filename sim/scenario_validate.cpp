@@ -23,7 +23,6 @@ void reject_unmodelled(const Scenario& s) {
   if (m.is_moe() && p.zero_stage >= 2) {
     throw Error::not_modelled("parallel.zero_stage", str(p.zero_stage), "ZeRO-2/3 (FSDP) with mixture-of-experts layers");
   }
-  if (m.is_mla()) throw Error::not_modelled("model", m.name, "uses multi-head latent attention (MLA)");
   // Attention sinks (GPT-OSS) add one learned logit per head to each softmax denominator: its parameters are
   // counted, its cost (one term per query row and head) is below the attention kernel's resolution, so it lowers
   // as ordinary attention.

@@ -17,6 +17,13 @@ const GroupDef kLayerGroups[] = {
     {"input_norm", {"input_norm"}},
     {"qkv", {"qkv", "qkv_bias"}},
     {"qk_norm", {"qk_norm"}},
+    {"q", {"q"}},  // multi-head latent attention without q_lora_rank
+    {"q_down", {"q_down"}},
+    {"kv_down", {"kv_down"}},
+    {"q_down_norm", {"q_down_norm"}},
+    {"kv_down_norm", {"kv_down_norm"}},
+    {"q_up", {"q_up"}},
+    {"kv_up", {"kv_up"}},
     {"attention_proj", {"attention_proj", "attention_proj_bias"}},
     {"post_attention_norm", {"post_attention_norm"}},
     {"mlp_up", {"mlp_up"}},

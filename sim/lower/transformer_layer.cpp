@@ -29,7 +29,8 @@ TransformerLayerLowering::TransformerLayerLowering(Emitter& emit, int layer)
     : emit_(emit), ctx_(emit.ctx()), layer_(layer), groups_(layer_param_groups(ctx_, layer, emit.chunk())) {
   const ModelSpec& m = ctx_.model;
   qkv_features_ = (m.num_attention_heads + 2 * m.num_kv_heads) * m.head_dim;
-  attn_features_ = m.num_attention_heads * m.head_dim;
+  mla_ = m.is_mla();
+  attn_features_ = m.num_attention_heads * (mla_ ? m.mla.v_head_dim : m.head_dim);
   moe_ = m.layer_is_moe(layer);
   dropout_attention_ = m.attention_dropout > 0.0;
   dropout_hidden_ = m.hidden_dropout > 0.0;
@@ -42,7 +43,8 @@ AttentionShape TransformerLayerLowering::local_attention(bool backward) const {
   a.heads = m.num_attention_heads / ctx_.tp;
   a.kv_heads = m.num_kv_heads / ctx_.tp;
   a.q_len = a.kv_len = ctx_.seq;
-  a.head_dim_qk = a.head_dim_v = m.head_dim;
+  a.head_dim_qk = m.head_dim;
+  a.head_dim_v = m.is_mla() ? m.mla.v_head_dim : m.head_dim;
   a.causal = true;
   a.window = m.layer_window(layer_);
   a.backward = backward;
@@ -73,6 +75,9 @@ Bytes TransformerLayerLowering::row_saved(std::int64_t in_features) const {
 
 Bytes TransformerLayerLowering::core_inputs_saved() const {
   const ModelSpec& m = ctx_.model;
+  if (mla_) {  // q and k of nope + rope per head, v of v_head_dim
+    return ctx_.tokens * m.num_attention_heads / ctx_.tp * (2 * m.head_dim + m.mla.v_head_dim) * ctx_.act_bytes;
+  }
   return ctx_.tokens * (m.num_attention_heads + 2 * m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
 }
 
@@ -98,10 +103,10 @@ Bytes TransformerLayerLowering::saved_bytes(const SavePolicy& s) const {
   const ModelSpec& m = ctx_.model;
   Bytes total = s.layer_input ? norm_saved() : 0;
   if (s.modules) {
-    total += column_saved() + core_inputs_saved() + row_saved(attn_features_) + residual_saved() + norm_saved() +
-             residual_saved();
+    total += (mla_ ? mla_projection_saved() : column_saved()) + core_inputs_saved() + row_saved(attn_features_) +
+             residual_saved() + norm_saved() + residual_saved();
     total += moe_ ? moe_saved() : mlp_saved(m.intermediate_size);
-    if (m.qk_norm) total += ctx_.tokens * (m.num_attention_heads + m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
+    if (m.qk_norm && !mla_) total += ctx_.tokens * (m.num_attention_heads + m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
   }
   if (s.attention_internals) total += core_internals_saved();
   return total;
@@ -228,15 +233,20 @@ TaskId TransformerLayerLowering::forward(TaskId input, const SavePolicy& save, s
   const ModelSpec& m = ctx_.model;
   TaskId x = norm_fwd("input_norm", input, save.layer_input);
   record(params, "input_norm", x, true);
-  TaskId q = column_fwd("qkv", x, qkv_features_, save.modules);
-  record(params, "qkv", q, true);
-  const Bytes qk = ctx_.tokens * (m.num_attention_heads + m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
-  if (m.qk_norm) {
-    q = emit_.elementwise("qk_norm", qk, qk);
-    if (save.modules) emit_.save(q, qk);
-    record(params, "qk_norm", q, true);
+  TaskId q = -1;
+  if (mla_) {
+    q = mla_fwd(x, save.modules, params);
+  } else {
+    q = column_fwd("qkv", x, qkv_features_, save.modules);
+    record(params, "qkv", q, true);
+    const Bytes qk = ctx_.tokens * (m.num_attention_heads + m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
+    if (m.qk_norm) {
+      q = emit_.elementwise("qk_norm", qk, qk);
+      if (save.modules) emit_.save(q, qk);
+      record(params, "qk_norm", q, true);
+    }
+    if (m.position == PositionKind::kRotary) q = emit_.elementwise("rope", qk, qk);
   }
-  if (m.position == PositionKind::kRotary) q = emit_.elementwise("rope", qk, qk);
   TaskId c = core_fwd(q, save.modules, save.attention_internals);
   TaskId o = row_fwd("attention_proj", c, attn_features_, save.modules);
   record(params, "attention_proj", o, true);
@@ -396,15 +406,19 @@ TaskId TransformerLayerLowering::backward(TaskId grad_output, std::vector<ParamU
     core_fwd(g, false, true);
   }
   g = core_bwd(g);
-  const Bytes qk = ctx_.tokens * (m.num_attention_heads + m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
-  if (m.position == PositionKind::kRotary) g = emit_.elementwise("rope", qk, qk, {g});
-  if (m.qk_norm) {
-    g = emit_.elementwise("qk_norm", 2 * qk, qk, {g});
-    emit_.release(g, qk);
-    record(params, "qk_norm", g, false);
+  if (mla_) {
+    g = mla_bwd(g, params);
+  } else {
+    const Bytes qk = ctx_.tokens * (m.num_attention_heads + m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
+    if (m.position == PositionKind::kRotary) g = emit_.elementwise("rope", qk, qk, {g});
+    if (m.qk_norm) {
+      g = emit_.elementwise("qk_norm", 2 * qk, qk, {g});
+      emit_.release(g, qk);
+      record(params, "qk_norm", g, false);
+    }
+    g = column_bwd("qkv", g, qkv_features_, &w);
+    record(params, "qkv", w, false);
   }
-  g = column_bwd("qkv", g, qkv_features_, &w);
-  record(params, "qkv", w, false);
   g = norm_bwd("input_norm", g);
   record(params, "input_norm", g, false);
   return g;

@@ -55,6 +55,10 @@ class TransformerLayerLowering {
   // experts. `input` is the pre-MLP norm output (sequence-parallel shard); returns the block output.
   TaskId moe_fwd(TaskId input, bool save, std::vector<ParamUse>* params);
   TaskId moe_bwd(TaskId grad, std::vector<ParamUse>* params);
+  // Multi-head latent attention's projections (sim/lower/mla_block.cpp): from the normed input to rotary-applied
+  // per-head q and k (and v), and back.
+  TaskId mla_fwd(TaskId input, bool save, std::vector<ParamUse>* params);
+  TaskId mla_bwd(TaskId grad, std::vector<ParamUse>* params);
   // Backward building blocks; `wgrad` receives the task that finishes the weight gradient.
   TaskId norm_bwd(const char* label, TaskId grad);
   TaskId column_bwd(const char* label, TaskId grad, std::int64_t out_features, TaskId* wgrad);
@@ -73,6 +77,7 @@ class TransformerLayerLowering {
   Bytes activation_saved(std::int64_t rows, std::int64_t width) const;
   Bytes mlp_saved(std::int64_t intermediate) const;
   Bytes moe_saved() const;
+  Bytes mla_projection_saved() const;
 
   GemmShape linear(std::int64_t m, std::int64_t n, std::int64_t k) const;
   /// The flash attention of this rank's own tokens (q = kv = s / cp, TP-local heads).
@@ -88,6 +93,7 @@ class TransformerLayerLowering {
   std::int64_t qkv_features_ = 0;   // output features of the QKV projection (all heads)
   std::int64_t attn_features_ = 0;  // input features of the output projection
   bool moe_ = false;                // the MLP is routed experts
+  bool mla_ = false;                // multi-head latent attention
   bool dropout_attention_ = false;
   bool dropout_hidden_ = false;
 };
