@@ -50,10 +50,32 @@ std::vector<ScheduleStep> interleaved(int pp, int vpp, int stage, int microbatch
   return steps;
 }
 
+std::vector<ScheduleStep> zb_h1(int pp, int stage, int microbatches) {
+  std::vector<ScheduleStep> steps;
+  const int warmup = std::min(pp - stage - 1, microbatches);
+  const int deferred = stage;  // W passes stage i holds back
+  int next_forward = 0, next_backward = 0, next_weight = 0;
+  const auto weight = [&] { steps.push_back({StepKind::kWeight, next_weight++, 0}); };
+  for (int i = 0; i < warmup; ++i) steps.push_back({StepKind::kForward, next_forward++, 0});
+  while (next_forward < microbatches) {
+    steps.push_back({StepKind::kForward, next_forward++, 0});
+    steps.push_back({StepKind::kBackward, next_backward++, 0});
+    if (next_backward - next_weight > deferred) weight();
+  }
+  // Cool-down: one W after each B fills the wait for the next gradient.
+  while (next_backward < microbatches) {
+    steps.push_back({StepKind::kBackward, next_backward++, 0});
+    if (next_weight < next_backward) weight();
+  }
+  while (next_weight < microbatches) weight();
+  return steps;
+}
+
 }  // namespace
 
 std::vector<ScheduleStep> pipeline_steps(Schedule schedule, int pp, int vpp, int stage, int microbatches) {
   if (schedule == Schedule::kGPipe) return gpipe(microbatches);
+  if (schedule == Schedule::kZbH1) return zb_h1(pp, stage, microbatches);
   if (vpp > 1) return interleaved(pp, vpp, stage, microbatches);
   return one_f_one_b(pp, stage, microbatches);
 }

@@ -9,7 +9,9 @@
 
 namespace orrery {
 
-enum class StepKind { kForward, kBackward };
+/// kBackward: the whole backward, or with zero-bubble schedules its input-gradient part (B); kWeight: the
+/// weight-gradient part (W) of a micro-batch whose B has run.
+enum class StepKind { kForward, kBackward, kWeight };
 
 struct ScheduleStep {
   StepKind kind = StepKind::kForward;
@@ -25,6 +27,11 @@ struct ScheduleStep {
 /// - Interleaved 1F1B (SC21, arXiv:2104.04473 Section 2.2.2), Megatron-Core's order: forward k runs chunk
 ///   (k mod (pp vpp)) / pp of micro-batch (k / (pp vpp)) pp + k mod pp; backward k the mirrored chunk; warm-up
 ///   (pp - stage - 1) 2 + (vpp - 1) pp forwards, all of them when microbatches == pp.
+/// - ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", arXiv:2401.10241, Section 3.1): 1F1B's forwards and
+///   input-gradient passes B, with each weight-gradient pass W run right after a B except that stage i keeps i of
+///   them back, running them in the cool-down where it would otherwise wait for gradients. Peak memory stays at
+///   1F1B's (pp in-flight micro-batches on stage 0), and the bubble shrinks from (pp - 1)(F + B + W) to
+///   (pp - 1)(F + B - W).
 std::vector<ScheduleStep> pipeline_steps(Schedule schedule, int pp, int vpp, int stage, int microbatches);
 
 }  // namespace orrery

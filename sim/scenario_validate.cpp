@@ -26,8 +26,12 @@ void reject_unmodelled(const Scenario& s) {
   // Attention sinks (GPT-OSS) add one learned logit per head to each softmax denominator: its parameters are
   // counted, its cost (one term per query row and head) is below the attention kernel's resolution, so it lowers
   // as ordinary attention.
-  if (p.schedule == Schedule::kZbH1 || p.schedule == Schedule::kDualPipe) {
-    throw Error::not_modelled("parallel.schedule", to_string(p.schedule), "zero-bubble schedules");
+  if (p.schedule == Schedule::kDualPipe) {
+    throw Error::not_modelled("parallel.schedule", to_string(p.schedule), "DualPipe (bidirectional pipelining)");
+  }
+  if (p.schedule == Schedule::kZbH1 && p.zero_stage >= 2) {
+    throw Error::not_modelled("parallel.zero_stage", str(p.zero_stage),
+                              "ZeRO-2/3 with the zb-h1 schedule (gradient sharding per split backward step)");
   }
 }
 
@@ -150,7 +154,7 @@ void check_pipeline(Scenario& s) {
   if (p.vpp > 1) {
     require(p.pp >= 2, "parallel.vpp", str(p.vpp), "needs pp >= 2 (interleaving splits each pipeline rank's layers)");
     require(p.schedule == Schedule::k1F1B, "parallel.schedule", to_string(p.schedule),
-            "must be 1f1b when vpp > 1 (the interleaved 1F1B schedule)");
+            "must be 1f1b when vpp > 1 (the interleaved 1F1B schedule; zb-h1 has one model chunk per rank)");
     require(s.num_microbatches() % p.pp == 0, "training.global_batch_size", str(s.training.global_batch_size),
             fmt::format("gives {} micro-batches per pipeline, which the interleaved schedule needs to be a multiple "
                         "of pp ({})", s.num_microbatches(), p.pp));

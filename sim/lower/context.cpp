@@ -105,27 +105,33 @@ Task Emitter::base(TaskKind kind, const char* label, Stream stream) const {
 }
 
 TaskId Emitter::gemm(const char* label, GemmShape shape, std::initializer_list<TaskId> deps) {
+  if (dropped()) return -1;
   return builder_.add(base(TaskKind::kGemm, label, Stream::kCompute), shape, deps);
 }
 
 TaskId Emitter::attention(const char* label, AttentionShape shape, std::initializer_list<TaskId> deps) {
+  if (dropped()) return -1;
   return builder_.add(base(TaskKind::kAttention, label, Stream::kCompute), shape, deps);
 }
 
 TaskId Emitter::elementwise(const char* label, Bytes read, Bytes written, std::initializer_list<TaskId> deps) {
+  if (dropped()) return -1;
   return builder_.add(base(TaskKind::kElementwise, label, Stream::kCompute), ElementwiseShape{read, written, 0.0}, deps);
 }
 
 TaskId Emitter::optimizer(const char* label, Bytes read, Bytes written, std::initializer_list<TaskId> deps) {
+  if (dropped()) return -1;
   return builder_.add(base(TaskKind::kOptimizer, label, Stream::kCompute), ElementwiseShape{read, written, 0.0}, deps);
 }
 
 TaskId Emitter::host_sync(const char* label, std::initializer_list<TaskId> deps) {
+  if (dropped()) return -1;
   return builder_.add(base(TaskKind::kHostSync, label, Stream::kCompute), HostSyncShape{}, deps);
 }
 
 TaskId Emitter::collective(const char* label, Stream stream, GroupKind group, CollectiveKind kind, Bytes bytes,
                            std::initializer_list<TaskId> deps) {
+  if (dropped()) return -1;
   const GroupPlacement& where = ctx_.placement(group, stage_);
   if (where.size <= 1) return -1;
   Task t = base(TaskKind::kCollective, label, stream);
@@ -134,6 +140,7 @@ TaskId Emitter::collective(const char* label, Stream stream, GroupKind group, Co
 }
 
 TaskId Emitter::p2p(const char* label, Stream stream, GroupKind group, Bytes bytes, std::initializer_list<TaskId> deps) {
+  if (dropped()) return -1;
   Task t = base(TaskKind::kSendRecv, label, stream);
   t.group = group;
   return builder_.add(t, CollectiveOp{CollectiveKind::kSendRecv, bytes, ctx_.placement(group, stage_)}, deps);

@@ -68,6 +68,12 @@ struct ParamUse {
 };
 
 /// Appends tasks to one stage's program at the current coordinates.
+/// Which tasks of a backward pass the emitter keeps. Zero-bubble schedules (ZB-H1) split the backward into an
+/// input-gradient step and a later weight-gradient step by emitting the same backward code twice: once without the
+/// tasks of phase kBackwardWeight, once with only them. A dropped task returns id -1, which every later use
+/// (dependency, memory effect, parameter record) ignores.
+enum class WeightGradMode { kInline, kSkip, kOnly };
+
 class Emitter {
  public:
   Emitter(const LoweringContext& ctx, ProgramBuilder& builder, int stage);
@@ -75,6 +81,8 @@ class Emitter {
   void at(int microbatch, int chunk, int layer, Phase phase);
   void set_phase(Phase phase) { phase_ = phase; }
   Phase phase() const { return phase_; }
+  void set_weight_grad_mode(WeightGradMode mode) { weight_grad_mode_ = mode; }
+  WeightGradMode weight_grad_mode() const { return weight_grad_mode_; }
   int stage() const { return stage_; }
   int microbatch() const { return microbatch_; }
   int chunk() const { return chunk_; }
@@ -93,9 +101,15 @@ class Emitter {
   /// One side of a point-to-point transfer (the p2p group kinds pair it with the peer's other side).
   TaskId p2p(const char* label, Stream stream, GroupKind group, Bytes bytes, std::initializer_list<TaskId> deps = {});
 
-  void save(TaskId task, Bytes bytes) { builder_.alloc_at_start(task, MemoryKind::kActivations, bytes); }
-  void release(TaskId task, Bytes bytes) { builder_.free_at_end(task, MemoryKind::kActivations, bytes); }
-  void depend(TaskId after, TaskId before) { builder_.depend(after, before); }
+  void save(TaskId task, Bytes bytes) {
+    if (task >= 0) builder_.alloc_at_start(task, MemoryKind::kActivations, bytes);
+  }
+  void release(TaskId task, Bytes bytes) {
+    if (task >= 0) builder_.free_at_end(task, MemoryKind::kActivations, bytes);
+  }
+  void depend(TaskId after, TaskId before) {
+    if (after >= 0) builder_.depend(after, before);
+  }
   TaskId last_compute() const { return builder_.last_on(Stream::kCompute); }
   TaskId last_on(Stream stream) const { return builder_.last_on(stream); }
   const LoweringContext& ctx() const { return ctx_; }
@@ -103,11 +117,17 @@ class Emitter {
 
  private:
   Task base(TaskKind kind, const char* label, Stream stream) const;
+  /// True when the weight-gradient mode drops a task of the current phase.
+  bool dropped() const {
+    return (weight_grad_mode_ == WeightGradMode::kSkip && phase_ == Phase::kBackwardWeight) ||
+           (weight_grad_mode_ == WeightGradMode::kOnly && phase_ != Phase::kBackwardWeight);
+  }
   const LoweringContext& ctx_;
   ProgramBuilder& builder_;
   int stage_;
   int microbatch_ = -1, chunk_ = -1, layer_ = -1;
   Phase phase_ = Phase::kForward;
+  WeightGradMode weight_grad_mode_ = WeightGradMode::kInline;
 };
 
 /// Megatron-LM's vocabulary padding: the next multiple of make_vocab_size_divisible_by (128) x tp

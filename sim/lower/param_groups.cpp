@@ -102,6 +102,7 @@ void record_param_use(std::vector<ParamUse>* params, const Emitter& emit, const 
                       const char* name, int layer, TaskId task, bool forward) {
   const std::int64_t elements = group_elements(groups, name);
   if (!params || elements == 0) return;
+  if (task < 0 && emit.weight_grad_mode() != WeightGradMode::kInline) return;  // dropped in this split step
   ParamUse use;
   use.chunk = emit.chunk();
   use.layer = layer;

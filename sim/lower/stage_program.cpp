@@ -44,10 +44,12 @@ class StageLowering {
     const int per_layer = kTasksPerLayerStep + cp_extra_tasks_per_layer(ctx_.plan);
     builder_.reserve(steps.size() * static_cast<std::size_t>(most_layers * per_layer + 32) + 256);
     // The first forward and the last backward of each chunk carry the data-parallel dependencies.
-    std::map<int, std::size_t> first_forward, last_backward;
+    // With split backwards (ZB-H1) the chunk's last B and last W both finish gradients.
+    std::map<int, std::size_t> first_forward, last_backward, last_weight;
     for (std::size_t i = 0; i < steps.size(); ++i) {
       if (steps[i].kind == StepKind::kForward && !first_forward.contains(steps[i].chunk)) first_forward[steps[i].chunk] = i;
       if (steps[i].kind == StepKind::kBackward) last_backward[steps[i].chunk] = i;
+      if (steps[i].kind == StepKind::kWeight) last_weight[steps[i].chunk] = i;
     }
     for (const auto& [begin, end] : slots(steps)) {
       // Receives of the whole slot are posted together, with the previous slot's sends; without
@@ -60,9 +62,12 @@ class StageLowering {
         const TaskId input = received[i - begin];
         if (step.kind == StepKind::kForward) {
           forward(step, input, first_forward[step.chunk] == i ? &first_uses_ : nullptr);
-        } else {
+        } else if (step.kind == StepKind::kBackward) {
           step_grads_.clear();
           backward(step, input, last_backward[step.chunk] == i ? &grad_ready_ : &step_grads_);
+        } else {
+          step_grads_.clear();
+          weight_gradients(step, last_weight[step.chunk] == i ? &grad_ready_ : &step_grads_);
         }
       }
     }
@@ -96,6 +101,7 @@ class StageLowering {
   // allows; without it, when the host reaches the slot.
   TaskId post_receive(const ScheduleStep& step) {
     const bool forward = step.kind == StepKind::kForward;
+    if (step.kind == StepKind::kWeight) return -1;
     if (forward ? virtual_stage(step.chunk) == 0 : is_last(step.chunk)) return -1;
     emit_.at(step.microbatch, step.chunk, -1, forward ? Phase::kForward : Phase::kBackwardInput);
     const TaskId host = ctx_.plan.overlap_p2p_comm ? -1 : builder_.last_on(Stream::kCompute);
@@ -161,6 +167,8 @@ class StageLowering {
     dp_.before_backward_step(emit_, step.chunk);
     EmbeddingHeadLowering edges(emit_);
     const auto units = sharded_.units(step.chunk);
+    // Zero-bubble schedules leave the weight gradients to a later kWeight step.
+    if (ctx_.plan.schedule == Schedule::kZbH1) emit_.set_weight_grad_mode(WeightGradMode::kSkip);
     for (std::size_t i = units.size(); i-- > 0;) {
       const ParamUnit& u = units[i];
       emit_.at(step.microbatch, step.chunk, u.layer, Phase::kBackwardInput);
@@ -169,10 +177,30 @@ class StageLowering {
         return u.head ? edges.head_backward(builder_.last_on(Stream::kCompute), params) : edges.embedding_backward(g, params);
       });
     }
+    emit_.set_weight_grad_mode(WeightGradMode::kInline);
     emit_.at(step.microbatch, step.chunk, -1, Phase::kBackwardInput);
     emit_fp8_amax_update(emit_, layers_in(units), true, builder_.last_on(Stream::kCompute));
     if (!ctx_.layout.holds_embedding(stage_, step.chunk)) send("gradient", Stream::kPpSendPrev, GroupKind::kPpBackwardSend, g);
     if (params) dp_.after_backward_step(emit_, step.chunk, *params);
+  }
+
+  // The weight-gradient pass W of a zero-bubble schedule: the same backward code, keeping only its
+  // kBackwardWeight tasks (their saved inputs are freed here, which is why W holds memory until it runs).
+  void weight_gradients(const ScheduleStep& step, std::vector<ParamUse>* params) {
+    EmbeddingHeadLowering edges(emit_);
+    const auto units = sharded_.units(step.chunk);
+    emit_.set_weight_grad_mode(WeightGradMode::kOnly);
+    TaskId g = -1;
+    for (std::size_t i = units.size(); i-- > 0;) {
+      const ParamUnit& u = units[i];
+      emit_.at(step.microbatch, step.chunk, u.layer, Phase::kBackwardInput);
+      if (u.layer >= 0) {
+        g = TransformerLayerLowering(emit_, u.layer).backward(g, params);
+      } else {
+        g = u.head ? edges.head_backward(-1, params) : edges.embedding_backward(g, params);
+      }
+    }
+    emit_.set_weight_grad_mode(WeightGradMode::kInline);
   }
 
   static int layers_in(const std::vector<ParamUnit>& units) {

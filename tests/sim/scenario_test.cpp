@@ -75,7 +75,9 @@ TEST_CASE("unknown keys and bad values are rejected", "[sim][scenario][errors]")
 
 TEST_CASE("features outside the model today say 'not modelled yet:'", "[sim][scenario][errors]") {
   CHECK_THAT(scenario_error(with(R"({"cp": 2, "cp_comm_type": "a2a+p2p"})")), Catch::StartsWith("not modelled yet:"));
-  CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "zb-h1"})")), Catch::StartsWith("not modelled yet:"));
+  CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "dualpipe"})")), Catch::StartsWith("not modelled yet:"));
+  CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "zb-h1", "zero_stage": 2})")), Catch::StartsWith("not modelled yet:"));
+  CHECK_THAT(scenario_error(with(R"({"pp": 2, "vpp": 2, "schedule": "zb-h1"})")), Catch::Contains("parallel.schedule (zb-h1)"));
   CHECK_THAT(scenario_error(R"({"model": "mixtral-8x7b", "cluster": {"preset": "dgx-h100", "num_gpus": 8},
                                  "parallel": {"ep": 8, "zero_stage": 3}})"),
              Catch::StartsWith("not modelled yet:") && Catch::Contains("parallel.zero_stage"));
