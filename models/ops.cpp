@@ -45,8 +45,8 @@ Flops AttentionShape::model_flops() const {
 double AttentionShape::kept_fraction() const {
   // Query i (0-based, aligned to the end of the keys) sees keys [i + kv - q - window + 1, i + kv - q], clipped.
   const double q = static_cast<double>(q_len), kv = static_cast<double>(kv_len);
-  if (half_block) return 0.5;
-  if (!causal && window <= 0) return 1.0;
+  if (half_block) return 0.5 * packed_fraction;
+  if (!causal && window <= 0) return packed_fraction;
   double offset = kv - q;  // keys before the first query
   double kept = 0.0;
   if (window <= 0) {
@@ -59,7 +59,7 @@ double AttentionShape::kept_fraction() const {
     double ramp = std::min(q, full_from);
     kept = ramp * offset + ramp * (ramp + 1.0) / 2.0 + (q - ramp) * w;
   }
-  return std::clamp(kept / (q * kv), 0.0, 1.0);
+  return std::clamp(kept / (q * kv), 0.0, 1.0) * packed_fraction;
 }
 
 Flops AttentionShape::executed_flops() const {

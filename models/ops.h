@@ -43,11 +43,14 @@ struct AttentionShape {
   bool half_block = false;
   bool backward = false;
   DType dtype = DType::kBf16;
+  /// Packed documents (sim/packing.h): the kept pairs scale by this, the pairs within documents over those of one
+  /// causal document per sequence; 1 without packing. Model FLOPs keep the full matrix, as frameworks report them.
+  double packed_fraction = 1.0;
 
   /// Model FLOPs with the full score matrix (PaLM / SC21 convention): forward 2 b h q kv (dqk + dv), backward 2x.
   Flops model_flops() const;
   /// Fraction of the q x kv score matrix the mask keeps: (s+1)/(2s) for causal self-attention, less with a window,
-  /// 1/2 for a half block.
+  /// 1/2 for a half block; times packed_fraction.
   double kept_fraction() const;
   /// FLOPs the kernel performs: the kept part of the matrix, the backward at 2.5x the forward.
   Flops executed_flops() const;

@@ -127,6 +127,10 @@ Report analyze(const Scenario& s, const WorkloadGraph& graph, const Instantiatio
   r.name = s.name;
   r.num_gpus = s.cluster.num_gpus;
   r.microbatches = s.num_microbatches();
+  if (s.training.packed_documents.enabled()) {
+    r.packing = pack_documents(s.training.packed_documents, s.training.seq_length, s.training.global_batch_size,
+                               s.training.micro_batch_size, s.parallel.dp, s.parallel.cp);
+  }
   r.iteration_time = from_nanos(run.makespan);
   const double gpus = static_cast<double>(r.num_gpus);
   const double tokens = static_cast<double>(s.training.global_batch_size * s.training.seq_length);

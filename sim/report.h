@@ -2,11 +2,13 @@
 // analyze(Timeline) -> Report (DESIGN.md "Report", the stable output contract): iteration time, throughput,
 // MFU/HFU, per-stage peak memory with its composition at the peak, and the time breakdown of the critical stage.
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/engine.h"
 #include "sim/instances.h"
+#include "sim/packing.h"
 #include "sim/scenario.h"
 #include "sim/workload_graph.h"
 
@@ -44,6 +46,8 @@ struct Report {
   int critical_rank = 0;
   Breakdown breakdown;
   std::vector<std::string> warnings;
+  /// Attention work of packed documents across DP and CP ranks (training.packed_documents); none without packing.
+  std::optional<PackedBatch> packing;
 };
 
 /// Hardware FLOPs of one iteration counted from the graph: GEMMs and attention (full score matrix) of every task,

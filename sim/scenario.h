@@ -66,6 +66,15 @@ struct ParallelPlan {
   bool tp_overlap_active() const { return tp_comm_overlap && sequence_parallel && tp > 1; }
 };
 
+/// Documents packed into sequences (sim/packing.h): either explicit lengths, repeated until the global batch is
+/// full, or a log-normal distribution of lengths (median, sigma of the log) sampled with a fixed seed.
+struct PackingSpec {
+  std::vector<std::int64_t> lengths;  // tokens per document
+  double median = 0, sigma = 0;       // log-normal; used when lengths is empty
+  std::uint64_t seed = 1;
+  bool enabled() const { return !lengths.empty() || median > 0; }
+};
+
 struct TrainingSpec {
   std::int64_t seq_length = 0;
   std::int64_t micro_batch_size = 1;
@@ -81,6 +90,7 @@ struct TrainingSpec {
   double moe_load_imbalance = 1.0;
   std::optional<double> moe_expert_capacity_factor;
   bool moe_pad_expert_input_to_capacity = false;
+  PackingSpec packed_documents;  // disabled: every sequence is one document
   /// Token copies the busiest expert rank processes, as a multiple of the balanced mean.
   double moe_effective_load() const;
 };

@@ -109,6 +109,37 @@ ParallelPlan parse_parallel(const json& value) {
   return p;
 }
 
+// training.packed_documents: {"lengths": [...]} or {"distribution": "lognormal", "median": M, "sigma": S, "seed": K}.
+PackingSpec parse_packing(const json& value) {
+  FieldReader in(value, "training.packed_documents");
+  PackingSpec p;
+  if (const json* lengths = in.raw("lengths")) {
+    if (!lengths->is_array() || lengths->empty()) {
+      throw Error::invalid(in.field("lengths"), describe_json(*lengths), "must be a non-empty list of document lengths");
+    }
+    for (const json& n : *lengths) {
+      if (!n.is_number_integer() || n.get<std::int64_t>() < 1 || n.get<std::int64_t>() > limits::kSequence) {
+        throw Error::invalid(in.field("lengths"), describe_json(*lengths),
+                             "entries must be integers from 1 to " + std::to_string(limits::kSequence) + " tokens");
+      }
+      p.lengths.push_back(n.get<std::int64_t>());
+    }
+    if (in.has("distribution")) {
+      throw Error::invalid(in.field("distribution"), "given", "cannot be combined with lengths");
+    }
+  } else {
+    const std::string kind = in.require_string("distribution");
+    if (kind != "lognormal") throw Error::invalid(in.field("distribution"), kind, "must be lognormal");
+    p.median = in.require_double("median", true);
+    p.sigma = in.double_or("sigma", 1.0, false);
+    require(p.sigma >= 0 && p.sigma <= 4, in.field("sigma"), fmt::format("{}", p.sigma),
+            "is the standard deviation of log(length) and must be from 0 to 4");
+    p.seed = static_cast<std::uint64_t>(in.int_or("seed", 1, 0, INT32_MAX));
+  }
+  in.reject_unknown();
+  return p;
+}
+
 TrainingSpec parse_training(const json& value, const ModelSpec& model) {
   FieldReader in(value, "training");
   TrainingSpec t;
@@ -134,6 +165,7 @@ TrainingSpec parse_training(const json& value, const ModelSpec& model) {
   }
   t.moe_expert_capacity_factor = in.optional_double("moe_expert_capacity_factor", true);
   t.moe_pad_expert_input_to_capacity = in.bool_or("moe_pad_expert_input_to_capacity", false);
+  if (const json* packing = in.raw("packed_documents")) t.packed_documents = parse_packing(*packing);
   if (t.moe_pad_expert_input_to_capacity && !t.moe_expert_capacity_factor) {
     throw Error::invalid(in.field("moe_pad_expert_input_to_capacity"), "true",
                          "needs moe_expert_capacity_factor (padding is to the capacity)");

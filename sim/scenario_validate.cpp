@@ -3,6 +3,7 @@
 // features the simulator does not model yet. Each error names the field, the value and the rule.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <set>
 
 #include "models/error.h"
@@ -196,6 +197,24 @@ void check_fabric(Scenario& s) {
   }
 }
 
+// Packing walks every document of the global batch: bound their expected number.
+void check_packing(const Scenario& s) {
+  const PackingSpec& p = s.training.packed_documents;
+  if (!p.enabled()) return;
+  const double tokens = static_cast<double>(s.training.seq_length) * static_cast<double>(s.training.global_batch_size);
+  double mean = 0;
+  if (!p.lengths.empty()) {
+    for (std::int64_t l : p.lengths) mean += static_cast<double>(l);
+    mean /= static_cast<double>(p.lengths.size());
+  } else {
+    mean = p.median * std::exp(p.sigma * p.sigma / 2);
+  }
+  constexpr double kMaxDocuments = 2e7;
+  require(tokens / mean <= kMaxDocuments, "training.packed_documents", fmt::format("mean length {:.0f}", mean),
+          fmt::format("gives about {:.3g} documents per global batch; at most {:.0e} are simulated", tokens / mean,
+                      kMaxDocuments));
+}
+
 void check_stragglers(const Scenario& s) {
   std::set<int> seen;
   for (std::size_t i = 0; i < s.stragglers.size(); ++i) {
@@ -219,6 +238,7 @@ void validate_scenario(Scenario& s) {
   check_size(s);
   check_fabric(s);
   check_stragglers(s);
+  check_packing(s);
   s.cluster.gpu.peak_for(gemm_dtype(s.training.precision));  // the GPU must have the precision's GEMM path
   if (s.training.precision == Precision::kFp16 && s.cluster.gpu.peak_fp16 <= 0) {
     throw Error::invalid("training.precision", "fp16", "is not supported by the GPU " + s.cluster.gpu.name);

@@ -1,6 +1,7 @@
 #include "sim/workload_graph.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <iterator>
 #include <stdexcept>
@@ -104,6 +105,7 @@ std::size_t hash_op(const Op& op) {
                            std::int64_t(a->dtype)}) {
       mix(h, v);
     }
+    mix(h, std::bit_cast<std::int64_t>(a->packed_fraction));
   } else if (const auto* e = std::get_if<ElementwiseShape>(&op)) {
     mix(h, e->bytes_read);
     mix(h, e->bytes_written);

@@ -2,6 +2,8 @@
 
 #include <cassert>
 
+#include "sim/packing.h"
+
 namespace orrery {
 
 std::int64_t padded_vocab_size(std::int64_t vocab, int tp, int divisible_by) {
@@ -62,6 +64,11 @@ LoweringContext::LoweringContext(const Scenario& s)
   optimizer_bytes = sb.optimizer;
   padded_model = model;
   padded_model.vocab_size = padded_vocab;
+  if (training.packed_documents.enabled()) {
+    packed_fraction = pack_documents(training.packed_documents, training.seq_length, training.global_batch_size,
+                                     training.micro_batch_size, plan.dp, plan.cp)
+                          .microbatch_fraction;
+  }
 }
 
 const GroupPlacement& LoweringContext::placement(GroupKind kind, int stage) const {

@@ -42,6 +42,15 @@ struct LoweringContext {
   Bytes grad_bytes = 4;           // bytes per gradient element in the reduction buffer
   Bytes optimizer_bytes = 12;     // bytes per parameter of optimizer state, before ZeRO sharding
   ModelSpec padded_model;         // the model with the padded vocabulary (what ranks really hold)
+  /// Packed documents: per micro-batch of the critical DP rank, AttentionShape::packed_fraction (empty: 1).
+  std::vector<double> packed_fraction;
+
+  /// AttentionShape::packed_fraction of micro-batch `microbatch`.
+  double packed_fraction_of(int microbatch) const {
+    return microbatch >= 0 && static_cast<std::size_t>(microbatch) < packed_fraction.size()
+               ? packed_fraction[static_cast<std::size_t>(microbatch)]
+               : 1.0;
+  }
 
   /// Placement of the `kind` group of the first rank of pipeline stage `stage` (cached).
   const GroupPlacement& placement(GroupKind kind, int stage) const;

@@ -47,6 +47,7 @@ AttentionShape TransformerLayerLowering::local_attention(bool backward) const {
   a.head_dim_v = m.is_mla() ? m.mla.v_head_dim : m.head_dim;
   a.causal = true;
   a.window = m.layer_window(layer_);
+  a.packed_fraction = ctx_.packed_fraction_of(emit_.microbatch());
   a.backward = backward;
   a.dtype = ctx_.act_dtype;
   return a;

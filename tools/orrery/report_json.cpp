@@ -46,6 +46,17 @@ json report_json(const Prediction& p) {
   out["critical_stage"] = r.critical_stage;
   out["critical_rank"] = r.critical_rank;
   out["warnings"] = r.warnings;
+  if (r.packing) {
+    const PackedBatch& k = *r.packing;
+    out["packing"] = {{"documents", k.documents},
+                      {"pieces", k.pieces},
+                      {"sequences", k.sequences},
+                      {"attention_work_vs_unpacked", k.packed_over_full},
+                      {"dp_attention_imbalance", k.dp_imbalance},
+                      {"critical_dp_rank", k.critical_dp_rank},
+                      {"cp_attention_imbalance", k.cp_imbalance},
+                      {"dp_attention_work", k.dp_work}};
+  }
   const ParamCount params = count_parameters(s.model);
   out["model"] = {{"name", s.model.name},
                   {"parameters", params.total},

@@ -54,6 +54,15 @@ void print_summary(std::ostream& out, const Prediction& p) {
     fmt::print(out, "    {:5}  {}  {}  {}  {}  {}  {}\n", m.stage, gib(m.weights), gib(m.gradients), gib(m.optimizer),
                gib(m.activations), gib(m.other), gib(m.peak));
   }
+  if (r.packing) {
+    const PackedBatch& k = *r.packing;
+    fmt::print(out, "\n  packed documents: {} documents in {} sequences ({} pieces after cutting at sequence ends)\n",
+               k.documents, k.sequences, k.pieces);
+    fmt::print(out, "    attention work vs one document per sequence  {:6.3f}\n", k.packed_over_full);
+    fmt::print(out, "    DP ranks' attention work, max / mean         {:6.3f}  (busiest: DP rank {}, simulated)\n",
+               k.dp_imbalance, k.critical_dp_rank);
+    fmt::print(out, "    CP ranks' attention work, max / mean         {:6.3f}  (worst micro-batch)\n", k.cp_imbalance);
+  }
   for (const std::string& w : r.warnings) fmt::print(out, "\n  warning: {}\n", w);
 }
 
