@@ -116,6 +116,7 @@ ClusterSpec parse_cluster(const json& value, const std::string& path) {
   c.nic_bandwidth = from_Gbit_s(in.require_double("nic_bandwidth_Gbit_s", true));
   c.nvlink_latency = from_us(in.double_or("nvlink_latency_us", 0.6, true));
   c.nic_latency = from_us(in.double_or("nic_latency_us", 5.0, true));
+  if (auto v = in.optional_double("host_memory_bandwidth_GB_s", true)) c.host_memory_bandwidth = from_GB_s(*v);
   if (const json* tiers = in.raw("network")) {
     if (!tiers->is_array()) throw Error::invalid(in.field("network"), describe_json(*tiers), "must be a list of tiers");
     for (std::size_t i = 0; i < tiers->size(); ++i) {

@@ -31,6 +31,7 @@ struct ClusterSpec {
   BytesPerSecond nic_bandwidth = 0;  // one NIC's line rate
   Seconds nvlink_latency = 0;        // one NVLink hop as NCCL's tuning model charges it
   Seconds nic_latency = 0;           // one network hop as NCCL's tuning model charges it
+  BytesPerSecond host_memory_bandwidth = 0;  // the node's CPU DRAM bandwidth, all sockets (0: unknown)
   std::vector<NetworkTier> network;  // innermost first
 
   int num_nodes() const { return (num_gpus + gpus_per_node - 1) / gpus_per_node; }

@@ -3,10 +3,24 @@
 #include <algorithm>
 #include <limits>
 
+#include "models/error.h"
+
 namespace orrery {
 
-RooflineComputeModel::RooflineComputeModel(GpuSpec gpu, ComputeParams params)
-    : gpu_(std::move(gpu)), params_(std::move(params)) {}
+RooflineComputeModel::RooflineComputeModel(GpuSpec gpu, ComputeParams params, BytesPerSecond host_memory_bandwidth)
+    : gpu_(std::move(gpu)), params_(std::move(params)), host_memory_bandwidth_(host_memory_bandwidth) {}
+
+Seconds RooflineComputeModel::host_op(const HostOpShape& s) const {
+  if (s.bytes <= 0) return 0.0;
+  const double bytes = static_cast<double>(s.bytes);
+  if (s.kind == HostOpShape::Kind::kHostMemory) {
+    if (host_memory_bandwidth_ <= 0) {
+      throw Error::invalid("cluster.host_memory_bandwidth_GB_s", "missing", "is needed to price CPU-offloaded work");
+    }
+    return bytes / (host_memory_bandwidth_ * params_.host_memory_efficiency);
+  }
+  return bytes / (gpu_.pcie_bandwidth * params_.pcie_efficiency);
+}
 
 Seconds RooflineComputeModel::memory_time(Bytes bytes) const {
   return static_cast<double>(bytes) / (gpu_.hbm_bandwidth * params_.hbm_efficiency);

@@ -23,6 +23,8 @@ class ComputeCostModel {
   virtual Seconds elementwise(const ElementwiseShape& shape) const = 0;
   /// Seconds the GPU idles after a host synchronisation before the next kernel arrives.
   virtual Seconds host_sync() const = 0;
+  /// Seconds of a PCIe copy or of host-DRAM-bound CPU work. Errors: Error::invalid when the host side is unknown.
+  virtual Seconds host_op(const HostOpShape& shape) const = 0;
 };
 
 /// Roofline: max(FLOPs / (peak x efficiency), bytes / (HBM bandwidth x hbm_efficiency)) + kernel overhead.
@@ -32,12 +34,16 @@ class ComputeCostModel {
 /// NVIDIA Deep Learning Performance Guide, "Matrix Multiplication Background" (tile and wave quantization).
 class RooflineComputeModel final : public ComputeCostModel {
  public:
-  RooflineComputeModel(GpuSpec gpu, ComputeParams params);
+  /// `host_memory_bandwidth` is this GPU's share of its node's host DRAM bandwidth (0: unknown).
+  RooflineComputeModel(GpuSpec gpu, ComputeParams params, BytesPerSecond host_memory_bandwidth = 0);
   std::string name() const override { return "roofline"; }
   Seconds gemm(const GemmShape& shape) const override;
   Seconds attention(const AttentionShape& shape) const override;
   Seconds elementwise(const ElementwiseShape& shape) const override;
   Seconds host_sync() const override { return params_.host_sync_gap; }
+  /// Copies at pcie_efficiency of the GPU's per-direction PCIe bandwidth; host work at host_memory_efficiency of
+  /// the GPU's share of host DRAM bandwidth (ZeRO-Offload, arXiv:2101.06840: the CPU Adam step is memory-bound).
+  Seconds host_op(const HostOpShape& shape) const override;
 
   /// Time the GEMM's arithmetic takes under the tile/wave model, without memory bound or overhead.
   Seconds gemm_compute_time(const GemmShape& shape) const;
@@ -46,6 +52,7 @@ class RooflineComputeModel final : public ComputeCostModel {
   Seconds memory_time(Bytes bytes) const;
   GpuSpec gpu_;
   ComputeParams params_;
+  BytesPerSecond host_memory_bandwidth_ = 0;
 };
 
 }  // namespace orrery

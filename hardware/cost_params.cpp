@@ -38,6 +38,8 @@ CostParams parse_cost_params(const json& value, const std::string& path) {
   p.compute.kernel_overhead = from_us(c.require_double("kernel_overhead_us"));
   p.compute.overlap_slowdown = c.require_double("overlap_slowdown");
   p.compute.host_sync_gap = from_us(c.require_double("host_sync_gap_us"));
+  p.compute.pcie_efficiency = c.require_double("pcie_efficiency", true);
+  p.compute.host_memory_efficiency = c.require_double("host_memory_efficiency", true);
   if (const json* tiles = c.raw("gemm_tiles")) {
     for (std::size_t i = 0; i < tiles->size(); ++i) {
       FieldReader t((*tiles)[i], fmt::format("{}.gemm_tiles[{}]", c.path(), i));

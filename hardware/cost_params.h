@@ -29,6 +29,8 @@ struct ComputeParams {
   Seconds kernel_overhead = 0;          // per-kernel gap on the GPU (launch, tail)
   double overlap_slowdown = 0;          // compute slows by this fraction while communication kernels run
   Seconds host_sync_gap = 0;            // GPU idle after a device-to-host synchronisation
+  double pcie_efficiency = 0;           // fraction of the PCIe link rate pinned-memory copies reach
+  double host_memory_efficiency = 0;    // fraction of datasheet host DRAM bandwidth streaming CPU work reaches
 };
 
 struct NetworkParams {

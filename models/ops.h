@@ -68,6 +68,16 @@ struct ElementwiseShape {
   bool operator==(const ElementwiseShape&) const = default;
 };
 
+/// Work between the GPU and its host (sim/lower offload): a PCIe copy through a copy engine, or host-DRAM-bound
+/// CPU work (the CPU Adam step of ZeRO-Offload / Megatron's optimizer CPU offload). Priced by the compute cost
+/// model from the GPU's PCIe bandwidth and its share of the node's host memory bandwidth.
+struct HostOpShape {
+  enum class Kind : std::uint8_t { kCopyToHost, kCopyToDevice, kHostMemory };
+  Kind kind = Kind::kCopyToHost;
+  Bytes bytes = 0;  // bytes copied, or host DRAM traffic of the CPU work
+  bool operator==(const HostOpShape&) const = default;
+};
+
 /// The GPU idling while the host, after a device-to-host synchronisation (a `.item()` such as the gradient norm's),
 /// runs Python and launches the next kernel. Priced by the compute cost model.
 struct HostSyncShape {

@@ -14,6 +14,7 @@ const char* op_name(const AttentionShape&) { return "attention kernel"; }
 const char* op_name(const ElementwiseShape&) { return "memory-bound kernel"; }
 const char* op_name(const CollectiveOp& c) { return to_string(c.kind); }
 const char* op_name(const HostSyncShape&) { return "host synchronisation"; }
+const char* op_name(const HostOpShape&) { return "host transfer"; }
 
 template <class... F>
 struct Overloaded : F... {
@@ -31,6 +32,7 @@ Seconds op_duration(const Op& op, const CostModels& models) {
                         [&](const ElementwiseShape& s) { return models.compute.elementwise(s); },
                         [&](const CollectiveOp& s) { return models.network.time(s); },
                         [&](const HostSyncShape&) { return models.compute.host_sync(); },
+                        [&](const HostOpShape& s) { return models.compute.host_op(s); },
                     },
                     op);
 }

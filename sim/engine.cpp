@@ -184,7 +184,7 @@ class Simulation {
       return;
     }
     events_.push({after(now, d), next_seq_++, instance, task});
-    if (slowdown_ > 0 && ++communicating_[i] == 1) retime(instance, now);
+    if (slowdown_ > 0 && t.contends_for_sms() && ++communicating_[i] == 1) retime(instance, now);
   }
 
   // Whether a popped event completes its task now. A compute task's event stands only while it is the one its
@@ -241,7 +241,7 @@ class Simulation {
       const Task& done = program(i).tasks[static_cast<std::size_t>(task)];
       if (done.is_compute()) {
         running_[i].task = -1;
-      } else if (--communicating_[i] == 0) {
+      } else if (done.contends_for_sms() && --communicating_[i] == 0) {
         retime(instance, now);
       }
     }

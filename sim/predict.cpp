@@ -10,7 +10,8 @@
 namespace orrery {
 
 DefaultCostModels::DefaultCostModels(const ClusterSpec& cluster, const CostParams& params)
-    : compute(std::make_unique<RooflineComputeModel>(cluster.gpu, params.compute)),
+    : compute(std::make_unique<RooflineComputeModel>(cluster.gpu, params.compute,
+                                                     cluster.host_memory_bandwidth / cluster.gpus_per_node)),
       network(std::make_unique<NcclCollectiveModel>(cluster, params.network)) {}
 
 Prediction predict(const Scenario& scenario, const PredictOptions& options) {

@@ -19,7 +19,10 @@ namespace {
 
 // Activity classes in priority order: the first active one names each instant. Waiting for another pipeline
 // stage outranks a data-parallel transfer that merely runs meanwhile (the stage is idle because of the pipeline).
-enum Activity : int { kCompute, kOptimizerCompute, kTp, kCp, kEp, kPp, kPipelineWait, kDp, kOptimizerComm, kCount };
+// Host transfers of activation offload, when they hold compute up, count as "other" (no contract key of their own).
+enum Activity : int {
+  kCompute, kOptimizerCompute, kTp, kCp, kEp, kPp, kPipelineWait, kOffload, kDp, kOptimizerComm, kCount
+};
 
 // Groups whose members sit on different pipeline stages: waiting for them is pipeline bubble.
 bool spans_stages(GroupKind g) {
@@ -29,6 +32,7 @@ bool spans_stages(GroupKind g) {
 
 int comm_activity(const Task& t) {
   if (t.phase == Phase::kOptimizer) return kOptimizerComm;
+  if (t.kind == TaskKind::kHostOp) return kOffload;
   switch (t.group) {
     case GroupKind::kTp: return kTp;
     case GroupKind::kCp: return kCp;
@@ -106,7 +110,7 @@ Breakdown breakdown_of(const Program& program, const InstanceRun& run, Nanosecon
   b.exposed_pp_comm = from_nanos(spent[kPp]);
   b.exposed_dp_comm = from_nanos(spent[kDp]);
   b.bubble = from_nanos(spent[kPipelineWait]);
-  b.other = from_nanos(spent[kCount]);
+  b.other = from_nanos(spent[kCount] + spent[kOffload]);
   return b;
 }
 

@@ -91,6 +91,13 @@ struct TrainingSpec {
   std::optional<double> moe_expert_capacity_factor;
   bool moe_pad_expert_input_to_capacity = false;
   PackingSpec packed_documents;  // disabled: every sequence is one document
+  /// Megatron-LM --optimizer-cpu-offload (ZeRO-Offload, arXiv:2101.06840): fp32 master weights and Adam moments
+  /// live in host memory; each step copies the rank's gradient shard to the host, runs Adam on the CPU and copies
+  /// the updated parameters back.
+  bool optimizer_cpu_offload = false;
+  /// Megatron-LM/Transformer Engine --cpu-offloading-num-layers: the saved activations of this many layers of each
+  /// model chunk go to host memory after their forward and come back before their backward (0: none).
+  int cpu_offloading_num_layers = 0;
   /// Token copies the busiest expert rank processes, as a multiple of the balanced mean.
   double moe_effective_load() const;
 };

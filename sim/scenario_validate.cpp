@@ -215,6 +215,30 @@ void check_packing(const Scenario& s) {
                       kMaxDocuments));
 }
 
+void check_offload(const Scenario& s) {
+  const TrainingSpec& t = s.training;
+  if (t.optimizer_cpu_offload) {
+    require(s.parallel.zero_stage == 1 || s.parallel.zero_stage == 2, "training.optimizer_cpu_offload", "true",
+            fmt::format("needs zero_stage 1 or 2 (Megatron requires the distributed optimizer; ZeRO-Offload runs on "
+                        "ZeRO-2), not {}", s.parallel.zero_stage));
+    require(s.cluster.host_memory_bandwidth > 0, "cluster.host_memory_bandwidth_GB_s", "missing",
+            "is needed by training.optimizer_cpu_offload (the CPU Adam step is bound by host memory bandwidth)");
+  }
+  if (t.cpu_offloading_num_layers > 0) {
+    const PipelineLayout layout = make_pipeline_layout(s.model, s.parallel);
+    int fewest = s.model.num_layers;  // over the chunks that hold layers
+    for (int stage = 0; stage < layout.pp; ++stage) {
+      for (int chunk = 0; chunk < layout.vpp; ++chunk) {
+        if (layout.layers_in(stage, chunk) > 0) fewest = std::min(fewest, layout.layers_in(stage, chunk));
+      }
+    }
+    require(t.cpu_offloading_num_layers < fewest, "training.cpu_offloading_num_layers",
+            std::to_string(t.cpu_offloading_num_layers),
+            fmt::format("must be below the layers of every model chunk ({} at fewest), as Transformer Engine requires",
+                        fewest));
+  }
+}
+
 void check_stragglers(const Scenario& s) {
   std::set<int> seen;
   for (std::size_t i = 0; i < s.stragglers.size(); ++i) {
@@ -239,6 +263,7 @@ void validate_scenario(Scenario& s) {
   check_fabric(s);
   check_stragglers(s);
   check_packing(s);
+  check_offload(s);
   s.cluster.gpu.peak_for(gemm_dtype(s.training.precision));  // the GPU must have the precision's GEMM path
   if (s.training.precision == Precision::kFp16 && s.cluster.gpu.peak_fp16 <= 0) {
     throw Error::invalid("training.precision", "fp16", "is not supported by the GPU " + s.cluster.gpu.name);

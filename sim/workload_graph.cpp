@@ -23,6 +23,7 @@ const char* to_string(TaskKind kind) {
     case TaskKind::kCollective: return "collective";
     case TaskKind::kSendRecv: return "send_recv";
     case TaskKind::kHostSync: return "host_sync";
+    case TaskKind::kHostOp: return "host_op";
   }
   return "?";
 }
@@ -50,6 +51,8 @@ const char* to_string(Stream stream) {
     case Stream::kPpRecvPrev: return "pp_recv_prev";
     case Stream::kPpSendPrev: return "pp_send_prev";
     case Stream::kPpRecvNext: return "pp_recv_next";
+    case Stream::kDeviceToHost: return "device_to_host";
+    case Stream::kHostToDevice: return "host_to_device";
   }
   return "?";
 }
@@ -111,6 +114,9 @@ std::size_t hash_op(const Op& op) {
     mix(h, e->bytes_written);
   } else if (std::holds_alternative<HostSyncShape>(op)) {
     mix(h, 7);
+  } else if (const auto* o = std::get_if<HostOpShape>(&op)) {
+    mix(h, std::int64_t(o->kind));
+    mix(h, o->bytes);
   } else if (const auto* c = std::get_if<CollectiveOp>(&op)) {
     for (std::int64_t v : {std::int64_t(c->kind), c->bytes, std::int64_t(c->placement.size),
                            std::int64_t(c->placement.domains), std::int64_t(c->placement.tier)}) {

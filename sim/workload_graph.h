@@ -20,7 +20,7 @@
 
 namespace orrery {
 
-enum class TaskKind : std::uint8_t { kGemm, kAttention, kElementwise, kOptimizer, kCollective, kSendRecv, kHostSync };
+enum class TaskKind : std::uint8_t { kGemm, kAttention, kElementwise, kOptimizer, kCollective, kSendRecv, kHostSync, kHostOp };
 
 enum class Phase : std::uint8_t { kForward, kBackwardInput, kBackwardWeight, kRecompute, kOptimizer };
 
@@ -37,8 +37,10 @@ enum class Stream : std::uint8_t {
   kPpRecvPrev,
   kPpSendPrev,
   kPpRecvNext,
+  kDeviceToHost,  // copy engine towards the host, and the host work that follows it (CPU offload)
+  kHostToDevice,  // copy engine towards the GPU
 };
-inline constexpr int kNumStreams = 10;
+inline constexpr int kNumStreams = 12;
 
 /// The communication group a rendezvous task belongs to. The p2p kinds pair a sender with its receiver: a
 /// kPpForwardSend task of stage s and a kPpForwardRecv task of stage s+1 meet in the same group.
@@ -71,7 +73,7 @@ struct MemoryEffect {
 
 /// A task's operation. Programs keep each distinct Op once (micro-batches repeat the same shapes), so tasks
 /// stay small and each Op is priced once.
-using Op = std::variant<GemmShape, AttentionShape, ElementwiseShape, CollectiveOp, HostSyncShape>;
+using Op = std::variant<GemmShape, AttentionShape, ElementwiseShape, CollectiveOp, HostSyncShape, HostOpShape>;
 
 /// Hash of an Op's fields, for interning.
 std::size_t hash_op(const Op& op);
@@ -97,6 +99,8 @@ struct Task {
   MemoryEffect at_end() const { return {end_kind, end_bytes}; }
   bool is_rendezvous() const { return group != GroupKind::kNone; }
   bool is_compute() const { return stream == Stream::kCompute; }
+  /// Non-compute work that takes SMs from compute (NCCL kernels); PCIe copies run on copy engines and do not.
+  bool contends_for_sms() const { return !is_compute() && kind != TaskKind::kHostOp; }
 };
 
 /// Successor lists in compressed-sparse-row form, with 32-bit task ids (a program stays below 2^32 tasks).

@@ -146,6 +146,11 @@ TaskId Emitter::collective(const char* label, Stream stream, GroupKind group, Co
   return builder_.add(t, CollectiveOp{kind, bytes, where}, deps);
 }
 
+TaskId Emitter::host_op(const char* label, Stream stream, HostOpShape shape, std::initializer_list<TaskId> deps) {
+  if (dropped()) return -1;
+  return builder_.add(base(TaskKind::kHostOp, label, stream), shape, deps);
+}
+
 TaskId Emitter::p2p(const char* label, Stream stream, GroupKind group, Bytes bytes, std::initializer_list<TaskId> deps) {
   if (dropped()) return -1;
   Task t = base(TaskKind::kSendRecv, label, stream);

@@ -107,6 +107,8 @@ class Emitter {
   /// nothing when the group has one rank.
   TaskId collective(const char* label, Stream stream, GroupKind group, CollectiveKind kind, Bytes bytes,
                     std::initializer_list<TaskId> deps = {});
+  /// A PCIe copy or host-side work on `stream` (kDeviceToHost or kHostToDevice).
+  TaskId host_op(const char* label, Stream stream, HostOpShape shape, std::initializer_list<TaskId> deps = {});
   /// One side of a point-to-point transfer (the p2p group kinds pair it with the peer's other side).
   TaskId p2p(const char* label, Stream stream, GroupKind group, Bytes bytes, std::initializer_list<TaskId> deps = {});
 

@@ -142,8 +142,18 @@ TaskId DataParallelLowering::emit_optimizer(Emitter& emit, const std::vector<Tas
   // Megatron reads the norm on the host (total_norm.item()) to compute the clipping factor.
   last = emit.host_sync("grad_norm_item", {norm});
   last = emit.optimizer("clip_grads", grads, grads, {last});
-  // Fused Adam (apex/TE multi_tensor_adam): read the fp32 master weight, m, v and the gradient; write weight, m, v.
   const Bytes state = n * ctx_.optimizer_bytes;
+  if (ctx_.training.optimizer_cpu_offload) {
+    // Megatron's HybridDeviceOptimizer / ZeRO-Offload: the gradient shard goes to the host, Adam runs there (reading
+    // the gradient, reading and writing master weight, m and v, writing the low-precision copy), and the updated
+    // parameters come back.
+    last = emit.host_op("offload_grads", Stream::kDeviceToHost, {HostOpShape::Kind::kCopyToHost, grads}, {last});
+    last = emit.host_op("cpu_adam", Stream::kDeviceToHost,
+                        {HostOpShape::Kind::kHostMemory, grads + 2 * state + n * ctx_.param_bytes}, {last});
+    return emit.host_op("upload_params", Stream::kHostToDevice,
+                        {HostOpShape::Kind::kCopyToDevice, n * ctx_.param_bytes}, {last});
+  }
+  // Fused Adam (apex/TE multi_tensor_adam): read the fp32 master weight, m, v and the gradient; write weight, m, v.
   last = emit.optimizer("adam", state + grads, state);
   if (ctx_.param_bytes < 4) last = emit.optimizer("param_copy", n * 4, n * ctx_.param_bytes);
   return last;
@@ -199,8 +209,10 @@ void DataParallelLowering::set_static_memory(ProgramBuilder& builder, Bytes othe
   // Expert weights are sharded over the expert-data-parallel ranks instead (ZeRO-2/3 refuse MoE models).
   const Bytes dense = local_params_ - local_expert_params_, expert = local_expert_params_;
   const Bytes d = ranks_of(false), e = ranks_of(true);
-  const Bytes optimizer = zero_stage_ >= 1 ? (dense / d + expert / e) * ctx_.optimizer_bytes
-                                           : local_params_ * ctx_.optimizer_bytes;
+  // With optimizer CPU offload the master weights and moments live in host memory.
+  const Bytes optimizer = ctx_.training.optimizer_cpu_offload ? 0
+                          : zero_stage_ >= 1                  ? (dense / d + expert / e) * ctx_.optimizer_bytes
+                                                              : local_params_ * ctx_.optimizer_bytes;
   const Bytes grads = local_params_ * ctx_.grad_bytes / (zero_stage_ >= 2 ? d : 1);
   const Bytes weights = local_params_ * ctx_.param_bytes / (zero_stage_ >= 3 ? d : 1);
   builder.set_static_memory(MemoryKind::kWeights, weights);

@@ -144,6 +144,19 @@ class StageLowering {
     return out;
   }
 
+  // Transformer Engine's CPU offload (--cpu-offloading-num-layers): the first N layers of each chunk.
+  bool offloaded(const std::vector<ParamUnit>& units, std::size_t i) const {
+    const int n = ctx_.training.cpu_offloading_num_layers;
+    if (n == 0 || units[i].layer < 0) return false;
+    int before = 0;
+    for (std::size_t j = 0; j < i; ++j) before += units[j].layer >= 0 ? 1 : 0;
+    return before < n;
+  }
+
+  Bytes layer_saved_bytes(int layer) {
+    return TransformerLayerLowering(emit_, layer).saved_bytes(forward_policy(ctx_.training.recompute));
+  }
+
   void forward(const ScheduleStep& step, TaskId input, std::vector<ParamUse>* params) {
     TaskId x = input;
     EmbeddingHeadLowering edges(emit_);
@@ -155,6 +168,13 @@ class StageLowering {
         if (u.layer >= 0) return TransformerLayerLowering(emit_, u.layer).forward(x, forward_policy(ctx_.training.recompute), params);
         return u.head ? edges.head_forward(x, params) : edges.embedding_forward(x, params);
       });
+      if (offloaded(units, i)) {
+        // The layer's saved activations are copied to the host once it has run, and their GPU memory freed.
+        const Bytes saved = layer_saved_bytes(u.layer);
+        const TaskId copy = emit_.host_op("activation_offload", Stream::kDeviceToHost,
+                                          {HostOpShape::Kind::kCopyToHost, saved}, {x});
+        builder_.free_at_end(copy, MemoryKind::kActivations, saved);
+      }
     }
     emit_.at(step.microbatch, step.chunk, -1, Phase::kForward);
     emit_fp8_amax_update(emit_, layers_in(units), false, builder_.last_on(Stream::kCompute));
@@ -169,13 +189,27 @@ class StageLowering {
     const auto units = sharded_.units(step.chunk);
     // Zero-bubble schedules leave the weight gradients to a later kWeight step.
     if (ctx_.plan.schedule == Schedule::kZbH1) emit_.set_weight_grad_mode(WeightGradMode::kSkip);
+    // Offloaded activations come back one layer ahead: layer i's copy is issued as layer i + 1's backward starts.
+    std::vector<TaskId> reload(units.size(), -1);
+    const auto fetch = [&](std::size_t i) {
+      if (!offloaded(units, i) || reload[i] >= 0) return;
+      emit_.at(step.microbatch, step.chunk, units[i].layer, Phase::kBackwardInput);
+      const Bytes saved = layer_saved_bytes(units[i].layer);
+      reload[i] = emit_.host_op("activation_reload", Stream::kHostToDevice, {HostOpShape::Kind::kCopyToDevice, saved},
+                                {builder_.last_on(Stream::kCompute)});
+      if (reload[i] >= 0) builder_.alloc_at_start(reload[i], MemoryKind::kActivations, saved);
+    };
     for (std::size_t i = units.size(); i-- > 0;) {
       const ParamUnit& u = units[i];
+      fetch(i);
+      if (i > 0) fetch(i - 1);
       emit_.at(step.microbatch, step.chunk, u.layer, Phase::kBackwardInput);
+      const TaskId first = builder_.last() + 1;
       g = run_unit(units, i, true, [&] {
         if (u.layer >= 0) return TransformerLayerLowering(emit_, u.layer).backward(g, params);
         return u.head ? edges.head_backward(builder_.last_on(Stream::kCompute), params) : edges.embedding_backward(g, params);
       });
+      if (reload[i] >= 0 && builder_.last() >= first) emit_.depend(first, reload[i]);
     }
     emit_.set_weight_grad_mode(WeightGradMode::kInline);
     emit_.at(step.microbatch, step.chunk, -1, Phase::kBackwardInput);

@@ -20,6 +20,7 @@ class GemmOnly final : public ComputeCostModel {
   Seconds attention(const AttentionShape&) const override { return 0; }
   Seconds elementwise(const ElementwiseShape&) const override { return 0; }
   Seconds host_sync() const override { return 0; }
+  Seconds host_op(const HostOpShape&) const override { return 0; }
 };
 
 class FreeNetwork final : public CollectiveCostModel {
