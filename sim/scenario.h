@@ -135,6 +135,11 @@ struct Scenario {
 /// does not model yet (message starts "not modelled yet:").
 Scenario parse_scenario(const nlohmann::json& document, const std::filesystem::path& base_dir);
 
+/// The cross-section rules parse_scenario applies after reading: derives dp (and the default global batch), drops
+/// sequence parallelism at tp 1 with a warning, and checks divisibility, sizes and unmodelled features. The search
+/// uses it to validate plans made by editing a parsed scenario. Errors: as parse_scenario.
+void validate_scenario(Scenario& s);
+
 /// Reads a scenario file. Errors: Error::invalid for unreadable or malformed JSON (naming the file), and all of
 /// parse_scenario's errors.
 Scenario load_scenario(const std::filesystem::path& file);

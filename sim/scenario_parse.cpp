@@ -229,8 +229,6 @@ void check_text(const json& doc, const char* key) {
 
 }  // namespace
 
-void validate_scenario(Scenario& s);  // sim/scenario_validate.cpp
-
 Scenario parse_scenario(const json& doc, const std::filesystem::path& base_dir) {
   FieldReader top(doc, "");
   Scenario s;

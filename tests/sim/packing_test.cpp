@@ -78,14 +78,15 @@ TEST_CASE("documents cut at sequence ends, in Megatron's sampler order", "[sim][
 TEST_CASE("the 2 cp chunk split balances causal work across CP ranks", "[sim][packing][cp]") {
   for (int cp : {2, 4, 8}) {
     INFO("cp " << cp);
-    const std::int64_t c = 64, l = 2 * cp * c;  // divisible: every rank gets exactly the same work
+    const std::int64_t l = 2 * cp * 64;  // divisible: every rank gets exactly the same work
+    const double c = 64, length = static_cast<double>(l);
     double sum = 0;
     for (int r = 0; r < cp; ++r) {
       // Chunks r and 2cp-1-r: c^2 (2cp - 1) + c (c + 1) pairs (queries see all earlier chunks and half their own).
       CHECK(cp_rank_pairs(l, cp, r) == Approx(c * c * (2.0 * cp - 1) + c * (c + 1.0)));
       sum += cp_rank_pairs(l, cp, r);
     }
-    CHECK(sum == Approx(l * (l + 1.0) / 2));
+    CHECK(sum == Approx(length * (length + 1) / 2));
   }
   // A 5-token document over 4 ranks (8 chunks, three empty) is not balanced, and the report says so.
   const PackedBatch b = pack_documents(lengths({5}), 10, 1, 1, 1, 4);

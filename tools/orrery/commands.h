@@ -20,6 +20,9 @@ void add_collective_command(CLI::App& app);
 /// `orrery fit collectives|records ...`: the documented global fits of the cost-model parameters.
 void add_fit_command(CLI::App& app, int& exit_code);
 
+/// `orrery search ...` and `orrery search merge FILE...`.
+void add_search_command(CLI::App& app);
+
 /// "64M", "1G", "1048576" -> bytes. Errors: Error::invalid naming `field`.
 Bytes parse_bytes(const std::string& text, const std::string& field);
 

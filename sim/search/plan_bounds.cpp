@@ -1,0 +1,217 @@
+#include "sim/search/plan_bounds.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <map>
+#include <utility>
+
+#include "models/model_flops.h"
+#include "models/param_count.h"
+#include "sim/durations.h"
+#include "sim/lower/context.h"
+#include "sim/lower/embedding_head.h"
+#include "sim/lower/transformer_layer.h"
+#include "sim/pipeline_layout.h"
+#include "sim/pipeline_schedule.h"
+#include "sim/predict.h"
+
+namespace orrery {
+
+namespace {
+
+// Forward GEMM FLOPs per token of layers [first, first + count).
+double layers_flops(const ModelSpec& m, int first, int count) {
+  double f = 0;
+  for (int l = first; l < first + count; ++l) f += layer_gemm_flops_per_token(m, l);
+  return f;
+}
+
+// One micro-batch of one layer on the compute stream.
+struct LayerCost {
+  Seconds forward = 0, backward = 0, backward_input = 0;
+  Bytes saved = 0;  // activations its forward leaves allocated
+};
+
+SavePolicy save_policy(Recompute r) {
+  switch (r) {
+    case Recompute::kNone: return {true, true, true};
+    case Recompute::kSelective: return {true, true, false};
+    case Recompute::kFull: return {true, false, false};
+  }
+  return {};
+}
+
+// Prices the compute-stream tasks of a scratch program that `emit_unit` fills for one micro-batch.
+template <class F>
+LayerCost probe(const LoweringContext& ctx, const CostModels& models, int layer, int microbatch, F&& emit_unit) {
+  ProgramBuilder builder(0);
+  Emitter emit(ctx, builder, 0);
+  emit.at(microbatch, 0, layer, Phase::kForward);
+  emit_unit(emit);
+  const Program p = builder.finish();
+  LayerCost c;
+  for (const Task& t : p.tasks) {
+    if (t.phase == Phase::kForward) {
+      c.saved += (t.start_kind == MemoryKind::kActivations ? t.start_bytes : 0) +
+                 (t.end_kind == MemoryKind::kActivations ? t.end_bytes : 0);
+    }
+    if (!t.is_compute()) continue;
+    const Seconds d = op_duration(p.ops[static_cast<std::size_t>(t.op)], models);
+    if (t.phase == Phase::kForward) {
+      c.forward += d;
+    } else {
+      c.backward += d;
+      if (t.phase != Phase::kBackwardWeight) c.backward_input += d;
+    }
+  }
+  return c;
+}
+
+LayerCost probe_layer(const LoweringContext& ctx, const CostModels& models, int layer, int microbatch) {
+  return probe(ctx, models, layer, microbatch, [&](Emitter& emit) {
+    TransformerLayerLowering lowering(emit, layer);
+    const TaskId out = lowering.forward(-1, save_policy(ctx.training.recompute));
+    emit.at(microbatch, 0, layer, Phase::kBackwardInput);
+    lowering.backward(out);
+  });
+}
+
+// Final norm, LM head and loss, forward and backward: on the last stage every micro-batch.
+LayerCost probe_head(const LoweringContext& ctx, const CostModels& models, int microbatch) {
+  return probe(ctx, models, -1, microbatch, [&](Emitter& emit) {
+    EmbeddingHeadLowering head(emit);
+    const TaskId loss = head.head_forward(-1, nullptr);
+    emit.at(microbatch, 0, -1, Phase::kBackwardInput);
+    head.head_backward(loss, nullptr);
+  });
+}
+
+}  // namespace
+
+PlanBounds plan_bounds(const Scenario& s, const CostParams& params) {
+  const ParallelPlan& p = s.parallel;
+  LoweringContext ctx(s);
+  const DefaultCostModels models(s.cluster, params);
+  // Probed as micro-batch 1: not the first, whose forward also casts FP8 weights once per iteration; with packed
+  // documents, at the least attention work any micro-batch has, so the bound holds for every one.
+  double least = 1.0;
+  for (double f : ctx.packed_fraction) least = std::min(least, f);
+  ctx.packed_fraction.assign(2, least);
+  const int probe_mb = 1;
+  std::map<std::pair<bool, std::int64_t>, LayerCost> probes;  // by (MoE layer, attention window)
+  const auto cost = [&](int layer) -> const LayerCost& {
+    const auto key = std::make_pair(s.model.layer_is_moe(layer), s.model.layer_window(layer));
+    auto it = probes.find(key);
+    if (it == probes.end()) it = probes.emplace(key, probe_layer(ctx, models.models(), layer, probe_mb)).first;
+    return it->second;
+  };
+  const PipelineLayout& layout = ctx.layout;
+  const double m = ctx.microbatches;
+  double busiest = 0, last_stage = 0, lightest_fwd = std::numeric_limits<double>::infinity();
+  double lightest_bwd = lightest_fwd;
+  std::vector<Bytes> chunk_saved(static_cast<std::size_t>(layout.vpp), 0);  // stage 0, per micro-batch
+  for (int stage = 0; stage < p.pp; ++stage) {
+    double work = 0;
+    for (int chunk = 0; chunk < layout.vpp; ++chunk) {
+      double fwd = 0, bwd_in = 0;
+      const int first = layout.first_layer_of(stage, chunk);
+      for (int l = first; l < first + layout.layers_in(stage, chunk); ++l) {
+        const LayerCost& c = cost(l);
+        work += m * (c.forward + c.backward);
+        fwd += c.forward;
+        bwd_in += c.backward_input;
+        if (stage == 0) chunk_saved[static_cast<std::size_t>(chunk)] += c.saved;
+      }
+      lightest_fwd = std::min(lightest_fwd, fwd);
+      lightest_bwd = std::min(lightest_bwd, bwd_in);
+    }
+    busiest = std::max(busiest, work);
+    if (stage == p.pp - 1) last_stage = work;
+  }
+  // The last stage also runs the LM head and loss for every micro-batch.
+  const LayerCost head = probe_head(ctx, models.models(), probe_mb);
+  last_stage += m * (head.forward + head.backward);
+  busiest = std::max(busiest, last_stage);
+  PlanBounds b;
+  b.time = std::max(busiest, (p.pp - 1) * (lightest_fwd + lightest_bwd) + last_stage);
+  b.time = std::max(b.time, iteration_time_lower_bound(s, params));
+  // Stage 0's forwards before its first backward all hold their activations (none are freed before it).
+  Bytes activations = 0;
+  if (s.training.cpu_offloading_num_layers == 0) {
+    for (const ScheduleStep& step : pipeline_steps(p.schedule, p.pp, p.vpp, 0, ctx.microbatches)) {
+      if (step.kind != StepKind::kForward) break;
+      activations += chunk_saved[static_cast<std::size_t>(step.chunk)];
+    }
+  }
+  b.memory = static_memory_lower_bound(s) + activations;
+  return b;
+}
+
+Bytes static_memory_lower_bound(const Scenario& s) {
+  const ParallelPlan& p = s.parallel;
+  const PipelineLayout layout = make_pipeline_layout(s.model, p);
+  // Layer parameters of the lightest stage; embeddings and replicated tensors are left out (a lower bound).
+  double lightest = std::numeric_limits<double>::infinity();
+  for (int stage = 0; stage < p.pp; ++stage) {
+    double dense = 0, expert = 0;
+    for (int chunk = 0; chunk < layout.vpp; ++chunk) {
+      const int first = layout.first_layer_of(stage, chunk);
+      for (int l = first; l < first + layout.layers_in(stage, chunk); ++l) {
+        for (const ParamTensor& t : layer_param_tensors(s.model, l)) {
+          if (t.sharding == ParamSharding::kExpert) {
+            expert += static_cast<double>(t.elements) / (p.ep * p.etp);
+          } else if (t.sharding == ParamSharding::kTensorParallel) {
+            dense += static_cast<double>(t.elements) / p.tp;
+          }
+        }
+      }
+    }
+    const double d = p.dp * p.cp, e = static_cast<double>(p.tp) * p.cp * p.dp / (p.ep * p.etp);
+    const double weight_bytes = s.training.precision == Precision::kFp32 ? 4 : 2;
+    const double weights = weight_bytes * (dense / (p.zero_stage >= 3 ? d : 1) + expert / (p.zero_stage >= 3 ? e : 1));
+    const double grads = 2 * (dense / (p.zero_stage >= 2 ? d : 1) + expert / (p.zero_stage >= 2 ? e : 1));
+    const double optimizer = 8 * (dense / (p.zero_stage >= 1 ? d : 1) + expert / (p.zero_stage >= 1 ? e : 1));
+    lightest = std::min(lightest, weights + grads + (s.training.optimizer_cpu_offload ? 0 : optimizer));
+  }
+  return static_cast<Bytes>(lightest);
+}
+
+Seconds iteration_time_lower_bound(const Scenario& s, const CostParams& params) {
+  const ParallelPlan& p = s.parallel;
+  const TrainingSpec& t = s.training;
+  const GpuSpec& gpu = s.cluster.gpu;
+  // The fastest GEMM the model prices: some GEMMs stay in BF16 under FP8, so take the faster of the two rates.
+  double rate = gpu.peak_for(t.precision == Precision::kFp32 ? DType::kFp32 : t.precision == Precision::kFp16
+                                                                               ? DType::kFp16
+                                                                               : DType::kBf16) *
+                params.compute.gemm_peak_fraction;
+  if (t.precision == Precision::kFp8) rate = std::max(rate, gpu.peak_fp8 * params.compute.gemm_fp8_peak_fraction);
+  // Forward, backward (2x), and with full recompute a second forward.
+  const double passes = t.recompute == Recompute::kFull ? 4.0 : 3.0;
+
+  const double tokens = static_cast<double>(t.global_batch_size) * static_cast<double>(t.seq_length);
+  const double total = passes * layers_flops(s.model, 0, s.model.num_layers) * tokens;
+  const Seconds average = total / s.cluster.num_gpus / rate;
+
+  // Per micro-batch and GPU: the tokens of one micro-batch, split over TP and CP.
+  const double mb_tokens = static_cast<double>(t.micro_batch_size) * static_cast<double>(t.seq_length) / (p.tp * p.cp);
+  const PipelineLayout layout = make_pipeline_layout(s.model, p);
+  double lightest_stage = std::numeric_limits<double>::infinity(), lightest_chunk = lightest_stage;
+  for (int stage = 0; stage < p.pp; ++stage) {
+    double stage_flops = 0;
+    for (int chunk = 0; chunk < layout.vpp; ++chunk) {
+      const double f = layers_flops(s.model, layout.first_layer_of(stage, chunk), layout.layers_in(stage, chunk));
+      stage_flops += f;
+      lightest_chunk = std::min(lightest_chunk, f);
+    }
+    lightest_stage = std::min(lightest_stage, stage_flops);
+  }
+  const double forward_stage = lightest_stage * mb_tokens / rate;   // one micro-batch through the lightest stage
+  const double forward_chunk = lightest_chunk * mb_tokens / rate;   // ... through the lightest virtual stage
+  const double m = s.num_microbatches();
+  const Seconds pipeline = (p.pp - 1) * 2 * forward_chunk + m * passes * forward_stage;
+  return std::max(average, pipeline);
+}
+
+}  // namespace orrery

@@ -1,0 +1,37 @@
+#pragma once
+// Cheap bounds that let the search skip candidates without simulating them. Both are true lower bounds of what
+// `predict` reports, so pruning with them never drops a plan that would have ranked (the exactness test holds the
+// pruned search to the exhaustive one).
+
+#include "hardware/cost_params.h"
+#include "sim/scenario.h"
+
+namespace orrery {
+
+/// Lower bounds of one candidate: memory (bytes at the peak) and iteration time (seconds).
+struct PlanBounds {
+  Bytes memory = 0;
+  Seconds time = 0;
+};
+
+/// Both bounds from one micro-batch of each distinct layer lowered alone and priced by the cost model:
+/// memory = the static bound below + the activations stage 0 holds before its first backward (min(pp, m)
+///   micro-batches under 1F1B, interleaving and ZB-H1, m under GPipe; none with activation offload);
+/// time = max(the busiest stage's compute-stream work, m micro-batches of layer forward + backward), and the
+///   pipeline's critical path: p - 1 lightest chunks' forwards before the last stage starts, its work, then p - 1
+///   lightest chunks' input-gradient passes. Communication, optimizer, embedding and head only add to these.
+PlanBounds plan_bounds(const Scenario& s, const CostParams& params);
+
+/// Bytes of weights, gradients and optimizer state on the lightest pipeline stage, at the smallest per-parameter
+/// sizes the precision allows (2-byte weights below fp32, 2-byte gradients, 8-byte optimizer state), sharded as
+/// TP x PP (experts EP x ETP x PP) and by ZeRO: at most the static memory `predict` reports for any stage.
+Bytes static_memory_lower_bound(const Scenario& s);
+
+/// Seconds the iteration takes at least: the larger of (a) a GPU's share of the GEMM FLOPs (forward, backward 2x,
+/// full recompute another forward) at the fastest GEMM rate the cost model allows (peak x fitted fraction; the
+/// model only adds tile, wave, short-k and launch costs) and (b) the pipeline's critical path: the last stage
+/// cannot start before p - 1 virtual stages have run the first micro-batch's forward, then does all its own
+/// work, after which the last gradient still crosses p - 1 virtual stages (their input-gradient GEMMs).
+Seconds iteration_time_lower_bound(const Scenario& s, const CostParams& params);
+
+}  // namespace orrery

@@ -1,0 +1,197 @@
+#include "sim/search/plan_search.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <numeric>
+#include <thread>
+
+#include "models/error.h"
+#include "sim/predict.h"
+#include "sim/search/plan_bounds.h"
+
+namespace orrery {
+
+namespace {
+
+// Candidates simulated between two updates of the pruning threshold. Fixed (not the thread count) so that the
+// evaluated set does not depend on how many threads run.
+constexpr std::size_t kBlock = 16;
+
+std::string limiter_of(const Report& r) {
+  const Breakdown& b = r.breakdown;
+  const std::pair<const char*, Seconds> parts[] = {
+      {"TP comm", b.exposed_tp_comm}, {"CP comm", b.exposed_cp_comm},   {"EP comm", b.exposed_ep_comm},
+      {"PP comm", b.exposed_pp_comm}, {"DP comm", b.exposed_dp_comm},   {"pipeline bubble", b.bubble},
+      {"optimizer", b.optimizer},     {"other", b.other}};
+  const auto* worst = std::max_element(std::begin(parts), std::end(parts),
+                                       [](const auto& a, const auto& c) { return a.second < c.second; });
+  return worst->second > 0.1 * b.compute ? worst->first : "compute";
+}
+
+double objective_of(Seconds time, const Scenario& s, const SearchOptions& o) {
+  if (o.objective == SearchObjective::kTime) return time;
+  const double tokens = static_cast<double>(s.training.global_batch_size) * static_cast<double>(s.training.seq_length);
+  return s.cluster.num_gpus * o.gpu_hour_price / 3600.0 * time / tokens * 1e6;  // $ per million tokens
+}
+
+void simulate(PlanRecord& r, const Scenario& s, const SearchOptions& o, const CostParams& params) {
+  PredictOptions po;
+  po.params = &params;
+  po.run.record_budget = 0;  // timings are not needed, only the makespan, memory and breakdown
+  const Prediction p = predict(s, po);
+  r.status = PlanStatus::kSimulated;
+  r.iteration_time = p.report.iteration_time;
+  r.tokens_per_s_per_gpu = p.report.tokens_per_s_per_gpu;
+  r.mfu = p.report.mfu;
+  r.peak_memory = p.report.peak_memory;
+  r.fits = static_cast<double>(p.report.peak_memory) <= static_cast<double>(p.report.memory_capacity) * (1 - o.memory_margin);
+  r.limiter = r.fits ? limiter_of(p.report) : "memory";
+  r.objective = objective_of(r.iteration_time, s, o);
+}
+
+}  // namespace
+
+const char* to_string(PlanStatus s) {
+  switch (s) {
+    case PlanStatus::kInvalid: return "invalid";
+    case PlanStatus::kPrunedMemory: return "pruned_memory";
+    case PlanStatus::kPrunedBound: return "pruned_bound";
+    case PlanStatus::kSimulated: return "simulated";
+  }
+  return "?";
+}
+
+std::vector<std::size_t> rank_records(const std::vector<PlanRecord>& records) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    if (records[i].status == PlanStatus::kSimulated && records[i].fits) out.push_back(i);
+  }
+  std::vector<std::string> keys(records.size());
+  for (std::size_t i : out) keys[i] = candidate_key(records[i].candidate);
+  std::sort(out.begin(), out.end(), [&](std::size_t a, std::size_t b) {
+    if (records[a].objective != records[b].objective) return records[a].objective < records[b].objective;
+    return keys[a] < keys[b];
+  });
+  return out;
+}
+
+SearchResult run_search(const Scenario& base, const SearchSpace& space, int num_gpus, const SearchOptions& o) {
+  require(o.shard_count >= 1 && o.shard_index >= 0 && o.shard_index < o.shard_count, "--shard",
+          fmt::format("{}/{}", o.shard_index, o.shard_count), "must be I/N with 0 <= I < N");
+  require(o.top_k >= 1, "--top", std::to_string(o.top_k), "must be at least 1");
+  require(o.memory_margin >= 0 && o.memory_margin < 1, "--memory-margin", fmt::format("{}", o.memory_margin),
+          "must be a fraction from 0 to below 1");
+  require(o.objective != SearchObjective::kCostPerToken || o.gpu_hour_price > 0, "--gpu-hour-price",
+          fmt::format("{}", o.gpu_hour_price), "must be positive for the cost-per-token objective");
+  const CostParams& params = o.params ? *o.params : default_cost_params();
+
+  SearchResult result;
+  result.num_gpus = num_gpus;
+  const std::vector<Candidate> all = enumerate_candidates(base, space, num_gpus);
+  std::vector<Scenario> scenarios;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (static_cast<int>(i % static_cast<std::size_t>(o.shard_count)) != o.shard_index) continue;
+    PlanRecord r;
+    r.candidate = all[i];
+    try {
+      Scenario s = candidate_scenario(base, all[i], num_gpus);
+      r.dp = s.parallel.dp;
+      const double capacity = static_cast<double>(s.cluster.gpu.hbm_capacity) * (1 - o.memory_margin);
+      if (static_cast<double>(static_memory_lower_bound(s)) > capacity) {
+        r.status = PlanStatus::kPrunedMemory;
+        r.reason = "weights, gradients and optimizer state alone exceed the memory";
+      } else {
+        const PlanBounds bounds = plan_bounds(s, params);
+        if (static_cast<double>(bounds.memory) > capacity) {
+          r.status = PlanStatus::kPrunedMemory;
+          r.reason = "static state and stage 0's in-flight activations exceed the memory";
+        } else {
+          r.lower_bound = bounds.time;
+          r.status = PlanStatus::kPrunedBound;  // until simulated
+        }
+      }
+      scenarios.push_back(std::move(s));
+    } catch (const Error& e) {
+      r.reason = e.what();
+      scenarios.emplace_back();
+    }
+    result.records.push_back(std::move(r));
+  }
+  result.enumerated = result.records.size();
+
+  // Candidates to simulate, most promising first.
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < result.records.size(); ++i) {
+    if (result.records[i].status == PlanStatus::kPrunedBound) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return result.records[a].lower_bound < result.records[b].lower_bound;
+  });
+  const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<double> best;  // objectives of the fitting plans so far, ascending, at most top_k
+  std::size_t settled = result.enumerated - order.size();
+  for (std::size_t start = 0; start < order.size(); start += kBlock) {
+    const std::size_t end = std::min(order.size(), start + kBlock);
+    std::vector<std::size_t> block;
+    for (std::size_t j = start; j < end; ++j) {
+      const std::size_t i = order[j];
+      // The bound is in seconds; compare in objective units.
+      const double bound = objective_of(result.records[i].lower_bound, scenarios[i], o);
+      if (o.prune && static_cast<int>(best.size()) >= o.top_k && bound >= best.back()) {
+        result.records[i].reason = "its iteration-time lower bound cannot beat the top plans";
+        continue;
+      }
+      block.push_back(i);
+    }
+    if (block.empty() && o.prune && static_cast<int>(best.size()) >= o.top_k) {
+      // Sorted by bound: every later candidate is pruned as well.
+      for (std::size_t j = end; j < order.size(); ++j) {
+        result.records[order[j]].reason = "its iteration-time lower bound cannot beat the top plans";
+      }
+      settled = result.enumerated;
+      break;
+    }
+    std::atomic<std::size_t> next{0};
+    std::vector<std::string> errors(block.size());
+    const auto work = [&] {
+      for (std::size_t k = next++; k < block.size(); k = next++) {
+        try {
+          simulate(result.records[block[k]], scenarios[block[k]], o, params);
+        } catch (const std::exception& e) {
+          errors[k] = e.what();
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < std::min<int>(threads, static_cast<int>(block.size())); ++t) pool.emplace_back(work);
+    work();
+    for (std::thread& t : pool) t.join();
+    for (std::size_t k = 0; k < block.size(); ++k) {
+      PlanRecord& r = result.records[block[k]];
+      if (!errors[k].empty()) {
+        r.status = PlanStatus::kInvalid;
+        r.reason = errors[k];
+        continue;
+      }
+      if (!r.fits) continue;
+      best.insert(std::upper_bound(best.begin(), best.end(), r.objective), r.objective);
+      if (static_cast<int>(best.size()) > o.top_k) best.pop_back();
+    }
+    settled += end - start;
+    if (o.progress) o.progress(settled, result.enumerated);
+  }
+  for (const PlanRecord& r : result.records) {
+    switch (r.status) {
+      case PlanStatus::kInvalid: ++result.invalid; break;
+      case PlanStatus::kPrunedMemory: ++result.pruned_memory; break;
+      case PlanStatus::kPrunedBound: ++result.pruned_bound; break;
+      case PlanStatus::kSimulated: ++result.simulated; break;
+    }
+  }
+  result.ranking = rank_records(result.records);
+  return result;
+}
+
+}  // namespace orrery

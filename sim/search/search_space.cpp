@@ -1,0 +1,131 @@
+#include "sim/search/search_space.h"
+
+#include <fmt/format.h>
+
+namespace orrery {
+
+namespace {
+
+template <class T>
+std::vector<T> or_default(const std::vector<T>& given, std::vector<T> fallback) {
+  return given.empty() ? std::move(fallback) : given;
+}
+
+const char* short_name(Recompute r) {
+  switch (r) {
+    case Recompute::kNone: return "none";
+    case Recompute::kSelective: return "sel";
+    case Recompute::kFull: return "full";
+  }
+  return "?";
+}
+
+}  // namespace
+
+SearchSpace default_space(const Scenario& base, const SearchSpace& user) {
+  SearchSpace s;
+  s.tp = or_default(user.tp, {1, 2, 4, 8});
+  s.pp = or_default(user.pp, {1, 2, 4, 8, 16});
+  s.cp = or_default(user.cp, {1, 2, 4});
+  std::vector<int> eps{1};
+  if (base.model.is_moe()) {
+    eps.clear();
+    for (int e = 1; e <= base.model.moe.num_experts; ++e) {
+      if (base.model.moe.num_experts % e == 0) eps.push_back(e);
+    }
+  }
+  s.ep = or_default(user.ep, eps);
+  s.etp = or_default(user.etp, {1});
+  s.vpp = user.vpp;  // empty: every divisor of the layers per stage (enumerate_candidates)
+  s.micro_batch = or_default(user.micro_batch, {1, 2, 4});
+  s.zero_stage = or_default(user.zero_stage, {0, 1, 3});
+  s.recompute = or_default(user.recompute, {Recompute::kNone, Recompute::kSelective, Recompute::kFull});
+  s.schedule = or_default(user.schedule, {Schedule::k1F1B});
+  std::vector<bool> fp8{false};
+  if (base.cluster.gpu.peak_fp8 > 0) fp8.push_back(true);
+  s.fp8 = or_default(user.fp8, fp8);
+  s.max_tp = user.max_tp > 0 ? user.max_tp : base.cluster.nvlink_domain_size;
+  return s;
+}
+
+std::string candidate_key(const Candidate& c) {
+  return fmt::format("tp{}-pp{}-cp{}-ep{}-etp{}-vpp{}-mb{}-{}-z{}-{}-{}", c.tp, c.pp, c.cp, c.ep, c.etp, c.vpp,
+                     c.micro_batch, short_name(c.recompute), c.zero_stage, to_string(c.schedule),
+                     c.fp8 ? "fp8" : "bf16");
+}
+
+std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSpace& space, int num_gpus) {
+  std::vector<Candidate> out;
+  const int layers = base.model.num_layers;
+  for (int tp : space.tp) {
+    if (tp > space.max_tp) continue;
+    for (int pp : space.pp) {
+      if (layers % pp != 0) continue;
+      for (int cp : space.cp) {
+        const std::int64_t mp = std::int64_t{tp} * pp * cp;
+        if (mp > num_gpus || num_gpus % mp != 0) continue;
+        for (int ep : space.ep) {
+          for (int etp : space.etp) {
+            std::vector<int> vpps = space.vpp;
+            if (vpps.empty()) {
+              vpps.push_back(1);
+              if (pp > 1) {
+                for (int v = 2; v <= layers / pp; ++v) {
+                  if ((layers / pp) % v == 0) vpps.push_back(v);
+                }
+              }
+            }
+            for (int vpp : vpps) {
+              if (vpp > 1 && (pp == 1 || (layers / pp) % vpp != 0)) continue;
+              for (int mb : space.micro_batch) {
+                for (Recompute r : space.recompute) {
+                  for (int zero : space.zero_stage) {
+                    for (Schedule schedule : space.schedule) {
+                      for (bool fp8 : space.fp8) {
+                        out.push_back({tp, pp, cp, ep, etp, vpp, mb, zero, r, schedule, fp8});
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+Scenario candidate_scenario(const Scenario& base, const Candidate& c, int num_gpus) {
+  Scenario s = base;
+  s.warnings.clear();
+  s.cluster.num_gpus = num_gpus;
+  ParallelPlan& p = s.parallel;
+  p.tp = c.tp;
+  p.pp = c.pp;
+  p.cp = c.cp;
+  p.dp = 0;
+  p.ep = c.ep;
+  p.etp = c.etp;
+  p.vpp = c.vpp;
+  p.num_layers_per_virtual_pipeline_stage.reset();
+  p.decoder_first_pipeline_num_layers.reset();  // splits of the base plan belong to its pp
+  p.decoder_last_pipeline_num_layers.reset();
+  p.pipeline_layout.clear();
+  p.sequence_parallel = c.tp > 1;
+  p.zero_stage = c.zero_stage;
+  p.schedule = c.schedule;
+  TrainingSpec& t = s.training;
+  t.micro_batch_size = c.micro_batch;
+  t.recompute = c.recompute;
+  if (c.fp8) {
+    t.precision = Precision::kFp8;
+  } else if (t.precision == Precision::kFp8) {
+    t.precision = Precision::kBf16;
+  }
+  validate_scenario(s);
+  return s;
+}
+
+}  // namespace orrery

@@ -1,0 +1,50 @@
+#pragma once
+// The plan space `orrery search` walks: values for each dimension of a Megatron-style plan (TP, PP, CP, EP, ETP,
+// VPP, micro-batch, recompute, ZeRO stage, schedule, FP8), their cross product in a fixed order, and the scenario
+// each candidate makes from a base scenario. Which candidates are valid is the scenario validator's call
+// (validate_scenario), so search and predict can never disagree about it.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/scenario.h"
+
+namespace orrery {
+
+/// Values to try per dimension. An empty list means the default of `default_space`.
+struct SearchSpace {
+  std::vector<int> tp, pp, cp, ep, etp, vpp, micro_batch, zero_stage;
+  std::vector<Recompute> recompute;
+  std::vector<Schedule> schedule;
+  std::vector<bool> fp8;
+  int max_tp = 0;  // largest TP inside one NVLink domain (0: the cluster's NVLink domain size)
+};
+
+/// The default space of the search issue: TP {1, 2, 4, 8}, PP {1, 2, 4, 8, 16}, CP {1, 2, 4}, VPP every value
+/// >= 2 dividing the layers per stage (and 1), micro-batch {1, 2, 4}, recompute {none, selective, full}, ZeRO
+/// {0, 1, 3}, schedule 1f1b, FP8 off and on where the GPU has FP8 tensor cores; for MoE models EP over the
+/// divisors of the expert count (ETP 1), else EP 1. Dimensions given in `user` replace the defaults.
+SearchSpace default_space(const Scenario& base, const SearchSpace& user = {});
+
+/// One point of the space. Sequence parallelism is on whenever TP > 1.
+struct Candidate {
+  int tp = 1, pp = 1, cp = 1, ep = 1, etp = 1, vpp = 1, micro_batch = 1, zero_stage = 0;
+  Recompute recompute = Recompute::kNone;
+  Schedule schedule = Schedule::k1F1B;
+  bool fp8 = false;
+  bool operator==(const Candidate&) const = default;
+};
+
+/// A short stable key: "tp8-pp4-cp1-ep1-etp1-vpp5-mb1-sel-z1-1f1b-bf16".
+std::string candidate_key(const Candidate& c);
+
+/// The cross product of `space` for `num_gpus` GPUs, in a fixed order (the order of the fields above), keeping only
+/// points whose TP x PP x CP divides the GPU count and whose VPP divides the layers per stage; the rest of
+/// validity is left to the validator.
+std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSpace& space, int num_gpus);
+
+/// `base` with the candidate's plan and `num_gpus`, validated. Errors: validate_scenario's (invalid candidates).
+Scenario candidate_scenario(const Scenario& base, const Candidate& c, int num_gpus);
+
+}  // namespace orrery

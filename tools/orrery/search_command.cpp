@@ -1,0 +1,295 @@
+// `orrery search`: the plan search on one machine, or one shard of it (`--shard I/N`, for Slurm job arrays), and
+// `orrery search merge` to join shards.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "models/error.h"
+#include "models/json_fields.h"
+#include "sim/search/plan_search.h"
+#include "tools/orrery/commands.h"
+#include "tools/orrery/search_output.h"
+
+namespace orrery::cli {
+
+namespace {
+
+struct SearchArgs {
+  std::string scenario_file, model, cluster, precision;
+  std::optional<int> num_gpus;
+  std::optional<std::int64_t> seq_length, global_batch_size;
+  std::string tp, pp, cp, ep, etp, vpp, micro_batch, recompute, zero_stage, schedule, fp8 = "auto";
+  int max_tp = 0;
+  std::string objective = "time";
+  double gpu_hour_price = 0, target_tokens_per_s = 0, memory_margin = 0.05;
+  int top = 10, threads = 0;
+  bool no_prune = false, quiet = false;
+  std::string shard, csv_file, json_file;
+};
+
+struct MergeArgs {
+  std::vector<std::string> files;
+  int top = 10;
+  std::string csv_file, json_file;
+};
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
+  std::string item;
+  for (char ch : text + ",") {
+    if (ch == ',') {
+      if (!item.empty()) out.push_back(item);
+      item.clear();
+    } else if (ch != ' ') {
+      item += ch;
+    }
+  }
+  return out;
+}
+
+int parse_int(const std::string& text, const std::string& field) {
+  try {
+    std::size_t used = 0;
+    const long v = std::stol(text, &used);
+    if (used == text.size() && v >= 0 && v <= (1 << 20)) return static_cast<int>(v);
+  } catch (const std::exception&) {
+  }
+  throw Error::invalid(field, text, "must be a non-negative integer");
+}
+
+// "1,2,4" (fixed values) or "2..8" (the defaults within the range), "" for the defaults.
+std::vector<int> int_list(const std::string& text, const std::string& field, const std::vector<int>& defaults) {
+  if (text.empty()) return {};
+  if (const auto dots = text.find(".."); dots != std::string::npos) {
+    const int lo = parse_int(text.substr(0, dots), field), hi = parse_int(text.substr(dots + 2), field);
+    require(lo <= hi, field, text, "must be a range LOW..HIGH with LOW <= HIGH");
+    std::vector<int> out;
+    for (int v : defaults) {
+      if (v >= lo && v <= hi) out.push_back(v);
+    }
+    if (defaults.empty()) {
+      for (int v = lo; v <= hi; ++v) out.push_back(v);
+    }
+    require(!out.empty(), field, text, "leaves no value to search");
+    return out;
+  }
+  std::vector<int> out;
+  for (const std::string& item : split(text)) out.push_back(parse_int(item, field));
+  require(!out.empty(), field, text, "must list at least one value");
+  return out;
+}
+
+template <class E>
+std::vector<E> enum_list(const std::string& text, const std::string& field,
+                         std::initializer_list<std::pair<const char*, E>> names) {
+  std::vector<E> out;
+  for (const std::string& item : split(text)) {
+    bool found = false;
+    for (const auto& [name, value] : names) {
+      if (item == name) {
+        out.push_back(value);
+        found = true;
+      }
+    }
+    if (!found) throw Error::invalid(field, item, "is not one of the accepted values");
+  }
+  return out;
+}
+
+Scenario base_scenario(const SearchArgs& a) {
+  nlohmann::json doc = nlohmann::json::object();
+  std::filesystem::path base = std::filesystem::current_path();
+  if (!a.scenario_file.empty()) {
+    doc = read_json_file(a.scenario_file, "scenario");
+    base = std::filesystem::path(a.scenario_file).parent_path();
+    doc.erase("expect");
+  }
+  if (!a.model.empty()) doc["model"] = a.model;
+  if (!a.cluster.empty()) doc["cluster"] = nlohmann::json{{"preset", a.cluster}};
+  if (!doc.contains("model")) throw Error::invalid("--model", "missing", "is required (or a scenario file)");
+  if (!doc.contains("cluster")) doc["cluster"] = nlohmann::json{{"preset", "dgx-h100"}};
+  if (doc["cluster"].is_string()) doc["cluster"] = nlohmann::json{{"preset", doc["cluster"]}};
+  if (a.num_gpus) doc["cluster"]["num_gpus"] = *a.num_gpus;
+  // The base plan only has to be valid; the search replaces it.
+  doc["parallel"] = nlohmann::json::object();
+  auto& t = doc["training"];
+  if (!t.is_object()) t = nlohmann::json::object();
+  if (a.seq_length) t["seq_length"] = *a.seq_length;
+  if (a.global_batch_size) t["global_batch_size"] = *a.global_batch_size;
+  if (!a.precision.empty()) t["precision"] = a.precision;
+  t["micro_batch_size"] = 1;
+  if (!t.contains("global_batch_size")) throw Error::invalid("--global-batch-size", "missing", "is required");
+  return parse_scenario(doc, base);
+}
+
+SearchSpace user_space(const SearchArgs& a, const Scenario& base) {
+  const SearchSpace defaults = default_space(base);
+  SearchSpace s;
+  s.tp = int_list(a.tp, "--tp", defaults.tp);
+  s.pp = int_list(a.pp, "--pp", defaults.pp);
+  s.cp = int_list(a.cp, "--cp", defaults.cp);
+  s.ep = int_list(a.ep, "--ep", defaults.ep);
+  s.etp = int_list(a.etp, "--etp", defaults.etp);
+  s.vpp = int_list(a.vpp, "--vpp", {});
+  s.micro_batch = int_list(a.micro_batch, "--micro-batch-size", defaults.micro_batch);
+  s.zero_stage = int_list(a.zero_stage, "--zero-stage", defaults.zero_stage);
+  s.recompute = enum_list<Recompute>(a.recompute, "--recompute",
+                                     {{"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}});
+  s.schedule = enum_list<Schedule>(a.schedule, "--schedule",
+                                   {{"1f1b", Schedule::k1F1B}, {"gpipe", Schedule::kGPipe}, {"zb-h1", Schedule::kZbH1}});
+  if (a.fp8 == "off") {
+    s.fp8 = {false};
+  } else if (a.fp8 == "on") {
+    require(base.cluster.gpu.peak_fp8 > 0, "--fp8", "on", "needs a GPU with FP8 tensor cores (" + base.cluster.gpu.name + " has none)");
+    s.fp8 = {true};
+  } else if (a.fp8 == "both") {
+    s.fp8 = {false, true};
+  } else {
+    require(a.fp8 == "auto", "--fp8", a.fp8, "must be off, on, both or auto (both where the GPU has FP8)");
+  }
+  s.max_tp = a.max_tp;
+  return default_space(base, s);
+}
+
+SearchOptions search_options(const SearchArgs& a) {
+  SearchOptions o;
+  if (a.objective == "cost") {
+    o.objective = SearchObjective::kCostPerToken;
+  } else {
+    require(a.objective == "time" || a.objective == "gpus", "--objective", a.objective, "must be time, cost or gpus");
+  }
+  o.gpu_hour_price = a.gpu_hour_price;
+  o.memory_margin = a.memory_margin;
+  o.top_k = a.top;
+  o.threads = a.threads;
+  o.prune = !a.no_prune;
+  if (!a.shard.empty()) {
+    const auto slash = a.shard.find('/');
+    require(slash != std::string::npos, "--shard", a.shard, "must be I/N (shard I of N, from 0)");
+    o.shard_index = parse_int(a.shard.substr(0, slash), "--shard");
+    o.shard_count = parse_int(a.shard.substr(slash + 1), "--shard");
+  }
+  if (!a.quiet && isatty(STDERR_FILENO)) {
+    o.progress = [](std::size_t done, std::size_t total) {
+      const int width = 40;
+      const int filled = total > 0 ? static_cast<int>(width * done / total) : width;
+      std::cerr << fmt::format("\r[{}{}] {}/{}", std::string(static_cast<std::size_t>(filled), '#'),
+                               std::string(static_cast<std::size_t>(width - filled), ' '), done, total)
+                << std::flush;
+      if (done >= total) std::cerr << "\n";
+    };
+  }
+  return o;
+}
+
+void write_outputs(const SearchResult& r, const std::string& csv_file, const std::string& json_file) {
+  if (!csv_file.empty()) {
+    std::ofstream out(csv_file);
+    if (!out) throw Error::io(csv_file, "cannot be written");
+    write_search_csv(out, r);
+  }
+  if (!json_file.empty()) {
+    std::ofstream out(json_file);
+    if (!out) throw Error::io(json_file, "cannot be written");
+    out << search_json(r).dump() << "\n";
+  }
+}
+
+void run_search_command(const SearchArgs& a) {
+  const Scenario base = base_scenario(a);
+  const SearchSpace space = user_space(a, base);
+  const SearchOptions options = search_options(a);
+  const auto started = std::chrono::steady_clock::now();
+  SearchResult result;
+  if (a.objective == "gpus") {
+    // The fewest GPUs (whole nodes, doubling) whose best plan reaches the target throughput.
+    require(a.target_tokens_per_s > 0, "--target-tokens-per-s", fmt::format("{}", a.target_tokens_per_s),
+            "must be positive for --objective gpus");
+    const int most = base.cluster.num_gpus;
+    const double tokens = static_cast<double>(base.training.global_batch_size * base.training.seq_length);
+    bool reached = false;
+    for (int n = base.cluster.gpus_per_node; !reached; n = std::min(most, n * 2)) {
+      result = run_search(base, space, n, options);
+      if (!result.ranking.empty()) {
+        const double throughput = tokens / result.records[result.ranking.front()].iteration_time;
+        std::cout << fmt::format("{:6} GPUs: best {:.0f} tokens/s\n", n, throughput);
+        reached = throughput >= a.target_tokens_per_s;
+      } else {
+        std::cout << fmt::format("{:6} GPUs: no plan fits\n", n);
+      }
+      if (n == most) break;
+    }
+    std::cout << (reached ? fmt::format("fewest GPUs reaching {:.0f} tokens/s: {}\n\n", a.target_tokens_per_s, result.num_gpus)
+                          : fmt::format("no GPU count up to {} reaches {:.0f} tokens/s\n\n", most, a.target_tokens_per_s));
+  } else {
+    result = run_search(base, space, base.cluster.num_gpus, options);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  write_outputs(result, a.csv_file, a.json_file);
+  print_top_plans(std::cout, result, a.top, options.objective);
+  std::cout << fmt::format("search time {:.1f} s: {:.0f} candidates/s, {:.1f} simulations/s\n", seconds,
+                           static_cast<double>(result.enumerated) / seconds,
+                           static_cast<double>(result.simulated) / seconds);
+}
+
+void run_merge(const MergeArgs& a) {
+  std::vector<SearchResult> shards;
+  for (const std::string& f : a.files) shards.push_back(read_search_json(read_json_file(f, "search output"), f));
+  const SearchResult merged = merge_searches(shards);
+  write_outputs(merged, a.csv_file, a.json_file);
+  print_top_plans(std::cout, merged, a.top, SearchObjective::kTime);
+}
+
+}  // namespace
+
+void add_search_command(CLI::App& app) {
+  auto a = std::make_shared<SearchArgs>();
+  CLI::App* cmd = app.add_subcommand("search", "search the parallel plans of a model on a cluster for the best one");
+  cmd->add_option("scenario", a->scenario_file, "scenario JSON whose model, cluster and training to search around");
+  cmd->add_option("--model", a->model, "model preset name or path to a Hugging Face config.json");
+  cmd->add_option("--cluster", a->cluster, "cluster preset name (default dgx-h100)");
+  cmd->add_option("--num-gpus", a->num_gpus, "GPUs (for --objective gpus: the most to consider)");
+  cmd->add_option("--seq-length,--seq-len", a->seq_length, "sequence length");
+  cmd->add_option("--global-batch-size", a->global_batch_size, "global batch size in sequences");
+  cmd->add_option("--precision", a->precision, "bf16 (default), fp16 or fp32; FP8 is a search dimension (--fp8)");
+  cmd->add_option("--tp", a->tp, "TP values: a list 1,2,4 or a range 2..8 (default 1,2,4,8)");
+  cmd->add_option("--pp", a->pp, "PP values (default 1,2,4,8,16)");
+  cmd->add_option("--cp", a->cp, "CP values (default 1,2,4)");
+  cmd->add_option("--ep", a->ep, "EP values (default: divisors of the expert count, or 1)");
+  cmd->add_option("--etp", a->etp, "expert-TP values (default 1)");
+  cmd->add_option("--vpp", a->vpp, "VPP values (default: 1 and every divisor of the layers per stage)");
+  cmd->add_option("--micro-batch-size", a->micro_batch, "micro-batch sizes (default 1,2,4)");
+  cmd->add_option("--recompute", a->recompute, "recompute policies: none,selective,full (default all)");
+  cmd->add_option("--zero-stage", a->zero_stage, "ZeRO stages (default 0,1,3)");
+  cmd->add_option("--schedule", a->schedule, "schedules: 1f1b,gpipe,zb-h1 (default 1f1b)");
+  cmd->add_option("--fp8", a->fp8, "FP8: off, on, both, or auto (both where the GPU has FP8; default)");
+  cmd->add_option("--max-tp", a->max_tp, "largest TP (default: the NVLink domain size)");
+  cmd->add_option("--objective", a->objective, "time (default), cost (needs --gpu-hour-price) or gpus (needs --target-tokens-per-s)");
+  cmd->add_option("--gpu-hour-price", a->gpu_hour_price, "$ per GPU-hour for --objective cost");
+  cmd->add_option("--target-tokens-per-s", a->target_tokens_per_s, "throughput the fewest GPUs must reach (--objective gpus)");
+  cmd->add_option("--memory-margin", a->memory_margin, "fraction of GPU memory to keep free (default 0.05)");
+  cmd->add_option("--top", a->top, "plans to print (default 10)");
+  cmd->add_option("--threads", a->threads, "worker threads (default: all cores)");
+  cmd->add_flag("--no-prune", a->no_prune, "simulate every candidate that passes the memory bound (exhaustive)");
+  cmd->add_flag("--quiet", a->quiet, "no progress bar");
+  cmd->add_option("--shard", a->shard, "evaluate shard I of N (I/N, from 0), e.g. as a Slurm array task");
+  cmd->add_option("--csv", a->csv_file, "write every candidate as CSV");
+  cmd->add_option("--json", a->json_file, "write every candidate as JSON (input of `orrery search merge`)");
+  cmd->callback([a, cmd] {
+    if (cmd->get_subcommands().empty()) run_search_command(*a);
+  });
+
+  auto m = std::make_shared<MergeArgs>();
+  CLI::App* merge = cmd->add_subcommand("merge", "join the JSON outputs of the shards of one search");
+  merge->add_option("files", m->files, "JSON files written by `orrery search --shard I/N --json FILE`")->required();
+  merge->add_option("--top", m->top, "plans to print (default 10)");
+  merge->add_option("--csv", m->csv_file, "write the merged candidates as CSV");
+  merge->add_option("--json", m->json_file, "write the merged candidates as JSON");
+  merge->callback([m] { run_merge(*m); });
+}
+
+}  // namespace orrery::cli

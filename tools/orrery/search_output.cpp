@@ -1,0 +1,213 @@
+#include "tools/orrery/search_output.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "models/error.h"
+#include "models/json_fields.h"
+
+namespace orrery::cli {
+
+using nlohmann::json;
+
+namespace {
+
+const char* recompute_name(Recompute r) {
+  switch (r) {
+    case Recompute::kNone: return "none";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kFull: return "full";
+  }
+  return "?";
+}
+
+json record_json(const PlanRecord& r) {
+  const Candidate& c = r.candidate;
+  json j = {{"key", candidate_key(c)},
+            {"tp", c.tp},
+            {"pp", c.pp},
+            {"dp", r.dp},
+            {"cp", c.cp},
+            {"ep", c.ep},
+            {"etp", c.etp},
+            {"vpp", c.vpp},
+            {"micro_batch_size", c.micro_batch},
+            {"sequence_parallel", c.tp > 1},
+            {"recompute", recompute_name(c.recompute)},
+            {"zero_stage", c.zero_stage},
+            {"schedule", to_string(c.schedule)},
+            {"precision", c.fp8 ? "fp8" : "bf16"},
+            {"status", to_string(r.status)},
+            {"lower_bound_s", r.lower_bound}};
+  if (r.status == PlanStatus::kSimulated) {
+    j["iteration_time_s"] = r.iteration_time;
+    j["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;
+    j["mfu"] = r.mfu;
+    j["peak_memory_bytes"] = r.peak_memory;
+    j["fits"] = r.fits;
+    j["limiter"] = r.limiter;
+    j["objective"] = r.objective;
+  }
+  if (!r.reason.empty()) j["reason"] = r.reason;
+  return j;
+}
+
+template <class E>
+E enum_of(const std::string& text, std::initializer_list<std::pair<const char*, E>> names, const std::string& field) {
+  for (const auto& [name, value] : names) {
+    if (text == name) return value;
+  }
+  throw Error::invalid(field, text, "is not a known value");
+}
+
+PlanRecord record_from(const json& j, const std::string& path) {
+  FieldReader in(j, path);
+  PlanRecord r;
+  Candidate& c = r.candidate;
+  in.allow("key");
+  in.allow("sequence_parallel");
+  c.tp = static_cast<int>(in.require_int("tp", 1));
+  c.pp = static_cast<int>(in.require_int("pp", 1));
+  r.dp = static_cast<int>(in.require_int("dp", 0));
+  c.cp = static_cast<int>(in.require_int("cp", 1));
+  c.ep = static_cast<int>(in.require_int("ep", 1));
+  c.etp = static_cast<int>(in.require_int("etp", 1));
+  c.vpp = static_cast<int>(in.require_int("vpp", 1));
+  c.micro_batch = static_cast<int>(in.require_int("micro_batch_size", 1));
+  c.recompute = enum_of<Recompute>(in.require_string("recompute"),
+                                   {{"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}},
+                                   in.field("recompute"));
+  c.zero_stage = static_cast<int>(in.require_int("zero_stage", 0, 3));
+  c.schedule = enum_of<Schedule>(in.require_string("schedule"),
+                                 {{"1f1b", Schedule::k1F1B}, {"gpipe", Schedule::kGPipe}, {"zb-h1", Schedule::kZbH1}},
+                                 in.field("schedule"));
+  c.fp8 = in.require_string("precision") == "fp8";
+  r.status = enum_of<PlanStatus>(in.require_string("status"),
+                                 {{"invalid", PlanStatus::kInvalid}, {"pruned_memory", PlanStatus::kPrunedMemory},
+                                  {"pruned_bound", PlanStatus::kPrunedBound}, {"simulated", PlanStatus::kSimulated}},
+                                 in.field("status"));
+  r.lower_bound = in.double_or("lower_bound_s", 0.0);
+  r.reason = in.optional_string("reason").value_or("");
+  if (r.status == PlanStatus::kSimulated) {
+    r.iteration_time = in.require_double("iteration_time_s", true);
+    r.tokens_per_s_per_gpu = in.require_double("tokens_per_s_per_gpu");
+    r.mfu = in.require_double("mfu");
+    r.peak_memory = static_cast<Bytes>(in.require_double("peak_memory_bytes"));
+    r.fits = in.optional_bool("fits").value_or(false);
+    r.limiter = in.require_string("limiter");
+    r.objective = in.require_double("objective");
+  }
+  in.reject_unknown();
+  return r;
+}
+
+void count(SearchResult& r) {
+  r.enumerated = r.records.size();
+  r.invalid = r.pruned_memory = r.pruned_bound = r.simulated = 0;
+  for (const PlanRecord& p : r.records) {
+    switch (p.status) {
+      case PlanStatus::kInvalid: ++r.invalid; break;
+      case PlanStatus::kPrunedMemory: ++r.pruned_memory; break;
+      case PlanStatus::kPrunedBound: ++r.pruned_bound; break;
+      case PlanStatus::kSimulated: ++r.simulated; break;
+    }
+  }
+}
+
+}  // namespace
+
+json search_json(const SearchResult& result) {
+  json plans = json::array();
+  for (const PlanRecord& r : result.records) plans.push_back(record_json(r));
+  json ranking = json::array();
+  for (std::size_t i : result.ranking) ranking.push_back(candidate_key(result.records[i].candidate));
+  return {{"num_gpus", result.num_gpus},
+          {"counts",
+           {{"enumerated", result.enumerated},
+            {"invalid", result.invalid},
+            {"pruned_memory", result.pruned_memory},
+            {"pruned_bound", result.pruned_bound},
+            {"simulated", result.simulated}}},
+          {"plans", plans},
+          {"ranking", ranking}};
+}
+
+void write_search_csv(std::ostream& out, const SearchResult& result) {
+  out << "key,tp,pp,dp,cp,ep,etp,vpp,micro_batch_size,sequence_parallel,recompute,zero_stage,schedule,precision,"
+         "status,lower_bound_s,iteration_time_s,tokens_per_s_per_gpu,mfu,peak_memory_gib,fits,limiter,objective\n";
+  for (const PlanRecord& r : result.records) {
+    const Candidate& c = r.candidate;
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g}", candidate_key(c), c.tp, c.pp, r.dp, c.cp,
+                       c.ep, c.etp, c.vpp, c.micro_batch, c.tp > 1 ? "true" : "false", recompute_name(c.recompute),
+                       c.zero_stage, to_string(c.schedule), c.fp8 ? "fp8" : "bf16", to_string(r.status), r.lower_bound);
+    if (r.status == PlanStatus::kSimulated) {
+      out << fmt::format(",{:.6g},{:.6g},{:.6g},{:.4f},{},{},{:.6g}\n", r.iteration_time, r.tokens_per_s_per_gpu, r.mfu,
+                         static_cast<double>(r.peak_memory) / (1 << 30), r.fits ? "true" : "false", r.limiter,
+                         r.objective);
+    } else {
+      out << ",,,,,,,\n";
+    }
+  }
+}
+
+void print_top_plans(std::ostream& out, const SearchResult& result, int top, SearchObjective objective) {
+  out << fmt::format("best plans on {} GPUs ({})\n", result.num_gpus,
+                     objective == SearchObjective::kTime ? "by iteration time" : "by cost per token");
+  out << fmt::format("  {:>4}  {:>3} {:>3} {:>4} {:>3} {:>3} {:>3} {:>3}  {:<9} {:>4}  {:<5} {:<4}  {:>9}  {:>9}  {:>6}  {:>8}  {}\n",
+                     "rank", "TP", "PP", "DP", "CP", "EP", "VPP", "MB", "recompute", "ZeRO", "sched", "prec",
+                     "iter (s)", "tok/s/GPU", "MFU", "mem GiB", "limited by");
+  int rank = 0;
+  for (std::size_t i : result.ranking) {
+    if (rank >= top) break;
+    const PlanRecord& r = result.records[i];
+    const Candidate& c = r.candidate;
+    out << fmt::format("  {:>4}  {:>3} {:>3} {:>4} {:>3} {:>3} {:>3} {:>3}  {:<9} {:>4}  {:<5} {:<4}  {:>9.3f}  {:>9.0f}  {:>5.1f}%  {:>8.1f}  {}\n",
+                       ++rank, c.tp, c.pp, r.dp, c.cp, c.ep, c.vpp, c.micro_batch, recompute_name(c.recompute),
+                       c.zero_stage, to_string(c.schedule), c.fp8 ? "fp8" : "bf16", r.iteration_time,
+                       r.tokens_per_s_per_gpu, 100 * r.mfu, static_cast<double>(r.peak_memory) / (1 << 30), r.limiter);
+  }
+  if (rank == 0) out << "  no simulated plan fits in memory\n";
+  std::size_t too_big = 0;
+  for (const PlanRecord& r : result.records) too_big += r.status == PlanStatus::kSimulated && !r.fits ? 1 : 0;
+  out << fmt::format("\nplans: {} enumerated, {} invalid, {} pruned by memory (static), {} pruned by the time bound, "
+                     "{} simulated ({} of them do not fit)\n",
+                     result.enumerated, result.invalid, result.pruned_memory, result.pruned_bound, result.simulated,
+                     too_big);
+}
+
+SearchResult read_search_json(const json& doc, const std::string& path) {
+  FieldReader in(doc, path);
+  in.allow("counts");
+  in.allow("ranking");
+  SearchResult r;
+  r.num_gpus = static_cast<int>(in.require_int("num_gpus", 1));
+  const json* plans = in.raw("plans");
+  if (!plans || !plans->is_array()) throw Error::invalid(path + ".plans", "missing", "must be a list of plans");
+  for (std::size_t i = 0; i < plans->size(); ++i) r.records.push_back(record_from((*plans)[i], fmt::format("{}.plans[{}]", path, i)));
+  in.reject_unknown();
+  count(r);
+  r.ranking = rank_records(r.records);
+  return r;
+}
+
+SearchResult merge_searches(const std::vector<SearchResult>& shards) {
+  SearchResult out;
+  if (shards.empty()) return out;
+  out.num_gpus = shards.front().num_gpus;
+  for (const SearchResult& s : shards) {
+    require(s.num_gpus == out.num_gpus, "num_gpus", std::to_string(s.num_gpus),
+            fmt::format("differs between the shards ({} and {}): merge the shards of one search", out.num_gpus, s.num_gpus));
+    out.records.insert(out.records.end(), s.records.begin(), s.records.end());
+  }
+  // Enumeration order is the key order within a shard; sort the union by key for a stable file.
+  std::stable_sort(out.records.begin(), out.records.end(), [](const PlanRecord& a, const PlanRecord& b) {
+    return candidate_key(a.candidate) < candidate_key(b.candidate);
+  });
+  count(out);
+  out.ranking = rank_records(out.records);
+  return out;
+}
+
+}  // namespace orrery::cli
