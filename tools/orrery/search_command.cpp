@@ -14,6 +14,10 @@
 #include "tools/orrery/commands.h"
 #include "tools/orrery/search_output.h"
 
+#ifdef ORRERY_WITH_MPI
+#include <mpi.h>
+#endif
+
 namespace orrery::cli {
 
 namespace {
@@ -27,7 +31,7 @@ struct SearchArgs {
   std::string objective = "time";
   double gpu_hour_price = 0, target_tokens_per_s = 0, memory_margin = 0.05;
   int top = 10, threads = 0;
-  bool no_prune = false, quiet = false;
+  bool no_prune = false, quiet = false, mpi = false;
   std::string shard, csv_file, json_file;
 };
 
@@ -199,10 +203,60 @@ void write_outputs(const SearchResult& r, const std::string& csv_file, const std
   }
 }
 
+// Under mpirun: rank r of n searches shard r/n, rank 0 gathers the shards' JSON, merges and reports.
+void run_mpi_search(const SearchArgs& a, const Scenario& base, const SearchSpace& space, SearchOptions options) {
+#ifdef ORRERY_WITH_MPI
+  MPI_Init(nullptr, nullptr);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  options.shard_index = rank;
+  options.shard_count = size;
+  if (rank != 0) options.progress = nullptr;
+  const auto started = std::chrono::steady_clock::now();
+  const std::string mine = search_json(run_search(base, space, base.cluster.num_gpus, options)).dump();
+  int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(static_cast<std::size_t>(size)), offsets(static_cast<std::size_t>(size));
+  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  std::string all;
+  if (rank == 0) {
+    int total = 0;
+    for (int r = 0; r < size; ++r) {
+      offsets[static_cast<std::size_t>(r)] = total;
+      total += lengths[static_cast<std::size_t>(r)];
+    }
+    all.resize(static_cast<std::size_t>(total));
+  }
+  MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
+  MPI_Finalize();
+  if (rank != 0) return;
+  std::vector<SearchResult> shards;
+  for (int r = 0; r < size; ++r) {
+    const std::string text = all.substr(static_cast<std::size_t>(offsets[static_cast<std::size_t>(r)]),
+                                        static_cast<std::size_t>(lengths[static_cast<std::size_t>(r)]));
+    shards.push_back(read_search_json(nlohmann::json::parse(text), fmt::format("MPI rank {}", r)));
+  }
+  const SearchResult merged = merge_searches(shards);
+  write_outputs(merged, a.csv_file, a.json_file);
+  print_top_plans(std::cout, merged, a.top, options.objective);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::cout << fmt::format("search time {:.1f} s on {} MPI ranks\n", seconds, size);
+#else
+  (void)a, (void)base, (void)space, (void)options;
+  throw Error::invalid("--mpi", "given", "needs an orrery built with MPI (install libopenmpi-dev and rebuild)");
+#endif
+}
+
 void run_search_command(const SearchArgs& a) {
   const Scenario base = base_scenario(a);
   const SearchSpace space = user_space(a, base);
   const SearchOptions options = search_options(a);
+  if (a.mpi) {
+    require(a.objective != "gpus" && a.shard.empty(), "--mpi", "given",
+            "shards the search itself: not with --shard or --objective gpus");
+    run_mpi_search(a, base, space, options);
+    return;
+  }
   const auto started = std::chrono::steady_clock::now();
   SearchResult result;
   if (a.objective == "gpus") {
@@ -277,6 +331,7 @@ void add_search_command(CLI::App& app) {
   cmd->add_flag("--no-prune", a->no_prune, "simulate every candidate that passes the memory bound (exhaustive)");
   cmd->add_flag("--quiet", a->quiet, "no progress bar");
   cmd->add_option("--shard", a->shard, "evaluate shard I of N (I/N, from 0), e.g. as a Slurm array task");
+  cmd->add_flag("--mpi", a->mpi, "under mpirun: each rank searches one shard; rank 0 merges and reports");
   cmd->add_option("--csv", a->csv_file, "write every candidate as CSV");
   cmd->add_option("--json", a->json_file, "write every candidate as JSON (input of `orrery search merge`)");
   cmd->callback([a, cmd] {

@@ -1,0 +1,149 @@
+// The plan search against independent answers: enumeration counts by hand, its memory verdicts against predict's,
+// the pruned search against the exhaustive one, shards against the whole, and one thread against two.
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "sim/search/plan_search.h"
+#include "test_support.h"
+
+using namespace orrery;
+
+namespace {
+
+Scenario base(const std::string& model, const std::string& cluster, int gpus, int seq, int batch) {
+  return test::scenario(R"({"model": )" + model + R"(, "cluster": {"preset": ")" + cluster + R"(", "num_gpus": )" +
+                        std::to_string(gpus) + R"(}, "training": {"seq_length": )" + std::to_string(seq) +
+                        R"(, "global_batch_size": )" + std::to_string(batch) + "}}");
+}
+
+// Llama-2-13B on 8 A100-40GB: tight enough that the memory verdicts matter.
+Scenario tight() { return base(R"("llama2-13b")", "dgx-a100-40gb", 8, 4096, 16); }
+
+SearchSpace small_space() {
+  SearchSpace s;
+  s.tp = {1, 2, 4, 8};
+  s.pp = {1, 2};
+  s.cp = {1};
+  s.vpp = {1};
+  s.micro_batch = {1, 2};
+  s.recompute = {Recompute::kNone, Recompute::kFull};
+  s.zero_stage = {0, 1};
+  return s;
+}
+
+std::vector<std::string> top_keys(const SearchResult& r, std::size_t n) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < r.ranking.size() && i < n; ++i) out.push_back(candidate_key(r.records[r.ranking[i]].candidate));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the default space enumerates the hand count", "[sim][search]") {
+  // GPT 1.7B (24 layers) on 8 A100s (no FP8): TP {1, 2}, PP {1, 2}, CP {1}, micro-batch {1, 2}, recompute {none,
+  // full}, ZeRO {0, 1}. VPP: 1 at PP 1; at PP 2 the 12 layers per stage allow 1, 2, 3, 4, 6, 12.
+  const Scenario s = base(R"("gpt-sc21-1.7b")", "dgx-a100-80gb", 8, 2048, 32);
+  SearchSpace user;
+  user.tp = {1, 2};
+  user.pp = {1, 2};
+  user.cp = {1};
+  user.micro_batch = {1, 2};
+  user.recompute = {Recompute::kNone, Recompute::kFull};
+  user.zero_stage = {0, 1};
+  const SearchSpace space = default_space(s, user);
+  REQUIRE(space.fp8 == std::vector<bool>{false});
+  CHECK(enumerate_candidates(s, space, 8).size() == 2 * (1 + 6) * 2 * 2 * 2);
+  // The acceptance space for Llama-3-70B (80 layers) on 1024 H100s: VPP options per PP are 1 (PP 1), 8 (PP 2:
+  // 40 layers per stage), 6 (PP 4: 20), 4 (PP 8: 10), 2 (PP 16: 5); 3 micro-batches, 3 recomputes, 3 ZeRO
+  // stages, FP8 off/on, 4 TPs, 3 CPs.
+  const Scenario big = base(R"("llama3-70b")", "dgx-h100", 1024, 8192, 1024);
+  CHECK(enumerate_candidates(big, default_space(big), 1024).size() == 4 * 3 * (1 + 8 + 6 + 4 + 2) * 3 * 3 * 3 * 2);
+}
+
+TEST_CASE("the search's memory verdicts agree with predict", "[sim][search][memory]") {
+  const Scenario s = tight();
+  SearchOptions o;
+  o.prune = false;
+  o.memory_margin = 0.05;
+  const SearchResult r = run_search(s, default_space(s, small_space()), 8, o);
+  int fits = 0, too_big = 0;
+  for (const PlanRecord& rec : r.records) {
+    if (rec.status == PlanStatus::kInvalid) continue;
+    INFO(candidate_key(rec.candidate));
+    const Prediction p = predict(candidate_scenario(s, rec.candidate, 8));
+    const bool predicted_fit =
+        static_cast<double>(p.report.peak_memory) <= static_cast<double>(p.report.memory_capacity) * 0.95;
+    if (rec.status == PlanStatus::kPrunedMemory) {
+      CHECK_FALSE(predicted_fit);  // a bound never drops a plan that fits
+    } else {
+      REQUIRE(rec.status == PlanStatus::kSimulated);
+      CHECK(rec.fits == predicted_fit);
+      CHECK(rec.peak_memory == p.report.peak_memory);
+      CHECK(rec.lower_bound <= rec.iteration_time);
+    }
+    (predicted_fit ? fits : too_big) += 1;
+  }
+  // Both verdicts occur, or the test proves nothing.
+  CHECK(fits > 5);
+  CHECK(too_big > 5);
+}
+
+TEST_CASE("pruning returns exactly the exhaustive search's top ten", "[sim][search]") {
+  const Scenario s = base(R"({"preset": "llama3-8b", "num_hidden_layers": 8})", "dgx-h100", 16, 4096, 64);
+  SearchSpace space;
+  space.pp = {1, 2, 4};
+  space.cp = {1, 2};
+  space.zero_stage = {0, 1};
+  SearchOptions exhaustive;
+  exhaustive.prune = false;
+  const SearchResult all = run_search(s, default_space(s, space), 16, exhaustive);
+  const SearchResult pruned = run_search(s, default_space(s, space), 16, SearchOptions{});
+  REQUIRE(all.ranking.size() >= 10);
+  CHECK(top_keys(pruned, 10) == top_keys(all, 10));
+  CHECK(pruned.simulated < all.simulated / 2);  // the bound does prune
+  CHECK(pruned.pruned_bound > 0);
+}
+
+TEST_CASE("shards merged give the unsharded ranking; threads do not change it", "[sim][search]") {
+  const Scenario s = tight();
+  const SearchSpace space = default_space(s, small_space());
+  SearchOptions one;
+  one.threads = 1;
+  const SearchResult whole = run_search(s, space, 8, one);
+  SearchOptions two;
+  two.threads = 2;
+  const SearchResult threaded = run_search(s, space, 8, two);
+  REQUIRE(whole.records.size() == threaded.records.size());
+  for (std::size_t i = 0; i < whole.records.size(); ++i) {
+    CHECK(whole.records[i].status == threaded.records[i].status);
+    CHECK(whole.records[i].objective == threaded.records[i].objective);
+  }
+  CHECK(top_keys(whole, 10) == top_keys(threaded, 10));
+  std::vector<PlanRecord> merged;
+  std::size_t enumerated = 0;
+  for (int shard = 0; shard < 3; ++shard) {
+    SearchOptions o;
+    o.shard_index = shard;
+    o.shard_count = 3;
+    const SearchResult part = run_search(s, space, 8, o);
+    enumerated += part.enumerated;
+    merged.insert(merged.end(), part.records.begin(), part.records.end());
+  }
+  CHECK(enumerated == whole.enumerated);
+  SearchResult joined;
+  joined.records = merged;
+  joined.ranking = rank_records(merged);
+  CHECK(top_keys(joined, 10) == top_keys(whole, 10));
+}
+
+TEST_CASE("bad search input is refused with the field named", "[sim][search][errors]") {
+  const Scenario s = tight();
+  SearchOptions o;
+  o.shard_index = 3;
+  o.shard_count = 3;
+  CHECK_THROWS_WITH(run_search(s, default_space(s, small_space()), 8, o), Catch::Contains("--shard (3/3)"));
+  SearchOptions cost;
+  cost.objective = SearchObjective::kCostPerToken;
+  CHECK_THROWS_WITH(run_search(s, default_space(s, small_space()), 8, cost), Catch::Contains("--gpu-hour-price"));
+}
