@@ -132,6 +132,22 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, int num_
   const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<double> best;  // objectives of the fitting plans so far, ascending, at most top_k
   std::size_t settled = result.enumerated - order.size();
+  // The plan to rank exactly: simulated up front; candidates are pruned only above its objective too.
+  double keep_below = 0;
+  if (o.rank_exactly) {
+    for (std::size_t j = 0; j < order.size(); ++j) {
+      PlanRecord& r = result.records[order[j]];
+      if (!(r.candidate == *o.rank_exactly)) continue;
+      simulate(r, scenarios[order[j]], o, params);
+      if (r.fits) {
+        keep_below = r.objective;
+        best.push_back(r.objective);
+      }
+      order.erase(order.begin() + static_cast<std::ptrdiff_t>(j));
+      ++settled;
+      break;
+    }
+  }
   for (std::size_t start = 0; start < order.size(); start += kBlock) {
     const std::size_t end = std::min(order.size(), start + kBlock);
     std::vector<std::size_t> block;
@@ -139,7 +155,7 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, int num_
       const std::size_t i = order[j];
       // The bound is in seconds; compare in objective units.
       const double bound = objective_of(result.records[i].lower_bound, scenarios[i], o);
-      if (o.prune && static_cast<int>(best.size()) >= o.top_k && bound >= best.back()) {
+      if (o.prune && static_cast<int>(best.size()) >= o.top_k && bound >= std::max(best.back(), keep_below)) {
         result.records[i].reason = "its iteration-time lower bound cannot beat the top plans";
         continue;
       }

@@ -48,6 +48,9 @@ struct SearchOptions {
   bool prune = true;                // false: simulate every candidate that fits the static bound
   int shard_index = 0, shard_count = 1;
   const CostParams* params = nullptr;  // null: the default cost model
+  /// A plan whose exact rank is wanted (a scenario's own plan): it is simulated first, and no candidate that might
+  /// beat it is pruned, so its rank among all fitting plans is exact.
+  std::optional<Candidate> rank_exactly;
   /// Called after each block with (candidates settled, candidates in total).
   std::function<void(std::size_t, std::size_t)> progress;
 };

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace orrery {
 
 namespace {
@@ -45,13 +47,14 @@ SearchSpace default_space(const Scenario& base, const SearchSpace& user) {
   if (base.cluster.gpu.peak_fp8 > 0) fp8.push_back(true);
   s.fp8 = or_default(user.fp8, fp8);
   s.max_tp = user.max_tp > 0 ? user.max_tp : base.cluster.nvlink_domain_size;
+  s.extra = user.extra;
   return s;
 }
 
 std::string candidate_key(const Candidate& c) {
-  return fmt::format("tp{}-pp{}-cp{}-ep{}-etp{}-vpp{}-mb{}-{}-z{}-{}-{}", c.tp, c.pp, c.cp, c.ep, c.etp, c.vpp,
+  return fmt::format("tp{}-pp{}-cp{}-ep{}-etp{}-vpp{}-mb{}-{}-z{}-{}-{}{}", c.tp, c.pp, c.cp, c.ep, c.etp, c.vpp,
                      c.micro_batch, short_name(c.recompute), c.zero_stage, to_string(c.schedule),
-                     c.fp8 ? "fp8" : "bf16");
+                     c.fp8 ? "fp8" : "bf16", c.tp > 1 && !c.sequence_parallel ? "-nosp" : "");
 }
 
 std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSpace& space, int num_gpus) {
@@ -82,7 +85,7 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
                   for (int zero : space.zero_stage) {
                     for (Schedule schedule : space.schedule) {
                       for (bool fp8 : space.fp8) {
-                        out.push_back({tp, pp, cp, ep, etp, vpp, mb, zero, r, schedule, fp8});
+                        out.push_back({tp, pp, cp, ep, etp, vpp, mb, zero, r, schedule, fp8, true});
                       }
                     }
                   }
@@ -93,6 +96,9 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
         }
       }
     }
+  }
+  for (const Candidate& c : space.extra) {
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   }
   return out;
 }
@@ -113,7 +119,7 @@ Scenario candidate_scenario(const Scenario& base, const Candidate& c, int num_gp
   p.decoder_first_pipeline_num_layers.reset();  // splits of the base plan belong to its pp
   p.decoder_last_pipeline_num_layers.reset();
   p.pipeline_layout.clear();
-  p.sequence_parallel = c.tp > 1;
+  p.sequence_parallel = c.tp > 1 && c.sequence_parallel;
   p.zero_stage = c.zero_stage;
   p.schedule = c.schedule;
   TrainingSpec& t = s.training;

@@ -19,6 +19,7 @@ struct SearchSpace {
   std::vector<Schedule> schedule;
   std::vector<bool> fp8;
   int max_tp = 0;  // largest TP inside one NVLink domain (0: the cluster's NVLink domain size)
+  std::vector<struct Candidate> extra;  // points added as they are (a scenario's own plan)
 };
 
 /// The default space of the search issue: TP {1, 2, 4, 8}, PP {1, 2, 4, 8, 16}, CP {1, 2, 4}, VPP every value
@@ -27,16 +28,19 @@ struct SearchSpace {
 /// divisors of the expert count (ETP 1), else EP 1. Dimensions given in `user` replace the defaults.
 SearchSpace default_space(const Scenario& base, const SearchSpace& user = {});
 
-/// One point of the space. Sequence parallelism is on whenever TP > 1.
+/// One point of the space. Enumerated points have sequence parallelism on whenever TP > 1; an extra point (a
+/// scenario's own plan) may have it off.
 struct Candidate {
   int tp = 1, pp = 1, cp = 1, ep = 1, etp = 1, vpp = 1, micro_batch = 1, zero_stage = 0;
   Recompute recompute = Recompute::kNone;
   Schedule schedule = Schedule::k1F1B;
   bool fp8 = false;
+  bool sequence_parallel = true;  // applies when tp > 1
   bool operator==(const Candidate&) const = default;
 };
 
-/// A short stable key: "tp8-pp4-cp1-ep1-etp1-vpp5-mb1-sel-z1-1f1b-bf16".
+/// A short stable key: "tp8-pp4-cp1-ep1-etp1-vpp5-mb1-sel-z1-1f1b-bf16" ("-nosp" when TP > 1 runs without
+/// sequence parallelism).
 std::string candidate_key(const Candidate& c);
 
 /// The cross product of `space` for `num_gpus` GPUs, in a fixed order (the order of the fields above), keeping only

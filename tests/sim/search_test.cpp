@@ -105,6 +105,27 @@ TEST_CASE("pruning returns exactly the exhaustive search's top ten", "[sim][sear
   CHECK(pruned.pruned_bound > 0);
 }
 
+TEST_CASE("a plan asked to be ranked exactly gets its exhaustive rank", "[sim][search]") {
+  // What `orrery search SCENARIO` does for the scenario's own plan: nothing that could beat it is pruned.
+  const Scenario s = base(R"({"preset": "llama3-8b", "num_hidden_layers": 8})", "dgx-h100", 16, 4096, 64);
+  SearchSpace space;
+  space.pp = {1, 2, 4};
+  space.cp = {1, 2};
+  space.zero_stage = {0, 1};
+  SearchOptions exhaustive;
+  exhaustive.prune = false;
+  const SearchResult all = run_search(s, default_space(s, space), 16, exhaustive);
+  REQUIRE(all.ranking.size() > 40);
+  const Candidate target = all.records[all.ranking[39]].candidate;
+  SearchOptions o;
+  o.rank_exactly = target;
+  const SearchResult pruned = run_search(s, default_space(s, space), 16, o);
+  REQUIRE(pruned.ranking.size() >= 40);
+  CHECK(pruned.records[pruned.ranking[39]].candidate == target);
+  CHECK(top_keys(pruned, 40) == top_keys(all, 40));
+  CHECK(pruned.simulated < all.simulated);
+}
+
 TEST_CASE("shards merged give the unsharded ranking; threads do not change it", "[sim][search]") {
   const Scenario s = tight();
   const SearchSpace space = default_space(s, small_space());

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -104,6 +105,22 @@ std::vector<E> enum_list(const std::string& text, const std::string& field,
   return out;
 }
 
+// Parallel keys the search sets itself; the scenario's other parallel settings (overlap switches, CP and MoE
+// communication types, split accounting) are kept.
+bool searched_parallel_key(const std::string& key) {
+  static const char* const kSearched[] = {"tp", "pp", "dp", "cp", "ep", "etp", "vpp", "tensor_model_parallel_size",
+                                          "pipeline_model_parallel_size", "data_parallel_size", "context_parallel_size",
+                                          "expert_model_parallel_size", "expert_tensor_parallel_size",
+                                          "virtual_pipeline_model_parallel_size", "num_layers_per_virtual_pipeline_stage",
+                                          "sequence_parallel", "zero_stage", "use_distributed_optimizer", "schedule",
+                                          "decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers",
+                                          "pipeline_layout"};
+  for (const char* k : kSearched) {
+    if (key == k) return true;
+  }
+  return false;
+}
+
 Scenario base_scenario(const SearchArgs& a) {
   nlohmann::json doc = nlohmann::json::object();
   std::filesystem::path base = std::filesystem::current_path();
@@ -119,7 +136,13 @@ Scenario base_scenario(const SearchArgs& a) {
   if (doc["cluster"].is_string()) doc["cluster"] = nlohmann::json{{"preset", doc["cluster"]}};
   if (a.num_gpus) doc["cluster"]["num_gpus"] = *a.num_gpus;
   // The base plan only has to be valid; the search replaces it.
-  doc["parallel"] = nlohmann::json::object();
+  nlohmann::json kept = nlohmann::json::object();
+  if (doc.contains("parallel") && doc["parallel"].is_object()) {
+    for (const auto& [key, value] : doc["parallel"].items()) {
+      if (!searched_parallel_key(key)) kept[key] = value;
+    }
+  }
+  doc["parallel"] = kept;
   auto& t = doc["training"];
   if (!t.is_object()) t = nlohmann::json::object();
   if (a.seq_length) t["seq_length"] = *a.seq_length;
@@ -129,6 +152,21 @@ Scenario base_scenario(const SearchArgs& a) {
   if (!t.contains("global_batch_size")) throw Error::invalid("--global-batch-size", "missing", "is required");
   return parse_scenario(doc, base);
 }
+
+// The scenario file's own plan as a candidate (for "where does the plan I run rank?").
+Candidate given_candidate(const Scenario& s) {
+  const ParallelPlan& p = s.parallel;
+  return {p.tp, p.pp, p.cp, p.ep, p.etp, p.vpp, static_cast<int>(s.training.micro_batch_size), p.zero_stage,
+          s.training.recompute, p.schedule, s.training.precision == Precision::kFp8, p.sequence_parallel || p.tp == 1};
+}
+
+template <class T>
+void include(std::vector<T>& values, const T& v) {
+  if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
+}
+
+// Adds `c` to the space as it is.
+void include(SearchSpace& s, const Candidate& c) { include(s.extra, c); }
 
 SearchSpace user_space(const SearchArgs& a, const Scenario& base) {
   const SearchSpace defaults = default_space(base);
@@ -247,10 +285,44 @@ void run_mpi_search(const SearchArgs& a, const Scenario& base, const SearchSpace
 #endif
 }
 
+// Where the scenario file's own plan ranks, and what the best plan gains over it.
+void report_given(std::ostream& out, const SearchResult& r, const Candidate& given) {
+  const std::string key = candidate_key(given);
+  std::size_t rank = 0;
+  for (std::size_t i = 0; i < r.ranking.size(); ++i) {
+    if (candidate_key(r.records[r.ranking[i]].candidate) == key) rank = i + 1;
+  }
+  if (rank == 0) {
+    std::string why = "was not simulated";
+    for (const PlanRecord& rec : r.records) {
+      if (candidate_key(rec.candidate) != key) continue;
+      why = rec.status == PlanStatus::kSimulated ? "does not fit in memory" : to_string(rec.status);
+      if (rec.status == PlanStatus::kPrunedBound) why = "was pruned: its lower bound cannot reach the top plans";
+      if (rec.status == PlanStatus::kInvalid) why = "is invalid: " + rec.reason;
+    }
+    out << fmt::format("the scenario's plan ({}) {}\n", key, why);
+    return;
+  }
+  const PlanRecord& best = r.records[r.ranking.front()];
+  const PlanRecord& mine = r.records[r.ranking[rank - 1]];
+  out << fmt::format("the scenario's plan ({}) ranks {} of {} fitting plans ({:.3f} s); the best ({}) is {:.1f}% "
+                     "faster ({:.3f} s)\n",
+                     key, rank, r.ranking.size(), mine.iteration_time, candidate_key(best.candidate),
+                     100 * (mine.iteration_time / best.iteration_time - 1), best.iteration_time);
+}
+
 void run_search_command(const SearchArgs& a) {
   const Scenario base = base_scenario(a);
-  const SearchSpace space = user_space(a, base);
+  SearchSpace space = user_space(a, base);
+  std::optional<Candidate> given;
+  if (!a.scenario_file.empty()) {
+    // The file's plan joins the space (and is never pruned away: it is ranked whenever it fits).
+    given = given_candidate(load_scenario(a.scenario_file));
+    include(space, *given);
+  }
   const SearchOptions options = search_options(a);
+  SearchOptions ranked = options;
+  ranked.rank_exactly = given;
   if (a.mpi) {
     require(a.objective != "gpus" && a.shard.empty(), "--mpi", "given",
             "shards the search itself: not with --shard or --objective gpus");
@@ -280,8 +352,9 @@ void run_search_command(const SearchArgs& a) {
     std::cout << (reached ? fmt::format("fewest GPUs reaching {:.0f} tokens/s: {}\n\n", a.target_tokens_per_s, result.num_gpus)
                           : fmt::format("no GPU count up to {} reaches {:.0f} tokens/s\n\n", most, a.target_tokens_per_s));
   } else {
-    result = run_search(base, space, base.cluster.num_gpus, options);
+    result = run_search(base, space, base.cluster.num_gpus, ranked);
   }
+  if (given) report_given(std::cout, result, *given);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   write_outputs(result, a.csv_file, a.json_file);
   print_top_plans(std::cout, result, a.top, options.objective);

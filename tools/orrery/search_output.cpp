@@ -34,7 +34,7 @@ json record_json(const PlanRecord& r) {
             {"etp", c.etp},
             {"vpp", c.vpp},
             {"micro_batch_size", c.micro_batch},
-            {"sequence_parallel", c.tp > 1},
+            {"sequence_parallel", c.tp > 1 && c.sequence_parallel},
             {"recompute", recompute_name(c.recompute)},
             {"zero_stage", c.zero_stage},
             {"schedule", to_string(c.schedule)},
@@ -67,7 +67,6 @@ PlanRecord record_from(const json& j, const std::string& path) {
   PlanRecord r;
   Candidate& c = r.candidate;
   in.allow("key");
-  in.allow("sequence_parallel");
   c.tp = static_cast<int>(in.require_int("tp", 1));
   c.pp = static_cast<int>(in.require_int("pp", 1));
   r.dp = static_cast<int>(in.require_int("dp", 0));
@@ -84,6 +83,8 @@ PlanRecord record_from(const json& j, const std::string& path) {
                                  {{"1f1b", Schedule::k1F1B}, {"gpipe", Schedule::kGPipe}, {"zb-h1", Schedule::kZbH1}},
                                  in.field("schedule"));
   c.fp8 = in.require_string("precision") == "fp8";
+  const bool sp = in.optional_bool("sequence_parallel").value_or(true);
+  c.sequence_parallel = c.tp == 1 || sp;  // normalised as enumerated candidates are
   r.status = enum_of<PlanStatus>(in.require_string("status"),
                                  {{"invalid", PlanStatus::kInvalid}, {"pruned_memory", PlanStatus::kPrunedMemory},
                                   {"pruned_bound", PlanStatus::kPrunedBound}, {"simulated", PlanStatus::kSimulated}},
@@ -140,7 +141,7 @@ void write_search_csv(std::ostream& out, const SearchResult& result) {
   for (const PlanRecord& r : result.records) {
     const Candidate& c = r.candidate;
     out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g}", candidate_key(c), c.tp, c.pp, r.dp, c.cp,
-                       c.ep, c.etp, c.vpp, c.micro_batch, c.tp > 1 ? "true" : "false", recompute_name(c.recompute),
+                       c.ep, c.etp, c.vpp, c.micro_batch, c.tp > 1 && c.sequence_parallel ? "true" : "false", recompute_name(c.recompute),
                        c.zero_stage, to_string(c.schedule), c.fp8 ? "fp8" : "bf16", to_string(r.status), r.lower_bound);
     if (r.status == PlanStatus::kSimulated) {
       out << fmt::format(",{:.6g},{:.6g},{:.6g},{:.4f},{},{},{:.6g}\n", r.iteration_time, r.tokens_per_s_per_gpu, r.mfu,
