@@ -36,6 +36,13 @@ double objective_of(Seconds time, const Scenario& s, const SearchOptions& o) {
   return s.cluster.num_gpus * o.gpu_hour_price / 3600.0 * time / tokens * 1e6;  // $ per million tokens
 }
 
+// Bytes a plan may use: the GPU's memory (or the user's cap, if smaller) less the margin.
+double usable_memory(const Scenario& s, const SearchOptions& o) {
+  double capacity = static_cast<double>(s.cluster.gpu.hbm_capacity);
+  if (o.memory_cap > 0) capacity = std::min(capacity, static_cast<double>(o.memory_cap));
+  return capacity * (1 - o.memory_margin);
+}
+
 void simulate(PlanRecord& r, const Scenario& s, const SearchOptions& o, const CostParams& params) {
   PredictOptions po;
   po.params = &params;
@@ -46,7 +53,7 @@ void simulate(PlanRecord& r, const Scenario& s, const SearchOptions& o, const Co
   r.tokens_per_s_per_gpu = p.report.tokens_per_s_per_gpu;
   r.mfu = p.report.mfu;
   r.peak_memory = p.report.peak_memory;
-  r.fits = static_cast<double>(p.report.peak_memory) <= static_cast<double>(p.report.memory_capacity) * (1 - o.memory_margin);
+  r.fits = static_cast<double>(p.report.peak_memory) <= usable_memory(s, o);
   r.limiter = r.fits ? limiter_of(p.report) : "memory";
   r.objective = objective_of(r.iteration_time, s, o);
 }
@@ -98,7 +105,7 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, int num_
     try {
       Scenario s = candidate_scenario(base, all[i], num_gpus);
       r.dp = s.parallel.dp;
-      const double capacity = static_cast<double>(s.cluster.gpu.hbm_capacity) * (1 - o.memory_margin);
+      const double capacity = usable_memory(s, o);
       if (static_cast<double>(static_memory_lower_bound(s)) > capacity) {
         r.status = PlanStatus::kPrunedMemory;
         r.reason = "weights, gradients and optimizer state alone exceed the memory";

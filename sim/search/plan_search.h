@@ -43,6 +43,7 @@ struct SearchOptions {
   SearchObjective objective = SearchObjective::kTime;
   double gpu_hour_price = 0;        // $ per GPU-hour, for kCostPerToken
   double memory_margin = 0.0;       // keep this fraction of GPU memory free
+  Bytes memory_cap = 0;             // use at most this much GPU memory (0: the GPU's capacity)
   int top_k = 10;
   int threads = 0;                  // 0: std::thread::hardware_concurrency()
   bool prune = true;                // false: simulate every candidate that fits the static bound

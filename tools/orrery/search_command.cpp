@@ -30,7 +30,7 @@ struct SearchArgs {
   std::string tp, pp, cp, ep, etp, vpp, micro_batch, recompute, zero_stage, schedule, fp8 = "auto";
   int max_tp = 0;
   std::string objective = "time";
-  double gpu_hour_price = 0, target_tokens_per_s = 0, memory_margin = 0.05;
+  double gpu_hour_price = 0, target_tokens_per_s = 0, memory_margin = 0.05, memory_cap_gib = 0;
   int top = 10, threads = 0;
   bool no_prune = false, quiet = false, mpi = false;
   std::string shard, csv_file, json_file;
@@ -206,6 +206,8 @@ SearchOptions search_options(const SearchArgs& a) {
   }
   o.gpu_hour_price = a.gpu_hour_price;
   o.memory_margin = a.memory_margin;
+  require(a.memory_cap_gib >= 0, "--memory-cap", fmt::format("{}", a.memory_cap_gib), "must be a positive GiB figure");
+  o.memory_cap = from_GiB(a.memory_cap_gib);
   o.top_k = a.top;
   o.threads = a.threads;
   o.prune = !a.no_prune;
@@ -399,6 +401,7 @@ void add_search_command(CLI::App& app) {
   cmd->add_option("--gpu-hour-price", a->gpu_hour_price, "$ per GPU-hour for --objective cost");
   cmd->add_option("--target-tokens-per-s", a->target_tokens_per_s, "throughput the fewest GPUs must reach (--objective gpus)");
   cmd->add_option("--memory-margin", a->memory_margin, "fraction of GPU memory to keep free (default 0.05)");
+  cmd->add_option("--memory-cap", a->memory_cap_gib, "use at most this many GiB of each GPU (default: all of it)");
   cmd->add_option("--top", a->top, "plans to print (default 10)");
   cmd->add_option("--threads", a->threads, "worker threads (default: all cores)");
   cmd->add_flag("--no-prune", a->no_prune, "simulate every candidate that passes the memory bound (exhaustive)");
