@@ -106,22 +106,10 @@ TaskId TransformerLayerLowering::mla_bwd(TaskId g, std::vector<ParamUse>* params
   if (uses_fp8(ctx_)) g = emit_fp8_cast(emit_, "fp8_cast", T * (z.q_up + z.kv_up), g);
   // Up projections: input gradients (partial sums over the TP ranks' heads) and weight gradients.
   TaskId dg = emit_.gemm("kv_up", linear(T, z.kv_lora, z.kv_up), {g});
-  {
-    const Phase phase = emit_.phase();
-    emit_.set_phase(Phase::kBackwardWeight);
-    const TaskId w = emit_.gemm("kv_up", linear(z.kv_up, z.kv_lora, T));
-    emit_.release(w, T * z.kv_lora * in);
-    record(params, "kv_up", w, false);
-    emit_.set_phase(phase);
-  }
+  weight_grad("kv_up", linear(z.kv_up, z.kv_lora, T), T * z.kv_lora * in, "kv_up", params);
   if (z.q_lora > 0) {
     dg = emit_.gemm("q_up", linear(T, z.q_lora, z.q_up), {g});
-    const Phase phase = emit_.phase();
-    emit_.set_phase(Phase::kBackwardWeight);
-    const TaskId w = emit_.gemm("q_up", linear(z.q_up, z.q_lora, T));
-    emit_.release(w, T * z.q_lora * in);
-    record(params, "q_up", w, false);
-    emit_.set_phase(phase);
+    weight_grad("q_up", linear(z.q_up, z.q_lora, T), T * z.q_lora * in, "q_up", params);
   }
   const Bytes norms = T * (z.q_lora + z.kv_lora) * act;
   dg = emit_.elementwise("mla_down_norm", 2 * norms, norms + T * z.rope * act, {dg});
@@ -135,15 +123,8 @@ TaskId TransformerLayerLowering::mla_bwd(TaskId g, std::vector<ParamUse>* params
   const std::int64_t rows = sp ? Ts : T;
   if (uses_fp8(ctx_)) dg = emit_fp8_cast(emit_, "fp8_cast", rows * z.down, dg);
   dg = emit_.gemm("qkv_down", linear(rows, h, z.down), {dg});
-  {
-    const Phase phase = emit_.phase();
-    emit_.set_phase(Phase::kBackwardWeight);
-    const TaskId w = emit_.gemm("qkv_down", linear(z.down, h, rows));
-    emit_.release(w, column_saved());
-    record(params, "q_down", w, false);
-    record(params, "kv_down", w, false);
-    emit_.set_phase(phase);
-  }
+  const TaskId down_w = weight_grad("qkv_down", linear(z.down, h, rows), column_saved(), "q_down", params);
+  record(params, "kv_down", down_w, false);
   if (z.q_lora == 0) {
     TaskId w = -1;
     const TaskId q = column_bwd("q", g, m.num_attention_heads * (z.nope + z.rope), &w);

@@ -168,25 +168,14 @@ TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* par
   }
   if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", z.received * h, x);
   x = emit_.gemm("experts", GemmShape{z.rows, z.width, h, z.local_experts, ctx_.gemm_dtype, true}, {x});
-  {
-    const Phase phase = emit_.phase();
-    emit_.set_phase(Phase::kBackwardWeight);
-    const TaskId w = emit_.gemm("experts", GemmShape{z.width, h, z.rows, z.local_experts, ctx_.gemm_dtype, true});
-    emit_.release(w, z.received * z.width * linear_input_bytes(ctx_));
-    emit_.set_phase(phase);
-  }
+  weight_grad("experts", GemmShape{z.width, h, z.rows, z.local_experts, ctx_.gemm_dtype, true},
+              z.received * z.width * linear_input_bytes(ctx_), nullptr, params);
   x = activation_bwd(x, z.received, z.width);  // also the probabilities' gradient, from the saved up outputs
   emit_.release(x, z.received * 4);
   if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", z.received * z.up, x);
   x = emit_.gemm("experts", GemmShape{z.rows, h, z.up, z.local_experts, ctx_.gemm_dtype, true}, {x});
-  {
-    const Phase phase = emit_.phase();
-    emit_.set_phase(Phase::kBackwardWeight);
-    const TaskId w = emit_.gemm("experts", GemmShape{z.up, h, z.rows, z.local_experts, ctx_.gemm_dtype, true});
-    emit_.release(w, z.received * h * linear_input_bytes(ctx_));
-    record(params, "experts", w, false);
-    emit_.set_phase(phase);
-  }
+  weight_grad("experts", GemmShape{z.up, h, z.rows, z.local_experts, ctx_.gemm_dtype, true},
+              z.received * h * linear_input_bytes(ctx_), "experts", params);
   if (p.etp > 1) {
     x = emit_.collective("moe_dispatch", Stream::kEp, GroupKind::kExpertTp, CollectiveKind::kReduceScatter,
                          z.received * h * act, {x});
@@ -204,13 +193,7 @@ TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* par
   TaskId r = emit_.elementwise("router_topk", z.tokens * E * 4 + z.copies * 4, z.tokens * E * 4, {x});
   emit_.release(r, z.tokens * E * 4);
   r = emit_.gemm("router", GemmShape{z.tokens, h, E, 1, ctx_.act_dtype}, {r});
-  {
-    const Phase phase = emit_.phase();
-    emit_.set_phase(Phase::kBackwardWeight);
-    const TaskId w = emit_.gemm("router", GemmShape{E, h, z.tokens, 1, ctx_.act_dtype});
-    record(params, "router", w, false);
-    emit_.set_phase(phase);
-  }
+  weight_grad("router", GemmShape{E, h, z.tokens, 1, ctx_.act_dtype}, 0, "router", params);
   const Bytes x_bytes = z.tokens * h * act;
   return emit_.elementwise("moe_grad_sum", (shared >= 0 ? 3 : 2) * x_bytes, x_bytes, {x, r, shared});
 }

@@ -20,15 +20,6 @@ namespace {
 // Upper estimate of the tasks one layer emits in one forward or backward step (with recompute), to size buffers.
 constexpr int kTasksPerLayerStep = 48;
 
-SavePolicy forward_policy(Recompute r) {
-  switch (r) {
-    case Recompute::kNone: return {true, true, true};
-    case Recompute::kSelective: return {true, true, false};
-    case Recompute::kFull: return {true, false, false};
-  }
-  return {};
-}
-
 class StageLowering {
  public:
   StageLowering(const LoweringContext& ctx, int stage)
@@ -154,7 +145,7 @@ class StageLowering {
   }
 
   Bytes layer_saved_bytes(int layer) {
-    return TransformerLayerLowering(emit_, layer).saved_bytes(forward_policy(ctx_.training.recompute));
+    return TransformerLayerLowering(emit_, layer).saved_bytes(save_policy(ctx_.training.recompute));
   }
 
   void forward(const ScheduleStep& step, TaskId input, std::vector<ParamUse>* params) {
@@ -165,7 +156,7 @@ class StageLowering {
       const ParamUnit& u = units[i];
       emit_.at(step.microbatch, step.chunk, u.layer, Phase::kForward);
       x = run_unit(units, i, false, [&] {
-        if (u.layer >= 0) return TransformerLayerLowering(emit_, u.layer).forward(x, forward_policy(ctx_.training.recompute), params);
+        if (u.layer >= 0) return TransformerLayerLowering(emit_, u.layer).forward(x, save_policy(ctx_.training.recompute), params);
         return u.head ? edges.head_forward(x, params) : edges.embedding_forward(x, params);
       });
       if (offloaded(units, i)) {

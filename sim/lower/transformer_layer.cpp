@@ -25,6 +25,15 @@ class PhaseScope {
 
 }  // namespace
 
+SavePolicy save_policy(Recompute recompute) {
+  switch (recompute) {
+    case Recompute::kNone: return {true, true, true};
+    case Recompute::kSelective: return {true, true, false};
+    case Recompute::kFull: return {true, false, false};
+  }
+  return {};
+}
+
 TransformerLayerLowering::TransformerLayerLowering(Emitter& emit, int layer)
     : emit_(emit), ctx_(emit.ctx()), layer_(layer), groups_(layer_param_groups(ctx_, layer, emit.chunk())) {
   const ModelSpec& m = ctx_.model;
@@ -59,6 +68,15 @@ GemmShape TransformerLayerLowering::linear(std::int64_t m, std::int64_t n, std::
 
 void TransformerLayerLowering::record(std::vector<ParamUse>* params, const char* name, TaskId task, bool forward) const {
   record_param_use(params, emit_, groups_, name, layer_, task, forward);
+}
+
+TaskId TransformerLayerLowering::weight_grad(const char* label, const GemmShape& shape, Bytes release,
+                                             const char* group, std::vector<ParamUse>* params) {
+  PhaseScope scope(emit_, Phase::kBackwardWeight);
+  const TaskId w = emit_.gemm(label, shape);
+  emit_.release(w, release);
+  if (group) record(params, group, w, false);
+  return w;
 }
 
 // ---- sizes of saved activations (Korthikanti et al., arXiv:2205.05198, Section 4.1) ----

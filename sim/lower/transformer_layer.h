@@ -22,6 +22,10 @@ struct SavePolicy {
   bool attention_internals = true;
 };
 
+/// What a layer's forward keeps under a recompute policy: everything (none), all but the attention core's
+/// internals (selective, recomputed in the backward), only the layer input (full, the whole layer recomputed).
+SavePolicy save_policy(Recompute recompute);
+
 class TransformerLayerLowering {
  public:
   TransformerLayerLowering(Emitter& emit, int layer);
@@ -85,6 +89,10 @@ class TransformerLayerLowering {
   /// The id the next emitted task will get.
   TaskId builder_next() const { return emit_.builder().last() + 1; }
   void record(std::vector<ParamUse>* params, const char* name, TaskId task, bool forward) const;
+  /// A weight-gradient GEMM (phase kBackwardWeight) that frees `release` bytes of saved input when done and, when
+  /// `group` is given, finishes that parameter group's gradient.
+  TaskId weight_grad(const char* label, const GemmShape& shape, Bytes release, const char* group,
+                     std::vector<ParamUse>* params);
 
   Emitter& emit_;
   const LoweringContext& ctx_;

@@ -33,14 +33,6 @@ struct LayerCost {
   Bytes saved = 0;  // activations its forward leaves allocated
 };
 
-SavePolicy save_policy(Recompute r) {
-  switch (r) {
-    case Recompute::kNone: return {true, true, true};
-    case Recompute::kSelective: return {true, true, false};
-    case Recompute::kFull: return {true, false, false};
-  }
-  return {};
-}
 
 // Prices the compute-stream tasks of a scratch program that `emit_unit` fills for one micro-batch.
 template <class F>

@@ -70,6 +70,19 @@ const char* to_string(PlanStatus s) {
   return "?";
 }
 
+void count_statuses(SearchResult& r) {
+  r.enumerated = r.records.size();
+  r.invalid = r.pruned_memory = r.pruned_bound = r.simulated = 0;
+  for (const PlanRecord& p : r.records) {
+    switch (p.status) {
+      case PlanStatus::kInvalid: ++r.invalid; break;
+      case PlanStatus::kPrunedMemory: ++r.pruned_memory; break;
+      case PlanStatus::kPrunedBound: ++r.pruned_bound; break;
+      case PlanStatus::kSimulated: ++r.simulated; break;
+    }
+  }
+}
+
 std::vector<std::size_t> rank_records(const std::vector<PlanRecord>& records) {
   std::vector<std::size_t> out;
   for (std::size_t i = 0; i < records.size(); ++i) {
@@ -205,14 +218,7 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, int num_
     settled += end - start;
     if (o.progress) o.progress(settled, result.enumerated);
   }
-  for (const PlanRecord& r : result.records) {
-    switch (r.status) {
-      case PlanStatus::kInvalid: ++result.invalid; break;
-      case PlanStatus::kPrunedMemory: ++result.pruned_memory; break;
-      case PlanStatus::kPrunedBound: ++result.pruned_bound; break;
-      case PlanStatus::kSimulated: ++result.simulated; break;
-    }
-  }
+  count_statuses(result);
   result.ranking = rank_records(result.records);
   return result;
 }

@@ -67,6 +67,9 @@ struct SearchResult {
 /// Errors: Error::invalid for a bad shard or objective input.
 SearchResult run_search(const Scenario& base, const SearchSpace& space, int num_gpus, const SearchOptions& options);
 
+/// Sets `enumerated` and the per-status counts of `r` from its records.
+void count_statuses(SearchResult& r);
+
 /// Ranks fitting simulated records by (objective, key): what run_search's `ranking` holds, and what merging shards
 /// recomputes over their union.
 std::vector<std::size_t> rank_records(const std::vector<PlanRecord>& records);

@@ -32,6 +32,24 @@ SearchSpace small_space() {
   return s;
 }
 
+// Llama-3-8B cut to 8 layers on 16 H100s, PP {1, 2, 4}, CP {1, 2}, ZeRO {0, 1}: small enough to search exhaustively.
+Scenario eight_layers() { return base(R"({"preset": "llama3-8b", "num_hidden_layers": 8})", "dgx-h100", 16, 4096, 64); }
+
+SearchSpace eight_layer_space(const Scenario& s) {
+  SearchSpace space;
+  space.pp = {1, 2, 4};
+  space.cp = {1, 2};
+  space.zero_stage = {0, 1};
+  return default_space(s, space);
+}
+
+SearchResult exhaustive_eight_layers() {
+  SearchOptions o;
+  o.prune = false;
+  const Scenario s = eight_layers();
+  return run_search(s, eight_layer_space(s), 16, o);
+}
+
 std::vector<std::string> top_keys(const SearchResult& r, std::size_t n) {
   std::vector<std::string> out;
   for (std::size_t i = 0; i < r.ranking.size() && i < n; ++i) out.push_back(candidate_key(r.records[r.ranking[i]].candidate));
@@ -90,15 +108,9 @@ TEST_CASE("the search's memory verdicts agree with predict", "[sim][search][memo
 }
 
 TEST_CASE("pruning returns exactly the exhaustive search's top ten", "[sim][search]") {
-  const Scenario s = base(R"({"preset": "llama3-8b", "num_hidden_layers": 8})", "dgx-h100", 16, 4096, 64);
-  SearchSpace space;
-  space.pp = {1, 2, 4};
-  space.cp = {1, 2};
-  space.zero_stage = {0, 1};
-  SearchOptions exhaustive;
-  exhaustive.prune = false;
-  const SearchResult all = run_search(s, default_space(s, space), 16, exhaustive);
-  const SearchResult pruned = run_search(s, default_space(s, space), 16, SearchOptions{});
+  const Scenario s = eight_layers();
+  const SearchResult all = exhaustive_eight_layers();
+  const SearchResult pruned = run_search(s, eight_layer_space(s), 16, SearchOptions{});
   REQUIRE(all.ranking.size() >= 10);
   CHECK(top_keys(pruned, 10) == top_keys(all, 10));
   CHECK(pruned.simulated < all.simulated / 2);  // the bound does prune
@@ -107,19 +119,13 @@ TEST_CASE("pruning returns exactly the exhaustive search's top ten", "[sim][sear
 
 TEST_CASE("a plan asked to be ranked exactly gets its exhaustive rank", "[sim][search]") {
   // What `orrery search SCENARIO` does for the scenario's own plan: nothing that could beat it is pruned.
-  const Scenario s = base(R"({"preset": "llama3-8b", "num_hidden_layers": 8})", "dgx-h100", 16, 4096, 64);
-  SearchSpace space;
-  space.pp = {1, 2, 4};
-  space.cp = {1, 2};
-  space.zero_stage = {0, 1};
-  SearchOptions exhaustive;
-  exhaustive.prune = false;
-  const SearchResult all = run_search(s, default_space(s, space), 16, exhaustive);
+  const Scenario s = eight_layers();
+  const SearchResult all = exhaustive_eight_layers();
   REQUIRE(all.ranking.size() > 40);
   const Candidate target = all.records[all.ranking[39]].candidate;
   SearchOptions o;
   o.rank_exactly = target;
-  const SearchResult pruned = run_search(s, default_space(s, space), 16, o);
+  const SearchResult pruned = run_search(s, eight_layer_space(s), 16, o);
   REQUIRE(pruned.ranking.size() >= 40);
   CHECK(pruned.records[pruned.ranking[39]].candidate == target);
   CHECK(top_keys(pruned, 40) == top_keys(all, 40));

@@ -14,15 +14,6 @@ using nlohmann::json;
 
 namespace {
 
-const char* recompute_name(Recompute r) {
-  switch (r) {
-    case Recompute::kNone: return "none";
-    case Recompute::kSelective: return "selective";
-    case Recompute::kFull: return "full";
-  }
-  return "?";
-}
-
 json record_json(const PlanRecord& r) {
   const Candidate& c = r.candidate;
   json j = {{"key", candidate_key(c)},
@@ -35,7 +26,7 @@ json record_json(const PlanRecord& r) {
             {"vpp", c.vpp},
             {"micro_batch_size", c.micro_batch},
             {"sequence_parallel", c.tp > 1 && c.sequence_parallel},
-            {"recompute", recompute_name(c.recompute)},
+            {"recompute", to_string(c.recompute)},
             {"zero_stage", c.zero_stage},
             {"schedule", to_string(c.schedule)},
             {"precision", c.fp8 ? "fp8" : "bf16"},
@@ -104,19 +95,6 @@ PlanRecord record_from(const json& j, const std::string& path) {
   return r;
 }
 
-void count(SearchResult& r) {
-  r.enumerated = r.records.size();
-  r.invalid = r.pruned_memory = r.pruned_bound = r.simulated = 0;
-  for (const PlanRecord& p : r.records) {
-    switch (p.status) {
-      case PlanStatus::kInvalid: ++r.invalid; break;
-      case PlanStatus::kPrunedMemory: ++r.pruned_memory; break;
-      case PlanStatus::kPrunedBound: ++r.pruned_bound; break;
-      case PlanStatus::kSimulated: ++r.simulated; break;
-    }
-  }
-}
-
 }  // namespace
 
 json search_json(const SearchResult& result) {
@@ -141,7 +119,7 @@ void write_search_csv(std::ostream& out, const SearchResult& result) {
   for (const PlanRecord& r : result.records) {
     const Candidate& c = r.candidate;
     out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g}", candidate_key(c), c.tp, c.pp, r.dp, c.cp,
-                       c.ep, c.etp, c.vpp, c.micro_batch, c.tp > 1 && c.sequence_parallel ? "true" : "false", recompute_name(c.recompute),
+                       c.ep, c.etp, c.vpp, c.micro_batch, c.tp > 1 && c.sequence_parallel ? "true" : "false", to_string(c.recompute),
                        c.zero_stage, to_string(c.schedule), c.fp8 ? "fp8" : "bf16", to_string(r.status), r.lower_bound);
     if (r.status == PlanStatus::kSimulated) {
       out << fmt::format(",{:.6g},{:.6g},{:.6g},{:.4f},{},{},{:.6g}\n", r.iteration_time, r.tokens_per_s_per_gpu, r.mfu,
@@ -165,7 +143,7 @@ void print_top_plans(std::ostream& out, const SearchResult& result, int top, Sea
     const PlanRecord& r = result.records[i];
     const Candidate& c = r.candidate;
     out << fmt::format("  {:>4}  {:>3} {:>3} {:>4} {:>3} {:>3} {:>3} {:>3}  {:<9} {:>4}  {:<5} {:<4}  {:>9.3f}  {:>9.0f}  {:>5.1f}%  {:>8.1f}  {}\n",
-                       ++rank, c.tp, c.pp, r.dp, c.cp, c.ep, c.vpp, c.micro_batch, recompute_name(c.recompute),
+                       ++rank, c.tp, c.pp, r.dp, c.cp, c.ep, c.vpp, c.micro_batch, to_string(c.recompute),
                        c.zero_stage, to_string(c.schedule), c.fp8 ? "fp8" : "bf16", r.iteration_time,
                        r.tokens_per_s_per_gpu, 100 * r.mfu, static_cast<double>(r.peak_memory) / (1 << 30), r.limiter);
   }
@@ -188,7 +166,7 @@ SearchResult read_search_json(const json& doc, const std::string& path) {
   if (!plans || !plans->is_array()) throw Error::invalid(path + ".plans", "missing", "must be a list of plans");
   for (std::size_t i = 0; i < plans->size(); ++i) r.records.push_back(record_from((*plans)[i], fmt::format("{}.plans[{}]", path, i)));
   in.reject_unknown();
-  count(r);
+  count_statuses(r);
   r.ranking = rank_records(r.records);
   return r;
 }
@@ -206,7 +184,7 @@ SearchResult merge_searches(const std::vector<SearchResult>& shards) {
   std::stable_sort(out.records.begin(), out.records.end(), [](const PlanRecord& a, const PlanRecord& b) {
     return candidate_key(a.candidate) < candidate_key(b.candidate);
   });
-  count(out);
+  count_statuses(out);
   out.ranking = rank_records(out.records);
   return out;
 }
