@@ -134,8 +134,12 @@ Scenario base_scenario(const SearchArgs& a) {
   if (!doc.contains("model")) throw Error::invalid("--model", "missing", "is required (or a scenario file)");
   if (!doc.contains("cluster")) doc["cluster"] = nlohmann::json{{"preset", "dgx-h100"}};
   if (doc["cluster"].is_string()) doc["cluster"] = nlohmann::json{{"preset", doc["cluster"]}};
-  if (a.num_gpus) doc["cluster"]["num_gpus"] = *a.num_gpus;
-  // The base plan only has to be valid; the search replaces it.
+  // The GPU count to search: --num-gpus, else the scenario's (given or derived from its plan).
+  int gpus = a.num_gpus.value_or(0);
+  if (gpus == 0 && !a.scenario_file.empty()) gpus = load_scenario(a.scenario_file).cluster.num_gpus;
+  if (gpus == 0) throw Error::invalid("--num-gpus", "missing", "is required (or a scenario file)");
+  // The base plan only has to be valid, and the search replaces it: one GPU, micro-batch 1 always validate.
+  doc["cluster"]["num_gpus"] = 1;
   nlohmann::json kept = nlohmann::json::object();
   if (doc.contains("parallel") && doc["parallel"].is_object()) {
     for (const auto& [key, value] : doc["parallel"].items()) {
@@ -150,7 +154,9 @@ Scenario base_scenario(const SearchArgs& a) {
   if (!a.precision.empty()) t["precision"] = a.precision;
   t["micro_batch_size"] = 1;
   if (!t.contains("global_batch_size")) throw Error::invalid("--global-batch-size", "missing", "is required");
-  return parse_scenario(doc, base);
+  Scenario s = parse_scenario(doc, base);
+  s.cluster.num_gpus = gpus;
+  return s;
 }
 
 // The scenario file's own plan as a candidate (for "where does the plan I run rank?").
