@@ -5,6 +5,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <string>
+#include <memory>
 #include <vector>
 
 #include "models/units.h"
@@ -47,10 +48,15 @@ struct MemoryParams {
   Bytes framework_overhead = 0;         // CUDA context, library handles, allocator slack
 };
 
+struct GpuProfile;  // hardware/gpu_profile.h
+
 struct CostParams {
   ComputeParams compute;
   NetworkParams network;
   MemoryParams memory;
+  /// A measured GPU profile (calibrate/, `--profile FILE`): where it covers an op, its time replaces the default
+  /// compute model's. Null: the default model everywhere.
+  std::shared_ptr<const GpuProfile> profile;
 };
 
 /// The defaults from hardware/presets/cost_model.json.

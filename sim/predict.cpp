@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "hardware/gpu_profile.h"
+#include "hardware/profiled_compute.h"
 #include "models/error.h"
 #include "models/limits.h"
 
@@ -12,7 +14,9 @@ namespace orrery {
 DefaultCostModels::DefaultCostModels(const ClusterSpec& cluster, const CostParams& params)
     : compute(std::make_unique<RooflineComputeModel>(cluster.gpu, params.compute,
                                                      cluster.host_memory_bandwidth / cluster.gpus_per_node)),
-      network(std::make_unique<NcclCollectiveModel>(cluster, params.network)) {}
+      network(std::make_unique<NcclCollectiveModel>(cluster, params.network)) {
+  if (params.profile) compute = std::make_unique<ProfiledComputeModel>(*params.profile, std::move(compute));
+}
 
 Prediction predict(const Scenario& scenario, const PredictOptions& options) {
   const CostParams& params = options.params ? *options.params : default_cost_params();
@@ -34,6 +38,19 @@ Prediction predict(const Scenario& scenario, const PredictOptions& options) {
   run.overlap_slowdown = params.compute.overlap_slowdown;
   p.run = run_engine(p.graph, p.instances, p.durations, run);
   p.report = analyze(p.scenario, p.graph, p.instances, p.run);
+  if (const auto* profiled = dynamic_cast<const ProfiledComputeModel*>(models.compute.get())) {
+    const GpuProfile& prof = profiled->profile();
+    if (prof.gpu != p.scenario.cluster.gpu.name && prof.gpu != p.scenario.cluster.gpu.display_name) {
+      p.report.warnings.push_back(fmt::format("the profile {} was measured on {}, the cluster's GPU is {}", prof.file,
+                                              prof.gpu, p.scenario.cluster.gpu.name));
+    }
+    if (profiled->uncovered_gemms() > 0 || profiled->uncovered_memory() > 0) {
+      p.report.warnings.push_back(fmt::format(
+          "the profile does not cover {} GEMM shapes (e.g. {}) and {} memory-bound kernel sizes; the default model "
+          "priced them",
+          profiled->uncovered_gemms(), profiled->example_uncovered(), profiled->uncovered_memory()));
+    }
+  }
   return p;
 }
 

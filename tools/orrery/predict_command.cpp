@@ -6,6 +6,7 @@
 
 #include "models/error.h"
 #include "models/json_fields.h"
+#include "hardware/gpu_profile.h"
 #include "sim/predict.h"
 #include "tools/orrery/commands.h"
 #include "tools/orrery/outputs.h"
@@ -21,6 +22,7 @@ struct PredictArgs {
   bool json = false;
   bool expand_ranks = false;
   std::string trace_file;
+  std::string profile_file;
   std::string timeline_file;
 };
 
@@ -52,6 +54,11 @@ void run_predict(const PredictArgs& a) {
   Scenario scenario = parse_scenario(doc, base);
   PredictOptions options;
   options.expansion = a.expand_ranks ? Expansion::kAllRanks : Expansion::kAuto;
+  CostParams params = default_cost_params();
+  if (!a.profile_file.empty()) {
+    params.profile = std::make_shared<const GpuProfile>(load_gpu_profile(a.profile_file));
+    options.params = &params;
+  }
   Prediction p = predict(scenario, options);
   // Files first: a path that cannot be written fails the command before it reports anything.
   if (!a.trace_file.empty()) write_json(a.trace_file, chrome_trace(p));
@@ -73,6 +80,7 @@ void add_predict_command(CLI::App& app) {
   cmd->add_flag("--expand-ranks", args->expand_ranks, "simulate every rank instead of one per pipeline stage");
   cmd->add_option("--trace", args->trace_file, "write a Chrome-trace / Perfetto timeline to FILE");
   cmd->add_option("--timeline", args->timeline_file, "write the simulated timeline JSON to FILE");
+  cmd->add_option("--profile", args->profile_file, "price GEMMs and copies from a measured GPU profile (calibrate/)");
   args->flags.add_to(*cmd);
   cmd->callback([args] { run_predict(*args); });
 }

@@ -1,0 +1,93 @@
+#include "hardware/profiled_compute.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace orrery {
+
+namespace {
+
+// The grid values bracketing `x` in the sorted `values`: {lo, hi} (lo == hi on a grid value), or false outside.
+bool bracket(const std::vector<std::int64_t>& values, std::int64_t x, std::int64_t& lo, std::int64_t& hi) {
+  if (values.empty() || x < values.front() || x > values.back()) return false;
+  const auto it = std::lower_bound(values.begin(), values.end(), x);
+  hi = *it;
+  lo = *it == x ? x : *(it - 1);
+  return true;
+}
+
+// Weight of `x` towards `hi` on the log axis between lo and hi.
+double log_weight(std::int64_t lo, std::int64_t hi, std::int64_t x) {
+  if (lo == hi) return 0.0;
+  return std::log(static_cast<double>(x) / static_cast<double>(lo)) /
+         std::log(static_cast<double>(hi) / static_cast<double>(lo));
+}
+
+}  // namespace
+
+ProfiledComputeModel::ProfiledComputeModel(GpuProfile profile, std::unique_ptr<ComputeCostModel> fallback)
+    : profile_(std::move(profile)), fallback_(std::move(fallback)) {}
+
+Seconds ProfiledComputeModel::profiled_gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype) const {
+  std::set<std::int64_t> ms, ns, ks;
+  for (const GemmSample& s : profile_.gemm) {
+    if (s.dtype != dtype) continue;
+    if (s.m == m && s.n == n && s.k == k) return s.seconds;
+    ms.insert(s.m);
+    ns.insert(s.n);
+    ks.insert(s.k);
+  }
+  const std::vector<std::int64_t> mv(ms.begin(), ms.end()), nv(ns.begin(), ns.end()), kv(ks.begin(), ks.end());
+  std::int64_t m0 = 0, m1 = 0, n0 = 0, n1 = 0, k0 = 0, k1 = 0;
+  if (!bracket(mv, m, m0, m1) || !bracket(nv, n, n0, n1) || !bracket(kv, k, k0, k1)) return -1.0;
+  const auto time_at = [&](std::int64_t a, std::int64_t b, std::int64_t c) {
+    for (const GemmSample& s : profile_.gemm) {
+      if (s.dtype == dtype && s.m == a && s.n == b && s.k == c) return s.seconds;
+    }
+    return -1.0;
+  };
+  const double wm = log_weight(m0, m1, m), wn = log_weight(n0, n1, n), wk = log_weight(k0, k1, k);
+  double log_time = 0;
+  for (int corner = 0; corner < 8; ++corner) {
+    const bool hm = corner & 1, hn = corner & 2, hk = corner & 4;
+    const double w = (hm ? wm : 1 - wm) * (hn ? wn : 1 - wn) * (hk ? wk : 1 - wk);
+    if (w == 0) continue;
+    const double t = time_at(hm ? m1 : m0, hn ? n1 : n0, hk ? k1 : k0);
+    if (t <= 0) return -1.0;  // the grid cell lacks a corner
+    log_time += w * std::log(t);
+  }
+  return std::exp(log_time);
+}
+
+Seconds ProfiledComputeModel::gemm(const GemmShape& s) const {
+  if (s.batch == 1 || s.grouped) {
+    const Seconds t = profiled_gemm(s.m, s.n, s.k, s.dtype);
+    if (t > 0) return t * static_cast<double>(s.batch);
+  }
+  ++uncovered_gemms_;
+  if (example_.empty()) example_ = fmt::format("{} x {} x {} {}", s.m, s.n, s.k, to_string(s.dtype));
+  return fallback_->gemm(s);
+}
+
+Seconds ProfiledComputeModel::elementwise(const ElementwiseShape& s) const {
+  const Bytes bytes = s.bytes();
+  const CopySample* lo = nullptr;
+  const CopySample* hi = nullptr;
+  for (const CopySample& m : profile_.memory) {
+    if (m.bytes <= bytes && (!lo || m.bytes > lo->bytes)) lo = &m;
+    if (m.bytes >= bytes && (!hi || m.bytes < hi->bytes)) hi = &m;
+  }
+  if (bytes <= 0 || !lo || !hi) {
+    if (bytes > 0) ++uncovered_memory_;
+    return fallback_->elementwise(s);
+  }
+  if (lo->bytes == hi->bytes) return lo->seconds;
+  const double w = std::log(static_cast<double>(bytes) / static_cast<double>(lo->bytes)) /
+                   std::log(static_cast<double>(hi->bytes) / static_cast<double>(lo->bytes));
+  return std::exp((1 - w) * std::log(lo->seconds) + w * std::log(hi->seconds));
+}
+
+}  // namespace orrery
