@@ -64,8 +64,51 @@ GpuProfile parse_gpu_profile(const nlohmann::json& doc, const std::string& path)
     m.reject_unknown();
     p.memory.push_back(s);
   }
+  const nlohmann::json& collectives = list(in, "collectives");
+  for (std::size_t i = 0; i < collectives.size(); ++i) {
+    FieldReader c(collectives[i], fmt::format("{}.collectives[{}]", path, i));
+    CollectiveSample s;
+    const std::string op = c.require_string("op");
+    bool known = false;
+    for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
+                             CollectiveKind::kAllToAll, CollectiveKind::kSendRecv}) {
+      if (op == to_string(k)) {
+        s.kind = k;
+        known = true;
+      }
+    }
+    require(known, c.field("op"), op, "must be all_reduce, all_gather, reduce_scatter, all_to_all or send_recv");
+    s.ranks = static_cast<int>(c.require_int("ranks", 1, 1 << 20));
+    s.nodes = static_cast<int>(c.require_int("nodes", 1, 1 << 20));
+    s.bytes = c.require_int("bytes", 1, INT64_MAX);
+    s.seconds = c.require_double("seconds", true);
+    s.source = c.optional_string("source").value_or("");
+    c.allow("bus_gb_s");
+    c.reject_unknown();
+    p.collectives.push_back(s);
+  }
   in.reject_unknown();
   return p;
+}
+
+nlohmann::json gpu_profile_json(const GpuProfile& p) {
+  nlohmann::json gemm = nlohmann::json::array(), memory = nlohmann::json::array(), coll = nlohmann::json::array();
+  for (const GemmSample& s : p.gemm) {
+    gemm.push_back({{"m", s.m}, {"n", s.n}, {"k", s.k}, {"dtype", to_string(s.dtype)}, {"seconds", s.seconds}});
+  }
+  for (const CopySample& s : p.memory) memory.push_back({{"bytes", s.bytes}, {"seconds", s.seconds}});
+  for (const CollectiveSample& s : p.collectives) {
+    coll.push_back({{"op", to_string(s.kind)},
+                    {"ranks", s.ranks},
+                    {"nodes", s.nodes},
+                    {"bytes", s.bytes},
+                    {"seconds", s.seconds},
+                    {"bus_gb_s", static_cast<double>(s.bytes) * bus_bandwidth_factor(s.kind, s.ranks) / s.seconds / 1e9},
+                    {"source", s.source}});
+  }
+  return {{"format", "orrery-gpu-profile"}, {"version", 1},    {"gpu", p.gpu},         {"driver", p.driver},
+          {"cuda", p.cuda},                 {"date", p.date},   {"source", p.source},   {"gemm", gemm},
+          {"memory", memory},               {"collectives", coll}};
 }
 
 GpuProfile load_gpu_profile(const std::string& file) {

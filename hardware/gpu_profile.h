@@ -4,16 +4,20 @@
 //   {"format": "orrery-gpu-profile", "version": 1, "gpu": "NVIDIA H200", "driver": "...", "cuda": "...",
 //    "date": "2026-11-30", "source": "how it was measured",
 //    "gemm": [{"m": 4096, "n": 4096, "k": 4096, "dtype": "bf16", "seconds": 1.9e-4}, ...],
-//    "memory": [{"bytes": 1073741824, "seconds": 2.6e-4}, ...]}
+//    "memory": [{"bytes": 1073741824, "seconds": 2.6e-4}, ...],
+//    "collectives": [{"op": "all_reduce", "ranks": 16, "nodes": 2, "bytes": 67108864, "seconds": 5.1e-4}, ...]}
 //
 // GEMM times are medians of CUDA-event-timed cuBLASLt calls (launch included); memory times are device copies
-// moving `bytes` (read + write). ProfiledComputeModel (hardware/profiled_compute.h) prices ops from these tables.
+// moving `bytes` (read + write); collective times are per call as nccl-tests reports them (out-of-place), sized as
+// nccl-tests sizes them, for a group of `ranks` GPUs on `nodes` nodes (`orrery calibrate import-nccl-tests`).
+// ProfiledComputeModel (hardware/profiled_compute.h) prices ops from these tables.
 
 #include <nlohmann/json_fwd.hpp>
 
 #include <string>
 #include <vector>
 
+#include "hardware/collective_cost.h"
 #include "models/ops.h"
 
 namespace orrery {
@@ -29,11 +33,23 @@ struct CopySample {
   Seconds seconds = 0;
 };
 
+struct CollectiveSample {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  int ranks = 0, nodes = 0;
+  Bytes bytes = 0;
+  Seconds seconds = 0;
+  std::string source;  // the log it came from
+};
+
 struct GpuProfile {
   std::string gpu, driver, cuda, date, source, file;
   std::vector<GemmSample> gemm;
   std::vector<CopySample> memory;
+  std::vector<CollectiveSample> collectives;
 };
+
+/// The profile as JSON (the format above).
+nlohmann::json gpu_profile_json(const GpuProfile& profile);
 
 /// Parses a profile. Errors: Error::invalid naming `path` and the field (unknown format or version, a sample with
 /// a non-positive size or time, an unknown dtype).

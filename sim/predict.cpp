@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "hardware/gpu_profile.h"
+#include "hardware/profiled_collective.h"
 #include "hardware/profiled_compute.h"
 #include "models/error.h"
 #include "models/limits.h"
@@ -16,6 +17,9 @@ DefaultCostModels::DefaultCostModels(const ClusterSpec& cluster, const CostParam
                                                      cluster.host_memory_bandwidth / cluster.gpus_per_node)),
       network(std::make_unique<NcclCollectiveModel>(cluster, params.network)) {
   if (params.profile) compute = std::make_unique<ProfiledComputeModel>(*params.profile, std::move(compute));
+  if (params.profile && !params.profile->collectives.empty()) {
+    network = std::make_unique<ProfiledCollectiveModel>(*params.profile, std::move(network));
+  }
 }
 
 Prediction predict(const Scenario& scenario, const PredictOptions& options) {
@@ -38,6 +42,12 @@ Prediction predict(const Scenario& scenario, const PredictOptions& options) {
   run.overlap_slowdown = params.compute.overlap_slowdown;
   p.run = run_engine(p.graph, p.instances, p.durations, run);
   p.report = analyze(p.scenario, p.graph, p.instances, p.run);
+  if (const auto* measured = dynamic_cast<const ProfiledCollectiveModel*>(models.network.get());
+      measured && measured->uncovered() > 0) {
+    p.report.warnings.push_back(fmt::format("the profile's collective tables do not cover {} collective calls (group "
+                                            "size, node count or message size); the NCCL model priced them",
+                                            measured->uncovered()));
+  }
   if (const auto* profiled = dynamic_cast<const ProfiledComputeModel*>(models.compute.get())) {
     const GpuProfile& prof = profiled->profile();
     if (prof.gpu != p.scenario.cluster.gpu.name && prof.gpu != p.scenario.cluster.gpu.display_name) {

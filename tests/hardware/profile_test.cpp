@@ -112,3 +112,18 @@ TEST_CASE("bad profiles are refused with the field named", "[hardware][profile][
                       "gemm": [{"m": 1, "n": 1, "k": 1, "dtype": "int4", "seconds": 1}]})"),
              Catch::Contains("int4"));
 }
+
+TEST_CASE("a profile written back reads the same", "[hardware][profile]") {
+  GpuProfile p = grid();
+  p.collectives.push_back({CollectiveKind::kAllGather, 16, 2, 1 << 26, 1.5e-3, "log.txt"});
+  const GpuProfile back = parse_gpu_profile(gpu_profile_json(p), "written");
+  CHECK(back.gpu == p.gpu);
+  REQUIRE(back.gemm.size() == p.gemm.size());
+  CHECK(back.gemm[5].seconds == p.gemm[5].seconds);
+  CHECK(back.gemm[5].k == p.gemm[5].k);
+  REQUIRE(back.memory.size() == p.memory.size());
+  REQUIRE(back.collectives.size() == 1);
+  CHECK(back.collectives[0].kind == CollectiveKind::kAllGather);
+  CHECK(back.collectives[0].nodes == 2);
+  CHECK(back.collectives[0].seconds == 1.5e-3);
+}

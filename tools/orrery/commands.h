@@ -20,6 +20,8 @@ void add_collective_command(CLI::App& app);
 /// `orrery fit collectives|records ...`: the documented global fits of the cost-model parameters.
 void add_fit_command(CLI::App& app, int& exit_code);
 
+/// `orrery calibrate import-nccl-tests LOG... --out PROFILE`.
+void add_calibrate_command(CLI::App& app);
 /// `orrery search ...` and `orrery search merge FILE...`.
 void add_search_command(CLI::App& app);
 
