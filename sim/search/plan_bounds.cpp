@@ -127,7 +127,8 @@ PlanBounds plan_bounds(const Scenario& s, const CostParams& params) {
   busiest = std::max(busiest, last_stage);
   PlanBounds b;
   b.time = std::max(busiest, (p.pp - 1) * (lightest_fwd + lightest_bwd) + last_stage);
-  b.time = std::max(b.time, iteration_time_lower_bound(s, params));
+  // The analytical bound assumes the default GEMM model; a measured profile may be faster than it.
+  if (!params.profile) b.time = std::max(b.time, iteration_time_lower_bound(s, params));
   // Stage 0's forwards before its first backward all hold their activations (none are freed before it).
   Bytes activations = 0;
   if (s.training.cpu_offloading_num_layers == 0) {

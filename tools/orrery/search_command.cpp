@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 
+#include "hardware/gpu_profile.h"
 #include "models/error.h"
 #include "models/json_fields.h"
 #include "sim/search/plan_search.h"
@@ -33,7 +34,7 @@ struct SearchArgs {
   double gpu_hour_price = 0, target_tokens_per_s = 0, memory_margin = 0.05, memory_cap_gib = 0;
   int top = 10, threads = 0;
   bool no_prune = false, quiet = false, mpi = false;
-  std::string shard, csv_file, json_file;
+  std::string shard, csv_file, json_file, profile;
 };
 
 struct MergeArgs {
@@ -328,7 +329,12 @@ void run_search_command(const SearchArgs& a) {
     given = given_candidate(load_scenario(a.scenario_file));
     include(space, *given);
   }
-  const SearchOptions options = search_options(a);
+  SearchOptions options = search_options(a);
+  CostParams params = default_cost_params();
+  if (!a.profile.empty()) {
+    params.profile = std::make_shared<const GpuProfile>(load_gpu_profile(a.profile));
+    options.params = &params;
+  }
   SearchOptions ranked = options;
   ranked.rank_exactly = given;
   if (a.mpi) {
@@ -414,6 +420,7 @@ void add_search_command(CLI::App& app) {
   cmd->add_flag("--quiet", a->quiet, "no progress bar");
   cmd->add_option("--shard", a->shard, "evaluate shard I of N (I/N, from 0), e.g. as a Slurm array task");
   cmd->add_flag("--mpi", a->mpi, "under mpirun: each rank searches one shard; rank 0 merges and reports");
+  cmd->add_option("--profile", a->profile, "price ops from a measured GPU profile (calibrate/) where it covers them");
   cmd->add_option("--csv", a->csv_file, "write every candidate as CSV");
   cmd->add_option("--json", a->json_file, "write every candidate as JSON (input of `orrery search merge`)");
   cmd->callback([a, cmd] {

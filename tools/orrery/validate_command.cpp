@@ -11,6 +11,7 @@
 #include <optional>
 #include <thread>
 
+#include "hardware/gpu_profile.h"
 #include "models/error.h"
 #include "sim/validation.h"
 #include "tools/orrery/commands.h"
@@ -30,6 +31,7 @@ struct ValidateArgs {
   std::string explain;
   std::vector<std::string> skip;
   int jobs = 0;
+  std::string profile;
 };
 
 std::vector<fs::path> scenario_files(const std::vector<std::string>& paths) {
@@ -55,7 +57,7 @@ struct Outcome {
   bool has_expect = false;
 };
 
-Outcome evaluate(const fs::path& file, bool keep_prediction) {
+Outcome evaluate(const fs::path& file, bool keep_prediction, const PredictOptions& options) {
   Outcome o;
   o.result.file = file.string();
   o.result.name = file.stem().string();
@@ -64,7 +66,7 @@ Outcome evaluate(const fs::path& file, bool keep_prediction) {
     Scenario s = load_scenario(file);
     o.has_expect = !s.expect.empty();
     if (!o.has_expect) return o;
-    Prediction p = predict(s);
+    Prediction p = predict(s, options);
     o.result = compare_with_expectations(p, file.string());
     if (keep_prediction) o.prediction = std::move(p);
   } catch (const Error& e) {
@@ -75,12 +77,13 @@ Outcome evaluate(const fs::path& file, bool keep_prediction) {
   return o;
 }
 
-std::vector<Outcome> evaluate_all(const std::vector<fs::path>& files, int jobs, const std::string& explain) {
+std::vector<Outcome> evaluate_all(const std::vector<fs::path>& files, int jobs, const std::string& explain,
+                                  const PredictOptions& options) {
   std::vector<Outcome> out(files.size());
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
     for (std::size_t i = next++; i < files.size(); i = next++) {
-      out[i] = evaluate(files[i], files[i].stem().string() == explain);
+      out[i] = evaluate(files[i], files[i].stem().string() == explain, options);
     }
   };
   const int n = std::max(1, jobs > 0 ? jobs : static_cast<int>(std::thread::hardware_concurrency()));
@@ -144,7 +147,13 @@ int run_validate(const ValidateArgs& a) {
     return std::any_of(a.skip.begin(), a.skip.end(),
                        [&](const std::string& k) { return f.stem().string().find(k) != std::string::npos; });
   });
-  std::vector<Outcome> outcomes = evaluate_all(files, a.jobs, a.explain);
+  CostParams params = default_cost_params();
+  PredictOptions options;
+  if (!a.profile.empty()) {
+    params.profile = std::make_shared<const GpuProfile>(load_gpu_profile(a.profile));
+    options.params = &params;
+  }
+  std::vector<Outcome> outcomes = evaluate_all(files, a.jobs, a.explain, options);
   std::vector<RecordResult> results;
   const Outcome* explained = nullptr;
   for (const Outcome& o : outcomes) {
@@ -192,6 +201,7 @@ void add_validate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--explain", args->explain, "print the full prediction and comparison of one record (by name)");
   cmd->add_option("-j,--jobs", args->jobs, "parallel simulations (default: all cores)");
   cmd->add_option("--skip", args->skip, "leave out records whose name contains this text");
+  cmd->add_option("--profile", args->profile, "price ops from a measured GPU profile (calibrate/) where it covers them");
   cmd->callback([args, &exit_code] { exit_code = run_validate(*args); });
 }
 
