@@ -109,6 +109,11 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, int num_
 
   SearchResult result;
   result.num_gpus = num_gpus;
+  result.identity = fmt::format("{} on {} x {}, sequence {}, global batch {}, {}", base.model.name, base.cluster.name,
+                                num_gpus, base.training.seq_length, base.training.global_batch_size,
+                                to_string(base.training.precision));
+  result.shard_index = o.shard_index;
+  result.shard_count = o.shard_count;
   const std::vector<Candidate> all = enumerate_candidates(base, space, num_gpus);
   std::vector<Scenario> scenarios;
   for (std::size_t i = 0; i < all.size(); ++i) {
@@ -118,6 +123,7 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, int num_
     try {
       Scenario s = candidate_scenario(base, all[i], num_gpus);
       r.dp = s.parallel.dp;
+      r.precision = to_string(s.training.precision);
       const double capacity = usable_memory(s, o);
       if (static_cast<double>(static_memory_lower_bound(s)) > capacity) {
         r.status = PlanStatus::kPrunedMemory;

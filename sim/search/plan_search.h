@@ -27,6 +27,7 @@ const char* to_string(PlanStatus s);
 struct PlanRecord {
   Candidate candidate;
   int dp = 0;
+  std::string precision;            // the candidate's training precision ("bf16", "fp16", "fp8", ...)
   PlanStatus status = PlanStatus::kInvalid;
   std::string reason;               // the validator's message (invalid), or why it was pruned
   Seconds lower_bound = 0;          // iteration-time lower bound (0 when invalid)
@@ -58,6 +59,8 @@ struct SearchOptions {
 
 struct SearchResult {
   int num_gpus = 0;
+  std::string identity;             // model, cluster, GPUs, sequence, batch, precision: what shards must share
+  int shard_index = 0, shard_count = 1;
   std::size_t enumerated = 0, invalid = 0, pruned_memory = 0, pruned_bound = 0, simulated = 0;
   std::vector<PlanRecord> records;  // every candidate of this shard, in enumeration order
   std::vector<std::size_t> ranking; // indices into records: simulated plans that fit, best first

@@ -54,7 +54,7 @@ SearchSpace default_space(const Scenario& base, const SearchSpace& user) {
 std::string candidate_key(const Candidate& c) {
   return fmt::format("tp{}-pp{}-cp{}-ep{}-etp{}-vpp{}-mb{}-{}-z{}-{}-{}{}", c.tp, c.pp, c.cp, c.ep, c.etp, c.vpp,
                      c.micro_batch, short_name(c.recompute), c.zero_stage, to_string(c.schedule),
-                     c.fp8 ? "fp8" : "bf16", c.tp > 1 && !c.sequence_parallel ? "-nosp" : "");
+                     c.fp8 ? "fp8" : "nofp8", c.tp > 1 && !c.sequence_parallel ? "-nosp" : "");
 }
 
 std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSpace& space, int num_gpus) {

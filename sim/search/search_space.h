@@ -39,7 +39,7 @@ struct Candidate {
   bool operator==(const Candidate&) const = default;
 };
 
-/// A short stable key: "tp8-pp4-cp1-ep1-etp1-vpp5-mb1-sel-z1-1f1b-bf16" ("-nosp" when TP > 1 runs without
+/// A short stable key: "tp8-pp4-cp1-ep1-etp1-vpp5-mb1-sel-z1-1f1b-fp8" ("nofp8": the scenario's own precision) ("-nosp" when TP > 1 runs without
 /// sequence parallelism).
 std::string candidate_key(const Candidate& c);
 

@@ -57,21 +57,27 @@ std::vector<std::string> split(const std::string& text) {
   return out;
 }
 
-int parse_int(const std::string& text, const std::string& field) {
+int parse_int(const std::string& text, const std::string& field, int lo = 0, int hi = 1 << 20) {
   try {
     std::size_t used = 0;
     const long v = std::stol(text, &used);
-    if (used == text.size() && v >= 0 && v <= (1 << 20)) return static_cast<int>(v);
+    if (used == text.size() && v >= lo && v <= hi) return static_cast<int>(v);
   } catch (const std::exception&) {
   }
-  throw Error::invalid(field, text, "must be a non-negative integer");
+  throw Error::invalid(field, text, fmt::format("must be an integer from {} to {}", lo, hi));
 }
 
-// "1,2,4" (fixed values) or "2..8" (the defaults within the range), "" for the defaults.
-std::vector<int> int_list(const std::string& text, const std::string& field, const std::vector<int>& defaults) {
+// "1,2,4" (fixed values) or "2..8" (the defaults within the range), "" for the defaults; values from `least`
+// to `most`.
+std::vector<int> int_list(const std::string& text, const std::string& field, const std::vector<int>& defaults,
+                          int least = 1, int most = 1 << 20) {
   if (text.empty()) return {};
   if (const auto dots = text.find(".."); dots != std::string::npos) {
-    const int lo = parse_int(text.substr(0, dots), field), hi = parse_int(text.substr(dots + 2), field);
+    const auto bound = [&](const std::string& t) {
+      require(!t.empty(), field, text, "must be a range LOW..HIGH");
+      return parse_int(t, field, least, most);
+    };
+    const int lo = bound(text.substr(0, dots)), hi = bound(text.substr(dots + 2));
     require(lo <= hi, field, text, "must be a range LOW..HIGH with LOW <= HIGH");
     std::vector<int> out;
     for (int v : defaults) {
@@ -84,7 +90,7 @@ std::vector<int> int_list(const std::string& text, const std::string& field, con
     return out;
   }
   std::vector<int> out;
-  for (const std::string& item : split(text)) out.push_back(parse_int(item, field));
+  for (const std::string& item : split(text)) out.push_back(parse_int(item, field, least, most));
   require(!out.empty(), field, text, "must list at least one value");
   return out;
 }
@@ -136,6 +142,7 @@ Scenario base_scenario(const SearchArgs& a) {
   if (!doc.contains("cluster")) doc["cluster"] = nlohmann::json{{"preset", "dgx-h100"}};
   if (doc["cluster"].is_string()) doc["cluster"] = nlohmann::json{{"preset", doc["cluster"]}};
   // The GPU count to search: --num-gpus, else the scenario's (given or derived from its plan).
+  if (a.num_gpus) require(*a.num_gpus >= 1, "--num-gpus", std::to_string(*a.num_gpus), "must be at least 1");
   int gpus = a.num_gpus.value_or(0);
   if (gpus == 0 && !a.scenario_file.empty()) gpus = load_scenario(a.scenario_file).cluster.num_gpus;
   if (gpus == 0) throw Error::invalid("--num-gpus", "missing", "is required (or a scenario file)");
@@ -185,7 +192,7 @@ SearchSpace user_space(const SearchArgs& a, const Scenario& base) {
   s.etp = int_list(a.etp, "--etp", defaults.etp);
   s.vpp = int_list(a.vpp, "--vpp", {});
   s.micro_batch = int_list(a.micro_batch, "--micro-batch-size", defaults.micro_batch);
-  s.zero_stage = int_list(a.zero_stage, "--zero-stage", defaults.zero_stage);
+  s.zero_stage = int_list(a.zero_stage, "--zero-stage", defaults.zero_stage, 0, 3);
   s.recompute = enum_list<Recompute>(a.recompute, "--recompute",
                                      {{"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}});
   s.schedule = enum_list<Schedule>(a.schedule, "--schedule",
@@ -211,6 +218,9 @@ SearchOptions search_options(const SearchArgs& a) {
   } else {
     require(a.objective == "time" || a.objective == "gpus", "--objective", a.objective, "must be time, cost or gpus");
   }
+  require(a.gpu_hour_price >= 0, "--gpu-hour-price", fmt::format("{}", a.gpu_hour_price), "must not be negative");
+  require(a.threads >= 0, "--threads", std::to_string(a.threads), "must not be negative (0: all cores)");
+  require(a.max_tp >= 0, "--max-tp", std::to_string(a.max_tp), "must not be negative (0: the NVLink domain)");
   o.gpu_hour_price = a.gpu_hour_price;
   o.memory_margin = a.memory_margin;
   require(a.memory_cap_gib >= 0, "--memory-cap", fmt::format("{}", a.memory_cap_gib), "must be a positive GiB figure");

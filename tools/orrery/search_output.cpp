@@ -29,7 +29,7 @@ json record_json(const PlanRecord& r) {
             {"recompute", to_string(c.recompute)},
             {"zero_stage", c.zero_stage},
             {"schedule", to_string(c.schedule)},
-            {"precision", c.fp8 ? "fp8" : "bf16"},
+            {"precision", r.precision},
             {"status", to_string(r.status)},
             {"lower_bound_s", r.lower_bound}};
   if (r.status == PlanStatus::kSimulated) {
@@ -73,7 +73,8 @@ PlanRecord record_from(const json& j, const std::string& path) {
   c.schedule = enum_of<Schedule>(in.require_string("schedule"),
                                  {{"1f1b", Schedule::k1F1B}, {"gpipe", Schedule::kGPipe}, {"zb-h1", Schedule::kZbH1}},
                                  in.field("schedule"));
-  c.fp8 = in.require_string("precision") == "fp8";
+  r.precision = in.require_string("precision");
+  c.fp8 = r.precision == "fp8";
   const bool sp = in.optional_bool("sequence_parallel").value_or(true);
   c.sequence_parallel = c.tp == 1 || sp;  // normalised as enumerated candidates are
   r.status = enum_of<PlanStatus>(in.require_string("status"),
@@ -103,6 +104,8 @@ json search_json(const SearchResult& result) {
   json ranking = json::array();
   for (std::size_t i : result.ranking) ranking.push_back(candidate_key(result.records[i].candidate));
   return {{"num_gpus", result.num_gpus},
+          {"search", result.identity},
+          {"shard", {{"index", result.shard_index}, {"count", result.shard_count}}},
           {"counts",
            {{"enumerated", result.enumerated},
             {"invalid", result.invalid},
@@ -120,7 +123,7 @@ void write_search_csv(std::ostream& out, const SearchResult& result) {
     const Candidate& c = r.candidate;
     out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g}", candidate_key(c), c.tp, c.pp, r.dp, c.cp,
                        c.ep, c.etp, c.vpp, c.micro_batch, c.tp > 1 && c.sequence_parallel ? "true" : "false", to_string(c.recompute),
-                       c.zero_stage, to_string(c.schedule), c.fp8 ? "fp8" : "bf16", to_string(r.status), r.lower_bound);
+                       c.zero_stage, to_string(c.schedule), r.precision, to_string(r.status), r.lower_bound);
     if (r.status == PlanStatus::kSimulated) {
       out << fmt::format(",{:.6g},{:.6g},{:.6g},{:.4f},{},{},{:.6g}\n", r.iteration_time, r.tokens_per_s_per_gpu, r.mfu,
                          static_cast<double>(r.peak_memory) / (1 << 30), r.fits ? "true" : "false", r.limiter,
@@ -134,20 +137,26 @@ void write_search_csv(std::ostream& out, const SearchResult& result) {
 void print_top_plans(std::ostream& out, const SearchResult& result, int top, SearchObjective objective) {
   out << fmt::format("best plans on {} GPUs ({})\n", result.num_gpus,
                      objective == SearchObjective::kTime ? "by iteration time" : "by cost per token");
-  out << fmt::format("  {:>4}  {:>3} {:>3} {:>4} {:>3} {:>3} {:>3} {:>3}  {:<9} {:>4}  {:<5} {:<4}  {:>9}  {:>9}  {:>6}  {:>8}  {}\n",
+  out << fmt::format("  {:>4}  {:>3} {:>3} {:>4} {:>3} {:>3} {:>3} {:>3}  {:<9} {:>4}  {:<5} {:<4}  {:>9}  {:>9}  {:>6}  {:>8}  {}",
                      "rank", "TP", "PP", "DP", "CP", "EP", "VPP", "MB", "recompute", "ZeRO", "sched", "prec",
-                     "iter (s)", "tok/s/GPU", "MFU", "mem GiB", "limited by");
+                     "iter (s)", "tok/s/GPU", "MFU", "mem GiB", "limited by")
+      << (objective == SearchObjective::kCostPerToken ? "  $ per million tokens\n" : "\n");
   int rank = 0;
   for (std::size_t i : result.ranking) {
     if (rank >= top) break;
     const PlanRecord& r = result.records[i];
     const Candidate& c = r.candidate;
-    out << fmt::format("  {:>4}  {:>3} {:>3} {:>4} {:>3} {:>3} {:>3} {:>3}  {:<9} {:>4}  {:<5} {:<4}  {:>9.3f}  {:>9.0f}  {:>5.1f}%  {:>8.1f}  {}\n",
+    out << fmt::format("  {:>4}  {:>3} {:>3} {:>4} {:>3} {:>3} {:>3} {:>3}  {:<9} {:>4}  {:<5} {:<4}  {:>9.3f}  {:>9.0f}  {:>5.1f}%  {:>8.1f}  {}{}\n",
                        ++rank, c.tp, c.pp, r.dp, c.cp, c.ep, c.vpp, c.micro_batch, to_string(c.recompute),
-                       c.zero_stage, to_string(c.schedule), c.fp8 ? "fp8" : "bf16", r.iteration_time,
-                       r.tokens_per_s_per_gpu, 100 * r.mfu, static_cast<double>(r.peak_memory) / (1 << 30), r.limiter);
+                       c.zero_stage, to_string(c.schedule), r.precision, r.iteration_time,
+                       r.tokens_per_s_per_gpu, 100 * r.mfu, static_cast<double>(r.peak_memory) / (1 << 30), r.limiter,
+                       objective == SearchObjective::kCostPerToken ? fmt::format("  ${:.4f}", r.objective) : "");
   }
-  if (rank == 0) out << "  no simulated plan fits in memory\n";
+  if (rank == 0) {
+    out << (result.enumerated == result.invalid
+                ? "  no valid plan: every candidate breaks a rule (see --csv/--json for each reason)\n"
+                : "  no simulated plan fits in memory\n");
+  }
   std::size_t too_big = 0;
   for (const PlanRecord& r : result.records) too_big += r.status == PlanStatus::kSimulated && !r.fits ? 1 : 0;
   out << fmt::format("\nplans: {} enumerated, {} invalid, {} pruned by memory (static), {} pruned by the time bound, "
@@ -162,6 +171,13 @@ SearchResult read_search_json(const json& doc, const std::string& path) {
   in.allow("ranking");
   SearchResult r;
   r.num_gpus = static_cast<int>(in.require_int("num_gpus", 1));
+  r.identity = in.require_string("search");
+  if (const nlohmann::json* shard = in.raw("shard")) {
+    FieldReader sh(*shard, path + ".shard");
+    r.shard_count = static_cast<int>(sh.require_int("count", 1, 1 << 20));
+    r.shard_index = static_cast<int>(sh.require_int("index", 0, r.shard_count - 1));
+    sh.reject_unknown();
+  }
   const json* plans = in.raw("plans");
   if (!plans || !plans->is_array()) throw Error::invalid(path + ".plans", "missing", "must be a list of plans");
   for (std::size_t i = 0; i < plans->size(); ++i) r.records.push_back(record_from((*plans)[i], fmt::format("{}.plans[{}]", path, i)));
@@ -174,11 +190,22 @@ SearchResult read_search_json(const json& doc, const std::string& path) {
 SearchResult merge_searches(const std::vector<SearchResult>& shards) {
   SearchResult out;
   if (shards.empty()) return out;
-  out.num_gpus = shards.front().num_gpus;
+  const SearchResult& first = shards.front();
+  out.num_gpus = first.num_gpus;
+  out.identity = first.identity;
+  std::vector<int> seen(static_cast<std::size_t>(first.shard_count), 0);
   for (const SearchResult& s : shards) {
-    require(s.num_gpus == out.num_gpus, "num_gpus", std::to_string(s.num_gpus),
-            fmt::format("differs between the shards ({} and {}): merge the shards of one search", out.num_gpus, s.num_gpus));
+    require(s.identity == first.identity, "search", s.identity,
+            fmt::format("differs from the first shard's ({}): merge the shards of one search", first.identity));
+    require(s.shard_count == first.shard_count, "shard.count", std::to_string(s.shard_count),
+            fmt::format("differs from the first shard's ({})", first.shard_count));
+    require(++seen[static_cast<std::size_t>(s.shard_index)] == 1, "shard.index", std::to_string(s.shard_index),
+            fmt::format("appears twice among the files (shard {}/{})", s.shard_index, s.shard_count));
     out.records.insert(out.records.end(), s.records.begin(), s.records.end());
+  }
+  for (int i = 0; i < first.shard_count; ++i) {
+    require(seen[static_cast<std::size_t>(i)] == 1, "shard.index", std::to_string(i),
+            fmt::format("is missing: the merge needs all {} shards", first.shard_count));
   }
   // Enumeration order is the key order within a shard; sort the union by key for a stable file.
   std::stable_sort(out.records.begin(), out.records.end(), [](const PlanRecord& a, const PlanRecord& b) {
