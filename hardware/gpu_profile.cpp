@@ -111,6 +111,12 @@ nlohmann::json gpu_profile_json(const GpuProfile& p) {
           {"memory", memory},               {"collectives", coll}};
 }
 
+CostParams cost_params_with_profile(const std::string& file) {
+  CostParams params = default_cost_params();
+  if (!file.empty()) params.profile = std::make_shared<const GpuProfile>(load_gpu_profile(file));
+  return params;
+}
+
 GpuProfile load_gpu_profile(const std::string& file) {
   GpuProfile p = parse_gpu_profile(read_json_file(file, "--profile"), file);
   p.file = file;

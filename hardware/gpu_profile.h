@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "hardware/collective_cost.h"
+#include "hardware/cost_params.h"
 #include "models/ops.h"
 
 namespace orrery {
@@ -57,5 +58,9 @@ GpuProfile parse_gpu_profile(const nlohmann::json& doc, const std::string& path)
 
 /// Reads a profile file. Errors: as parse_gpu_profile, and Error::io for an unreadable file.
 GpuProfile load_gpu_profile(const std::string& file);
+
+/// The default cost parameters with the profile in `file` attached (`--profile FILE`); "" leaves them as they are.
+/// Errors: as load_gpu_profile.
+CostParams cost_params_with_profile(const std::string& file);
 
 }  // namespace orrery

@@ -54,11 +54,8 @@ void run_predict(const PredictArgs& a) {
   Scenario scenario = parse_scenario(doc, base);
   PredictOptions options;
   options.expansion = a.expand_ranks ? Expansion::kAllRanks : Expansion::kAuto;
-  CostParams params = default_cost_params();
-  if (!a.profile_file.empty()) {
-    params.profile = std::make_shared<const GpuProfile>(load_gpu_profile(a.profile_file));
-    options.params = &params;
-  }
+  const CostParams params = cost_params_with_profile(a.profile_file);
+  options.params = &params;
   Prediction p = predict(scenario, options);
   // Files first: a path that cannot be written fails the command before it reports anything.
   if (!a.trace_file.empty()) write_json(a.trace_file, chrome_trace(p));

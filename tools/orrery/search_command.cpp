@@ -340,11 +340,8 @@ void run_search_command(const SearchArgs& a) {
     include(space, *given);
   }
   SearchOptions options = search_options(a);
-  CostParams params = default_cost_params();
-  if (!a.profile.empty()) {
-    params.profile = std::make_shared<const GpuProfile>(load_gpu_profile(a.profile));
-    options.params = &params;
-  }
+  const CostParams params = cost_params_with_profile(a.profile);
+  options.params = &params;
   SearchOptions ranked = options;
   ranked.rank_exactly = given;
   if (a.mpi) {

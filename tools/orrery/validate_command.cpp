@@ -147,12 +147,9 @@ int run_validate(const ValidateArgs& a) {
     return std::any_of(a.skip.begin(), a.skip.end(),
                        [&](const std::string& k) { return f.stem().string().find(k) != std::string::npos; });
   });
-  CostParams params = default_cost_params();
+  const CostParams params = cost_params_with_profile(a.profile);
   PredictOptions options;
-  if (!a.profile.empty()) {
-    params.profile = std::make_shared<const GpuProfile>(load_gpu_profile(a.profile));
-    options.params = &params;
-  }
+  options.params = &params;
   std::vector<Outcome> outcomes = evaluate_all(files, a.jobs, a.explain, options);
   std::vector<RecordResult> results;
   const Outcome* explained = nullptr;
