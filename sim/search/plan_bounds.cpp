@@ -137,7 +137,7 @@ PlanBounds plan_bounds(const Scenario& s, const CostParams& params) {
       activations += chunk_saved[static_cast<std::size_t>(step.chunk)];
     }
   }
-  b.memory = static_memory_lower_bound(s) + activations;
+  b.activations = activations;
   return b;
 }
 

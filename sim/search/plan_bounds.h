@@ -8,18 +8,19 @@
 
 namespace orrery {
 
-/// Lower bounds of one candidate: memory (bytes at the peak) and iteration time (seconds).
+/// Lower bounds of one candidate: activation memory on top of the static bound (bytes) and iteration time.
 struct PlanBounds {
-  Bytes memory = 0;
-  Seconds time = 0;
+  Bytes activations = 0;  // bytes stage 0 holds at least, beyond static_memory_lower_bound
+  Seconds time = 0;       // seconds
 };
 
 /// Both bounds from one micro-batch of each distinct layer lowered alone and priced by the cost model:
-/// memory = the static bound below + the activations stage 0 holds before its first backward (min(pp, m)
+/// activations = what stage 0 holds before its first backward (min(pp, m)
 ///   micro-batches under 1F1B, interleaving and ZB-H1, m under GPipe; none with activation offload);
 /// time = max(the busiest stage's compute-stream work, m micro-batches of layer forward + backward), and the
 ///   pipeline's critical path: p - 1 lightest chunks' forwards before the last stage starts, its work, then p - 1
 ///   lightest chunks' input-gradient passes. Communication, optimizer, embedding and head only add to these.
+/// `s` must be validated (candidate_scenario); then nothing throws.
 PlanBounds plan_bounds(const Scenario& s, const CostParams& params);
 
 /// Bytes of weights, gradients and optimizer state on the lightest pipeline stage, at the smallest per-parameter

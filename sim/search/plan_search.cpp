@@ -19,6 +19,8 @@ namespace {
 // evaluated set does not depend on how many threads run.
 constexpr std::size_t kBlock = 16;
 
+// What limits a plan: the largest non-compute share of the critical stage's time when it is at least a tenth of
+// the compute time (an Orrery reporting choice, not a physical threshold), else "compute".
 std::string limiter_of(const Report& r) {
   const Breakdown& b = r.breakdown;
   const std::pair<const char*, Seconds> parts[] = {
@@ -125,12 +127,13 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, int num_
       r.dp = s.parallel.dp;
       r.precision = to_string(s.training.precision);
       const double capacity = usable_memory(s, o);
-      if (static_cast<double>(static_memory_lower_bound(s)) > capacity) {
+      const Bytes static_bytes = static_memory_lower_bound(s);
+      if (static_cast<double>(static_bytes) > capacity) {
         r.status = PlanStatus::kPrunedMemory;
         r.reason = "weights, gradients and optimizer state alone exceed the memory";
       } else {
         const PlanBounds bounds = plan_bounds(s, params);
-        if (static_cast<double>(bounds.memory) > capacity) {
+        if (static_cast<double>(static_bytes + bounds.activations) > capacity) {
           r.status = PlanStatus::kPrunedMemory;
           r.reason = "static state and stage 0's in-flight activations exceed the memory";
         } else {

@@ -174,13 +174,6 @@ Candidate given_candidate(const Scenario& s) {
           s.training.recompute, p.schedule, s.training.precision == Precision::kFp8, p.sequence_parallel || p.tp == 1};
 }
 
-template <class T>
-void include(std::vector<T>& values, const T& v) {
-  if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
-}
-
-// Adds `c` to the space as it is.
-void include(SearchSpace& s, const Candidate& c) { include(s.extra, c); }
 
 SearchSpace user_space(const SearchArgs& a, const Scenario& base) {
   const SearchSpace defaults = default_space(base);
@@ -337,7 +330,7 @@ void run_search_command(const SearchArgs& a) {
   if (!a.scenario_file.empty()) {
     // The file's plan joins the space (and is never pruned away: it is ranked whenever it fits).
     given = given_candidate(load_scenario(a.scenario_file));
-    include(space, *given);
+    if (std::find(space.extra.begin(), space.extra.end(), *given) == space.extra.end()) space.extra.push_back(*given);
   }
   SearchOptions options = search_options(a);
   const CostParams params = cost_params_with_profile(a.profile);
