@@ -1,8 +1,10 @@
 // parse_gpu and parse_cluster: the strict readers of GPU and cluster objects (presets and scenario overrides).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "hardware/cluster_spec.h"
+#include "hardware/gpu_profile.h"
 #include "hardware/hardware_presets.h"
 #include "models/error.h"
 #include "models/json_fields.h"
@@ -97,7 +99,28 @@ GpuSpec parse_gpu(const json& value, const std::string& path) {
   return g;
 }
 
-ClusterSpec parse_cluster(const json& value, const std::string& path) {
+namespace {
+
+std::shared_ptr<const GpuProfile> cluster_profile(const std::string& value, const std::string& field,
+                                                  const std::filesystem::path& base_dir) {
+  if (auto builtin = builtin_gpu_profile(value)) return builtin;
+  std::filesystem::path file(value);
+  if (file.is_relative() && !base_dir.empty()) file = base_dir / file;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) {
+    const std::vector<std::string> names = builtin_gpu_profile_names();
+    throw Error::invalid(field, value,
+                         fmt::format("must name a built-in GPU profile ({}) or a profile file (orrery calibrate fit)",
+                                     names.empty() ? "none in this build" : fmt::format("{}", fmt::join(names, ", "))));
+  }
+  auto p = std::make_shared<GpuProfile>(parse_gpu_profile(read_json_file(file, field), file.string()));
+  p->file = file.string();
+  return p;
+}
+
+}  // namespace
+
+ClusterSpec parse_cluster(const json& value, const std::string& path, const std::filesystem::path& base_dir) {
   json resolved = resolve(value, "clusters", path);
   FieldReader in(resolved, path);
   in.allow("source");
@@ -117,6 +140,7 @@ ClusterSpec parse_cluster(const json& value, const std::string& path) {
   c.nvlink_latency = from_us(in.double_or("nvlink_latency_us", 0.6, true));
   c.nic_latency = from_us(in.double_or("nic_latency_us", 5.0, true));
   if (auto v = in.optional_double("host_memory_bandwidth_GB_s", true)) c.host_memory_bandwidth = from_GB_s(*v);
+  if (auto v = in.optional_string("profile")) c.profile = cluster_profile(*v, in.field("profile"), base_dir);
   if (const json* tiers = in.raw("network")) {
     if (!tiers->is_array()) throw Error::invalid(in.field("network"), describe_json(*tiers), "must be a list of tiers");
     for (std::size_t i = 0; i < tiers->size(); ++i) {

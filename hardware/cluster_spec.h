@@ -4,6 +4,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,8 @@
 #include "models/units.h"
 
 namespace orrery {
+
+struct GpuProfile;  // hardware/gpu_profile.h
 
 struct NetworkTier {
   std::string name;               // "leaf", "spine", ...
@@ -33,6 +37,9 @@ struct ClusterSpec {
   Seconds nic_latency = 0;           // one network hop as NCCL's tuning model charges it
   BytesPerSecond host_memory_bandwidth = 0;  // the node's CPU DRAM bandwidth, all sockets (0: unknown)
   std::vector<NetworkTier> network;  // innermost first
+  /// A measured GPU profile the cluster names ("profile": a built-in name or a file), used where `--profile` is not
+  /// given; nullptr when none.
+  std::shared_ptr<const GpuProfile> profile;
 
   int num_nodes() const { return (num_gpus + gpus_per_node - 1) / gpus_per_node; }
   /// A GPU's share of its node's NIC bandwidth.
@@ -42,8 +49,10 @@ struct ClusterSpec {
 };
 
 /// Parses a scenario's cluster value: a preset name, {"preset": NAME, "num_gpus": N, ...overrides}, or a full
-/// inline description. Unknown keys are errors. Errors name `path` ("cluster").
-ClusterSpec parse_cluster(const nlohmann::json& value, const std::string& path);
+/// inline description. Unknown keys are errors. Errors name `path` ("cluster"). A "profile" value names a built-in
+/// profile (hardware/profiles/NAME.json) or a profile file, relative to `base_dir` (the scenario's folder).
+ClusterSpec parse_cluster(const nlohmann::json& value, const std::string& path,
+                          const std::filesystem::path& base_dir = {});
 
 struct PresetSummary {
   std::string name;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "models/embedded_file.h"
 #include "models/error.h"
 #include "models/json_fields.h"
 
@@ -58,11 +59,53 @@ GpuProfile parse_gpu_profile(const nlohmann::json& doc, const std::string& path)
   for (std::size_t i = 0; i < memory.size(); ++i) {
     FieldReader m(memory[i], fmt::format("{}.memory[{}]", path, i));
     CopySample s;
+    s.kind = m.optional_string("kind").value_or("copy");
+    require(s.kind == "copy" || s.kind == "elementwise" || s.kind == "reduction", m.field("kind"), s.kind,
+            "must be copy, elementwise or reduction");
     s.bytes = m.require_int("bytes", 1, INT64_MAX);
     s.seconds = m.require_double("seconds", true);
     m.allow("gb_s");
     m.reject_unknown();
     p.memory.push_back(s);
+  }
+  const nlohmann::json& attention = list(in, "attention");
+  for (std::size_t i = 0; i < attention.size(); ++i) {
+    FieldReader a(attention[i], fmt::format("{}.attention[{}]", path, i));
+    AttentionSample s;
+    s.batch = a.require_int("batch", 1, INT32_MAX);
+    s.heads = a.require_int("heads", 1, 1 << 16);
+    s.kv_heads = a.int_or("kv_heads", s.heads, 1, s.heads);
+    require(s.heads % s.kv_heads == 0, a.field("kv_heads"), std::to_string(s.kv_heads),
+            fmt::format("must divide heads ({})", s.heads));
+    s.seq = a.require_int("seq", 1, INT32_MAX);
+    s.head_dim = a.require_int("head_dim", 1, 1 << 12);
+    s.causal = a.bool_or("causal", true);
+    s.backward = a.bool_or("backward", false);
+    s.dtype = dtype_of(a.require_string("dtype"), a.field("dtype"));
+    s.seconds = a.require_double("seconds", true);
+    a.allow("tflops");
+    a.reject_unknown();
+    p.attention.push_back(s);
+  }
+  if (const nlohmann::json* launch = in.raw("launch")) {
+    FieldReader l(*launch, in.field("launch"));
+    p.launch_kernel = l.double_or("kernel_s", 0);
+    p.launch_host = l.double_or("host_s", 0);
+    require(p.launch_kernel >= 0 && p.launch_host >= 0, l.field("kernel_s"),
+            fmt::format("{} / {}", p.launch_kernel, p.launch_host), "launch times must not be negative");
+    l.reject_unknown();
+  }
+  const nlohmann::json& fitted = list(in, "fitted");
+  for (std::size_t i = 0; i < fitted.size(); ++i) {
+    FieldReader f(fitted[i], fmt::format("{}.fitted[{}]", path, i));
+    FittedRate r;
+    r.what = f.require_string("what");
+    r.rate = f.require_double("rate", true);
+    r.overhead = f.double_or("overhead_s", 0);
+    require(r.overhead >= 0, f.field("overhead_s"), fmt::format("{}", r.overhead), "must not be negative");
+    r.samples = static_cast<int>(f.int_or("samples", 0, 0, INT32_MAX));
+    f.reject_unknown();
+    p.fitted.push_back(r);
   }
   const nlohmann::json& collectives = list(in, "collectives");
   for (std::size_t i = 0; i < collectives.size(); ++i) {
@@ -96,7 +139,18 @@ nlohmann::json gpu_profile_json(const GpuProfile& p) {
   for (const GemmSample& s : p.gemm) {
     gemm.push_back({{"m", s.m}, {"n", s.n}, {"k", s.k}, {"dtype", to_string(s.dtype)}, {"seconds", s.seconds}});
   }
-  for (const CopySample& s : p.memory) memory.push_back({{"bytes", s.bytes}, {"seconds", s.seconds}});
+  for (const CopySample& s : p.memory) {
+    memory.push_back({{"kind", s.kind}, {"bytes", s.bytes}, {"seconds", s.seconds}});
+  }
+  nlohmann::json attention = nlohmann::json::array(), fitted = nlohmann::json::array();
+  for (const AttentionSample& s : p.attention) {
+    attention.push_back({{"batch", s.batch}, {"heads", s.heads}, {"kv_heads", s.kv_heads}, {"seq", s.seq},
+                         {"head_dim", s.head_dim}, {"causal", s.causal}, {"backward", s.backward},
+                         {"dtype", to_string(s.dtype)}, {"seconds", s.seconds}});
+  }
+  for (const FittedRate& r : p.fitted) {
+    fitted.push_back({{"what", r.what}, {"rate", r.rate}, {"overhead_s", r.overhead}, {"samples", r.samples}});
+  }
   for (const CollectiveSample& s : p.collectives) {
     coll.push_back({{"op", to_string(s.kind)},
                     {"ranks", s.ranks},
@@ -106,9 +160,34 @@ nlohmann::json gpu_profile_json(const GpuProfile& p) {
                     {"bus_gb_s", static_cast<double>(s.bytes) * bus_bandwidth_factor(s.kind, s.ranks) / s.seconds / 1e9},
                     {"source", s.source}});
   }
-  return {{"format", "orrery-gpu-profile"}, {"version", 1},    {"gpu", p.gpu},         {"driver", p.driver},
-          {"cuda", p.cuda},                 {"date", p.date},   {"source", p.source},   {"gemm", gemm},
-          {"memory", memory},               {"collectives", coll}};
+  nlohmann::json out = {{"format", "orrery-gpu-profile"}, {"version", 1},    {"gpu", p.gpu},
+                        {"driver", p.driver},             {"cuda", p.cuda},   {"date", p.date},
+                        {"source", p.source},             {"gemm", gemm},     {"memory", memory},
+                        {"attention", attention},         {"collectives", coll}};
+  if (p.launch_kernel > 0 || p.launch_host > 0) {
+    out["launch"] = {{"kernel_s", p.launch_kernel}, {"host_s", p.launch_host}};
+  }
+  if (!fitted.empty()) out["fitted"] = fitted;
+  return out;
+}
+
+std::span<const EmbeddedFile> embedded_gpu_profiles();  // generated by cmake/EmbedJson.cmake
+
+std::shared_ptr<const GpuProfile> builtin_gpu_profile(const std::string& name) {
+  for (const EmbeddedFile& f : embedded_gpu_profiles()) {
+    if (f.name != name) continue;
+    auto p = std::make_shared<GpuProfile>(
+        parse_gpu_profile(parse_json_text(std::string(f.text), "hardware/profiles/" + name + ".json"), name));
+    p->file = "built-in profile " + name;
+    return p;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> builtin_gpu_profile_names() {
+  std::vector<std::string> out;
+  for (const EmbeddedFile& f : embedded_gpu_profiles()) out.emplace_back(f.name);
+  return out;
 }
 
 CostParams cost_params_with_profile(const std::string& file) {

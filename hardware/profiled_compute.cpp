@@ -72,11 +72,55 @@ Seconds ProfiledComputeModel::gemm(const GemmShape& s) const {
   return fallback_->gemm(s);
 }
 
+Seconds ProfiledComputeModel::profiled_attention(const AttentionShape& a) const {
+  if (a.q_len != a.kv_len || a.window != 0 || a.half_block || a.packed_fraction != 1.0 ||
+      a.head_dim_qk != a.head_dim_v || a.kv_heads <= 0 || a.heads % a.kv_heads != 0) {
+    return -1.0;
+  }
+  const double units = static_cast<double>(a.batch * a.heads);
+  // Per measured sequence length, the time per (batch x heads) of the sample nearest the op's batch x heads.
+  std::vector<std::pair<std::int64_t, const AttentionSample*>> by_seq;
+  for (const AttentionSample& s : profile_.attention) {
+    if (s.head_dim != a.head_dim_qk || s.causal != a.causal || s.backward != a.backward || s.dtype != a.dtype ||
+        s.heads / s.kv_heads != a.heads / a.kv_heads) {
+      continue;
+    }
+    auto it = std::find_if(by_seq.begin(), by_seq.end(), [&](const auto& e) { return e.first == s.seq; });
+    const auto distance = [&](const AttentionSample* x) {
+      return std::abs(std::log(static_cast<double>(x->batch * x->heads) / units));
+    };
+    if (it == by_seq.end()) {
+      by_seq.emplace_back(s.seq, &s);
+    } else if (distance(&s) < distance(it->second)) {
+      it->second = &s;
+    }
+  }
+  std::sort(by_seq.begin(), by_seq.end());
+  std::vector<std::int64_t> seqs;
+  for (const auto& e : by_seq) seqs.push_back(e.first);
+  std::int64_t lo = 0, hi = 0;
+  if (!bracket(seqs, a.q_len, lo, hi)) return -1.0;
+  const auto unit_time = [&](std::int64_t seq) {
+    const AttentionSample* s = std::find_if(by_seq.begin(), by_seq.end(), [&](const auto& e) { return e.first == seq; })->second;
+    return s->seconds / static_cast<double>(s->batch * s->heads);
+  };
+  const double w = log_weight(lo, hi, a.q_len);
+  return units * std::exp((1 - w) * std::log(unit_time(lo)) + w * std::log(unit_time(hi)));
+}
+
+Seconds ProfiledComputeModel::attention(const AttentionShape& a) const {
+  const Seconds t = profiled_attention(a);
+  if (t > 0) return t;
+  ++uncovered_attention_;
+  return fallback_->attention(a);
+}
+
 Seconds ProfiledComputeModel::elementwise(const ElementwiseShape& s) const {
   const Bytes bytes = s.bytes();
   const CopySample* lo = nullptr;
   const CopySample* hi = nullptr;
   for (const CopySample& m : profile_.memory) {
+    if (m.kind != "copy") continue;
     if (m.bytes <= bytes && (!lo || m.bytes > lo->bytes)) lo = &m;
     if (m.bytes >= bytes && (!hi || m.bytes < hi->bytes)) hi = &m;
   }

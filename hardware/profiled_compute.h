@@ -8,6 +8,12 @@
 // grid, or whose grid cell lacks a corner, goes to the default model. Grouped GEMMs are `batch` kernels of the
 // per-expert shape; strided-batched GEMMs go to the default model.
 // Memory-bound kernels: log(time) interpolated linearly in log(bytes) between copy samples; outside, default.
+// Attention (self-attention without a window, CP half block or packing, dqk = dv): samples of the same head_dim,
+// mask, direction, dtype and GQA group size (heads / kv_heads). Time per (batch x heads) is taken from the sample
+// at each measured sequence length (the one whose batch x heads is nearest the op's), log-interpolated in
+// log(seq) between the two measured lengths around the op's, and scaled by the op's batch x heads: fused kernels
+// tile over batch x heads x query blocks, so once a call fills the GPU its time grows in proportion. A measured
+// shape returns its measurement. Other shapes, and lengths outside the measured range, go to the default model.
 
 #include <memory>
 #include <string>
@@ -22,7 +28,7 @@ class ProfiledComputeModel final : public ComputeCostModel {
   ProfiledComputeModel(GpuProfile profile, std::unique_ptr<ComputeCostModel> fallback);
   std::string name() const override { return "profile"; }
   Seconds gemm(const GemmShape& shape) const override;
-  Seconds attention(const AttentionShape& shape) const override { return fallback_->attention(shape); }
+  Seconds attention(const AttentionShape& shape) const override;
   Seconds elementwise(const ElementwiseShape& shape) const override;
   Seconds host_sync() const override { return fallback_->host_sync(); }
   Seconds host_op(const HostOpShape& shape) const override { return fallback_->host_op(shape); }
@@ -30,9 +36,13 @@ class ProfiledComputeModel final : public ComputeCostModel {
   /// GEMM time from the profile alone, or a negative value when the profile does not cover the shape.
   Seconds profiled_gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype) const;
 
+  /// Attention time from the profile alone, or a negative value when the profile does not cover the shape.
+  Seconds profiled_attention(const AttentionShape& shape) const;
+
   /// Ops priced by the default model because the profile did not cover them, since construction.
   std::int64_t uncovered_gemms() const { return uncovered_gemms_; }
   std::int64_t uncovered_memory() const { return uncovered_memory_; }
+  std::int64_t uncovered_attention() const { return uncovered_attention_; }
   /// One uncovered GEMM shape, for the warning ("" when none).
   const std::string& example_uncovered() const { return example_; }
   const GpuProfile& profile() const { return profile_; }
@@ -40,7 +50,7 @@ class ProfiledComputeModel final : public ComputeCostModel {
  private:
   GpuProfile profile_;
   std::unique_ptr<ComputeCostModel> fallback_;
-  mutable std::int64_t uncovered_gemms_ = 0, uncovered_memory_ = 0;
+  mutable std::int64_t uncovered_gemms_ = 0, uncovered_memory_ = 0, uncovered_attention_ = 0;
   mutable std::string example_;
 };
 

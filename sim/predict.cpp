@@ -16,9 +16,11 @@ DefaultCostModels::DefaultCostModels(const ClusterSpec& cluster, const CostParam
     : compute(std::make_unique<RooflineComputeModel>(cluster.gpu, params.compute,
                                                      cluster.host_memory_bandwidth / cluster.gpus_per_node)),
       network(std::make_unique<NcclCollectiveModel>(cluster, params.network)) {
-  if (params.profile) compute = std::make_unique<ProfiledComputeModel>(*params.profile, std::move(compute));
-  if (params.profile && !params.profile->collectives.empty()) {
-    network = std::make_unique<ProfiledCollectiveModel>(*params.profile, std::move(network));
+  // `--profile` wins over a profile the cluster names.
+  const std::shared_ptr<const GpuProfile>& profile = params.profile ? params.profile : cluster.profile;
+  if (profile) compute = std::make_unique<ProfiledComputeModel>(*profile, std::move(compute));
+  if (profile && !profile->collectives.empty()) {
+    network = std::make_unique<ProfiledCollectiveModel>(*profile, std::move(network));
   }
 }
 
@@ -54,11 +56,12 @@ Prediction predict(const Scenario& scenario, const PredictOptions& options) {
       p.report.warnings.push_back(fmt::format("the profile {} was measured on {}, the cluster's GPU is {}", prof.file,
                                               prof.gpu, p.scenario.cluster.gpu.name));
     }
-    if (profiled->uncovered_gemms() > 0 || profiled->uncovered_memory() > 0) {
+    if (profiled->uncovered_gemms() > 0 || profiled->uncovered_memory() > 0 || profiled->uncovered_attention() > 0) {
       p.report.warnings.push_back(fmt::format(
-          "the profile does not cover {} GEMM shapes (e.g. {}) and {} memory-bound kernel sizes; the default model "
-          "priced them",
-          profiled->uncovered_gemms(), profiled->example_uncovered(), profiled->uncovered_memory()));
+          "the profile {} does not cover {} GEMM calls (e.g. {}), {} memory-bound kernel calls and {} attention "
+          "calls; the default model priced them",
+          prof.file, profiled->uncovered_gemms(), profiled->example_uncovered().empty() ? "none" : profiled->example_uncovered(),
+          profiled->uncovered_memory(), profiled->uncovered_attention()));
     }
   }
   return p;

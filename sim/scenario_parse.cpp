@@ -243,7 +243,7 @@ Scenario parse_scenario(const json& doc, const std::filesystem::path& base_dir) 
   s.model = parse_model_input(*model, base_dir, "model", &s.warnings);
   const json* cluster = top.raw("cluster");
   if (!cluster) throw Error::invalid("cluster", "missing", "is required (a preset name or object)");
-  s.cluster = parse_cluster(*cluster, "cluster");
+  s.cluster = parse_cluster(*cluster, "cluster", base_dir);
   const json empty = json::object();
   const json* parallel = top.raw("parallel");
   s.parallel = parse_parallel(parallel ? *parallel : empty);

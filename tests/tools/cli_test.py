@@ -79,6 +79,32 @@ def main():
     r = run(orrery, "predict", path, "--json")
     expect(r.returncode == 0, f"hf_config scenario: exit {r.returncode}: {r.stderr[:200]}")
 
+    # Calibration: a plan from a scenario, a raw file fitted into a profile that predict then reads, bad input.
+    plan = os.path.join(tmp, "p.plan")
+    r = run(orrery, "calibrate", "plan", "--no-grid", "--out", plan,
+            os.path.join(source, "scenarios", "measured", "h200-llama-1b.json"))
+    expect(r.returncode == 0 and "gemm 16384 3072 2048 bf16" in open(plan).read(),
+           f"calibrate plan: exit {r.returncode}: {r.stderr[:200]}")
+    raw = {"format": "orrery-gpu-raw", "version": 1, "gpu": "NVIDIA H200", "warmup": 1, "repetitions": 3,
+           "gemm": [{"m": 16384, "n": 3072, "k": 2048, "dtype": "bf16", "times_s": [3e-4, 2e-4, 2e-4]}],
+           "memory": [{"kind": "copy", "bytes": 1 << 30, "times_s": [2.5e-4, 2.5e-4, 2.6e-4]}],
+           "launch": {"kernel_s": [2e-6], "host_s": [3e-6]}, "collectives": [], "skipped": []}
+    raw_path, prof = os.path.join(tmp, "raw.json"), os.path.join(tmp, "prof.json")
+    json.dump(raw, open(raw_path, "w"))
+    r = run(orrery, "calibrate", "fit", raw_path, "--out", prof)
+    expect(r.returncode == 0 and "gemm bf16" in r.stdout and "TFLOP/s" in r.stdout,
+           f"calibrate fit: exit {r.returncode}: {r.stdout[:200]} {r.stderr[:200]}")
+    r = run(orrery, "predict", os.path.join(source, "scenarios", "measured", "h200-llama-1b.json"), "--profile", prof,
+            "--json")
+    expect(r.returncode == 0 and any("does not cover" in w for w in json.loads(r.stdout)["warnings"]),
+           f"predict --profile with a fitted profile: exit {r.returncode}: {r.stderr[:200]}")
+    raw["gemm"][0]["times_s"] = [-1]
+    json.dump(raw, open(raw_path, "w"))
+    r = run(orrery, "calibrate", "fit", raw_path, "--out", prof)
+    expect(r.returncode == 2 and "gemm[0].times_s[0]" in r.stderr, f"calibrate fit of a bad raw file: exit {r.returncode}")
+    r = run(orrery, "calibrate", "fit", os.path.join(tmp, "missing.json"), "--out", prof)
+    expect(r.returncode == 2 and "missing.json" in r.stderr, f"calibrate fit of a missing file: exit {r.returncode}")
+
     for p in problems:
         print(p)
     print(f"cli: {len(problems)} problem(s)")

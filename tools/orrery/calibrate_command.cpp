@@ -1,4 +1,7 @@
-// `orrery calibrate import-nccl-tests LOG... --out PROFILE`: collective tables from real nccl-tests logs.
+// `orrery calibrate`: the CPU side of calibration.
+//   plan SCENARIO... --out PLAN        what orrery-calibrate and tools/calibrate_attention.py measure
+//   fit RAW.json [--attention A.json] --out PROFILE   raw measurements -> the profile the cost models read
+//   import-nccl-tests LOG... --out PROFILE            collective tables from real nccl-tests logs
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -6,7 +9,10 @@
 #include <iostream>
 #include <memory>
 
+#include "calibrate/calibration_plan.h"
 #include "calibrate/nccl_import.h"
+#include "calibrate/raw_profile.h"
+#include "models/json_fields.h"
 #include "models/error.h"
 #include "tools/orrery/commands.h"
 
@@ -43,6 +49,54 @@ void run_import(const ImportArgs& a) {
   std::cout << fmt::format("wrote {} ({} collective samples)\n", a.out, profile.collectives.size());
 }
 
+struct PlanArgs {
+  std::vector<std::string> scenarios;
+  std::string out;
+  bool no_grid = false;
+};
+
+void run_plan(const PlanArgs& a) {
+  std::vector<Scenario> scenarios;
+  for (const std::string& f : a.scenarios) scenarios.push_back(load_scenario(f));
+  CalibrationPlanOptions options;
+  options.grid = !a.no_grid;
+  const bench::BenchPlan plan = calibration_plan(scenarios, options);
+  std::ofstream out(a.out);
+  if (!out) throw Error::io(a.out, "cannot be written");
+  out << "# orrery calibration plan: orrery calibrate plan" << (a.no_grid ? " --no-grid" : "");
+  for (const std::string& f : a.scenarios) out << " " << f;
+  out << "\n" << bench::format_bench_plan(plan);
+  std::cout << fmt::format("wrote {}: {} GEMMs, {} memory kernels, {} collectives, {} attention shapes\n", a.out,
+                           plan.gemm.size(), plan.memory.size(), plan.collectives.size(), plan.attention.size());
+}
+
+struct FitArgs {
+  std::string raw, attention, out;
+};
+
+void run_fit(const FitArgs& a) {
+  const nlohmann::json raw = read_json_file(a.raw, "RAW");
+  nlohmann::json attention;
+  if (!a.attention.empty()) attention = read_json_file(a.attention, "--attention");
+  const GpuProfile p = fit_raw_profile(raw, a.raw, a.attention.empty() ? nullptr : &attention, a.attention);
+  std::ofstream out(a.out);
+  if (!out) throw Error::io(a.out, "cannot be written");
+  out << gpu_profile_json(p).dump(1) << "\n";
+  std::cout << fmt::format("{}: {} GEMM shapes, {} memory kernels, {} attention calls, {} collectives\n", p.gpu,
+                           p.gemm.size(), p.memory.size(), p.attention.size(), p.collectives.size());
+  for (const FittedRate& r : p.fitted) {
+    const bool gemm = r.what.rfind("gemm", 0) == 0;
+    std::cout << fmt::format("  {:<20} {:>10.1f} {}  overhead {:6.2f} us  ({} samples)\n", r.what,
+                             gemm ? r.rate / 1e12 : r.rate / 1e9, gemm ? "TFLOP/s" : "GB/s   ", r.overhead * 1e6,
+                             r.samples);
+  }
+  if (p.launch_kernel > 0 || p.launch_host > 0) {
+    std::cout << fmt::format("  launch               {:>10.2f} us GPU, {:.2f} us host\n", p.launch_kernel * 1e6,
+                             p.launch_host * 1e6);
+  }
+  std::cout << fmt::format("wrote {}\n", a.out);
+}
+
 }  // namespace
 
 void add_calibrate_command(CLI::App& app) {
@@ -57,6 +111,20 @@ void add_calibrate_command(CLI::App& app) {
   imp->add_option("--ranks", a->ranks, "ranks of the runs, when the logs do not say");
   imp->add_option("--nodes", a->nodes, "nodes of the runs, when the logs do not say");
   imp->callback([a] { run_import(*a); });
+
+  auto p = std::make_shared<PlanArgs>();
+  CLI::App* plan = cmd->add_subcommand("plan", "write what orrery-calibrate measures: the scenarios' shapes and grids");
+  plan->add_option("scenarios", p->scenarios, "scenario files whose lowered GEMM and attention shapes to measure");
+  plan->add_option("--out", p->out, "plan file to write")->required();
+  plan->add_flag("--no-grid", p->no_grid, "only the scenarios' own shapes, no log-spaced grids");
+  plan->callback([p] { run_plan(*p); });
+
+  auto f = std::make_shared<FitArgs>();
+  CLI::App* fit = cmd->add_subcommand("fit", "turn orrery-calibrate's raw measurements into a profile");
+  fit->add_option("raw", f->raw, "raw measurements (orrery-calibrate --out)")->required();
+  fit->add_option("--attention", f->attention, "attention measurements (tools/calibrate_attention.py --out)");
+  fit->add_option("--out", f->out, "profile JSON to write")->required();
+  fit->callback([f] { run_fit(*f); });
 }
 
 }  // namespace orrery::cli

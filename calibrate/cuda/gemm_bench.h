@@ -1,0 +1,43 @@
+#pragma once
+// GEMM through cuBLASLt, timed per call: D[m x n] = A[m x k] B[k x n] in cuBLAS's column-major "TN" form (A stored
+// k x m and transposed, B stored k x n), the layout cuBLASLt requires for FP8 and the one Megatron's forward GEMMs
+// reduce to. Accumulation in FP32 for every dtype, alpha 1, beta 0; the algorithm is cuBLASLt's first heuristic
+// choice with a 32 MiB workspace (Transformer Engine's default on Hopper).
+//   bf16, fp16: inputs and output in that type.   tf32: FP32 data, CUBLAS_COMPUTE_32F_FAST_TF32.
+//   fp8: E4M3 inputs, BF16 output (Hopper and later, compute capability 8.9+).
+
+#include <cublasLt.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "calibrate/bench/bench_plan.h"
+#include "calibrate/cuda/event_timer.h"
+
+namespace orrery::bench {
+
+class GemmBench {
+ public:
+  explicit GemmBench(cudaStream_t stream, std::size_t workspace_bytes = std::size_t{32} << 20);
+  ~GemmBench();
+  GemmBench(const GemmBench&) = delete;
+  GemmBench& operator=(const GemmBench&) = delete;
+
+  /// Bytes of device memory the shape needs (A, B and D).
+  static std::size_t footprint(const PlanGemm& g);
+  /// Why this GPU cannot run the shape's dtype ("" when it can).
+  std::string unsupported(const PlanGemm& g, int cc_major, int cc_minor) const;
+  /// Seconds per call, one per repetition. Errors: std::runtime_error from cuBLASLt or CUDA, or when no algorithm
+  /// is found for the shape.
+  std::vector<double> run(const PlanGemm& g, const TimingOptions& opt);
+  std::size_t workspace_bytes() const { return workspace_bytes_; }
+
+ private:
+  cudaStream_t stream_;
+  cublasLtHandle_t handle_ = nullptr;
+  void* workspace_ = nullptr;
+  std::size_t workspace_bytes_;
+};
+
+}  // namespace orrery::bench

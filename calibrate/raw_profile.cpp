@@ -1,0 +1,222 @@
+#include "calibrate/raw_profile.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "models/error.h"
+#include "models/json_fields.h"
+
+namespace orrery {
+
+namespace {
+
+using json = nlohmann::json;
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+// The median of a list of repetition times; every entry must be a positive finite number.
+Seconds median_time(FieldReader& in, const char* key) {
+  const json* v = in.raw(key);
+  if (!v || !v->is_array() || v->empty()) {
+    throw Error::invalid(in.field(key), v ? describe_json(*v) : "missing", "must be a non-empty list of seconds");
+  }
+  std::vector<double> t;
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    const json& x = (*v)[i];
+    if (!x.is_number() || !(x.get<double>() > 0) || !std::isfinite(x.get<double>())) {
+      throw Error::invalid(fmt::format("{}[{}]", in.field(key), i), describe_json(x),
+                           "must be a positive, finite number of seconds");
+    }
+    t.push_back(x.get<double>());
+  }
+  return median_of(t);
+}
+
+DType gemm_dtype(const std::string& name, const std::string& field) {
+  for (DType d : {DType::kTf32, DType::kFp16, DType::kBf16, DType::kFp8}) {
+    if (name == to_string(d)) return d;
+  }
+  throw Error::invalid(field, name, "must be bf16, fp16, tf32 or fp8");
+}
+
+const json& list(FieldReader& in, const char* key) {
+  static const json empty = json::array();
+  const json* v = in.raw(key);
+  if (!v) return empty;
+  if (!v->is_array()) throw Error::invalid(in.field(key), describe_json(*v), "must be a list");
+  return *v;
+}
+
+void read_attention(const json& doc, const std::string& path, GpuProfile& p) {
+  FieldReader in(doc, path);
+  const std::string format = in.require_string("format");
+  require(format == "orrery-attention-raw", in.field("format"), format, "must be \"orrery-attention-raw\"");
+  require(in.require_int("version", 1, 1000) == 1, in.field("version"), "", "must be 1");
+  for (const char* key : {"gpu", "torch", "cuda", "cudnn", "date", "source", "warmup", "repetitions", "backend"}) {
+    in.allow(key);
+  }
+  const json& samples = list(in, "samples");
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    FieldReader s(samples[i], fmt::format("{}.samples[{}]", path, i));
+    AttentionSample a;
+    a.batch = s.require_int("batch", 1, INT32_MAX);
+    a.heads = s.require_int("heads", 1, 1 << 16);
+    a.kv_heads = s.int_or("kv_heads", a.heads, 1, a.heads);
+    require(a.heads % a.kv_heads == 0, s.field("kv_heads"), std::to_string(a.kv_heads),
+            fmt::format("must divide heads ({})", a.heads));
+    a.seq = s.require_int("seq", 1, INT32_MAX);
+    a.head_dim = s.require_int("head_dim", 1, 1 << 12);
+    a.causal = s.bool_or("causal", true);
+    a.dtype = gemm_dtype(s.require_string("dtype"), s.field("dtype"));
+    AttentionSample forward = a, backward = a;
+    forward.seconds = median_time(s, "forward_s");
+    backward.backward = true;
+    backward.seconds = median_time(s, "backward_s");
+    s.reject_unknown();
+    p.attention.push_back(forward);
+    p.attention.push_back(backward);
+  }
+  in.reject_unknown();
+}
+
+}  // namespace
+
+FittedRate fit_rate(const std::string& what, const std::vector<std::pair<double, double>>& pts) {
+  require(!pts.empty(), what, "no samples", "needs at least one throughput-bound sample to fit a rate");
+  FittedRate r;
+  r.what = what;
+  r.samples = static_cast<int>(pts.size());
+  double inverse_rate = 0, overhead = 0;
+  if (pts.size() >= 2) {
+    Eigen::MatrixXd a(static_cast<Eigen::Index>(pts.size()), 2);
+    Eigen::VectorXd b(static_cast<Eigen::Index>(pts.size()));
+    for (std::size_t i = 0; i < pts.size(); ++i) {
+      a(static_cast<Eigen::Index>(i), 0) = 1.0;
+      a(static_cast<Eigen::Index>(i), 1) = pts[i].first;
+      b(static_cast<Eigen::Index>(i)) = pts[i].second;
+    }
+    const Eigen::Vector2d x = a.colPivHouseholderQr().solve(b);
+    overhead = x(0);
+    inverse_rate = x(1);
+  }
+  if (pts.size() < 2 || overhead < 0 || inverse_rate <= 0) {
+    // Through the origin: minimise sum (t - w c)^2 -> c = sum(w t) / sum(w^2).
+    double wt = 0, ww = 0;
+    for (const auto& [w, t] : pts) {
+      wt += w * t;
+      ww += w * w;
+    }
+    overhead = 0;
+    inverse_rate = wt / ww;
+  }
+  require(inverse_rate > 0 && std::isfinite(inverse_rate), what, fmt::format("{}", inverse_rate),
+          "the fitted time per unit of work must be positive");
+  r.rate = 1.0 / inverse_rate;
+  r.overhead = overhead;
+  return r;
+}
+
+GpuProfile fit_raw_profile(const json& raw, const std::string& path, const json* attention,
+                           const std::string& attention_path, const RawFitOptions& options) {
+  FieldReader in(raw, path);
+  const std::string format = in.require_string("format");
+  require(format == "orrery-gpu-raw", in.field("format"), format, "must be \"orrery-gpu-raw\" (orrery-calibrate --out)");
+  const std::int64_t version = in.require_int("version", 1, 1000);
+  require(version == 1, in.field("version"), std::to_string(version), "must be 1 (the format this build reads)");
+  GpuProfile p;
+  p.gpu = in.require_string("gpu");
+  p.driver = in.optional_string("driver").value_or("");
+  const std::string runtime = in.optional_string("cuda_runtime").value_or("");
+  const std::string cublaslt = in.optional_string("cublaslt").value_or("");
+  const std::string nccl = in.optional_string("nccl").value_or("");
+  p.cuda = fmt::format("runtime {}, cuBLASLt {}, NCCL {}", runtime, cublaslt, nccl);
+  p.date = in.optional_string("date").value_or("");
+  const std::string host = in.optional_string("host").value_or("");
+  const std::int64_t warmup = in.int_or("warmup", 0, 0, INT32_MAX);
+  const std::int64_t reps = in.int_or("repetitions", 0, 0, INT32_MAX);
+  for (const char* key : {"compute_capability", "sm_count", "memory_bytes", "skipped"}) in.allow(key);
+  p.source = fmt::format("orrery-calibrate on {} ({}), medians of {} CUDA-event-timed repetitions after {} warm-up "
+                         "calls, fitted by orrery calibrate fit from {}",
+                         host.empty() ? "an unnamed host" : host, p.gpu, reps, warmup, path);
+
+  std::map<std::string, std::vector<std::pair<double, double>>> gemm_points, memory_points;
+  const json& gemm = list(in, "gemm");
+  for (std::size_t i = 0; i < gemm.size(); ++i) {
+    FieldReader g(gemm[i], fmt::format("{}.gemm[{}]", path, i));
+    GemmSample s;
+    s.m = g.require_int("m", 1, INT32_MAX);
+    s.n = g.require_int("n", 1, INT32_MAX);
+    s.k = g.require_int("k", 1, INT32_MAX);
+    s.dtype = gemm_dtype(g.require_string("dtype"), g.field("dtype"));
+    s.seconds = median_time(g, "times_s");
+    g.allow("layout");
+    g.allow("workspace_bytes");
+    g.reject_unknown();
+    p.gemm.push_back(s);
+    const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+    if (flops >= options.min_gemm_flops) gemm_points[std::string("gemm ") + to_string(s.dtype)].emplace_back(flops, s.seconds);
+  }
+  const json& memory = list(in, "memory");
+  for (std::size_t i = 0; i < memory.size(); ++i) {
+    FieldReader m(memory[i], fmt::format("{}.memory[{}]", path, i));
+    CopySample s;
+    s.kind = m.require_string("kind");
+    require(s.kind == "copy" || s.kind == "elementwise" || s.kind == "reduction", m.field("kind"), s.kind,
+            "must be copy, elementwise or reduction");
+    s.bytes = m.require_int("bytes", 1, INT64_MAX);
+    s.seconds = median_time(m, "times_s");
+    m.reject_unknown();
+    p.memory.push_back(s);
+    if (s.bytes >= options.min_memory_bytes) {
+      memory_points["memory " + s.kind].emplace_back(static_cast<double>(s.bytes), s.seconds);
+    }
+  }
+  if (const json* launch = in.raw("launch")) {
+    FieldReader l(*launch, in.field("launch"));
+    for (const char* key : {"kernel_s", "host_s"}) {
+      const json* v = l.raw(key);
+      if (v && v->is_array() && v->empty()) continue;  // not measured
+      if (!v) continue;
+      (std::string(key) == "kernel_s" ? p.launch_kernel : p.launch_host) = median_time(l, key);
+    }
+    l.reject_unknown();
+  }
+  const json& collectives = list(in, "collectives");
+  for (std::size_t i = 0; i < collectives.size(); ++i) {
+    FieldReader c(collectives[i], fmt::format("{}.collectives[{}]", path, i));
+    CollectiveSample s;
+    const std::string op = c.require_string("op");
+    bool known = false;
+    for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
+                             CollectiveKind::kAllToAll, CollectiveKind::kSendRecv}) {
+      if (op == to_string(k)) {
+        s.kind = k;
+        known = true;
+      }
+    }
+    require(known, c.field("op"), op, "must be all_reduce, all_gather, reduce_scatter, all_to_all or send_recv");
+    s.ranks = static_cast<int>(c.require_int("ranks", 1, 1 << 20));
+    s.nodes = static_cast<int>(c.int_or("nodes", 1, 1, 1 << 20));
+    s.bytes = c.require_int("bytes", 1, INT64_MAX);
+    s.seconds = median_time(c, "times_s");
+    s.source = "orrery-calibrate " + path;
+    c.reject_unknown();
+    p.collectives.push_back(s);
+  }
+  in.reject_unknown();
+  if (attention) read_attention(*attention, attention_path, p);
+  for (const auto& [what, pts] : gemm_points) p.fitted.push_back(fit_rate(what, pts));
+  for (const auto& [what, pts] : memory_points) p.fitted.push_back(fit_rate(what, pts));
+  return p;
+}
+
+}  // namespace orrery

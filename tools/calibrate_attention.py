@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Measures fused attention on a GPU with PyTorch, for `orrery calibrate fit --attention`.
+
+Why PyTorch and not cuDNN from C++: cuDNN reaches its fused flash-attention engines only through an operation graph
+of a dozen backend descriptors (matmul, scale, causal mask, softmax statistics, dropout, ...) that the header-only
+cudnn-frontend library builds; neither the CUDA toolkit nor Debian ships that library, the backend's own SDPA
+descriptor (cuDNN 9) takes its causal mask only as an undocumented block-mask tensor, and none of it can be checked
+on a machine without a GPU. PyTorch's scaled_dot_product_attention dispatches to the same fused kernels (FlashAttention
+or cuDNN's), so it measures what a training step runs.
+
+Reads the `attention` lines of a calibration plan (calibrate/bench/bench_plan.h):
+    attention B H KVH S D causal|full DTYPE
+and times, for each, the forward call and the backward call separately with CUDA events after warm-up, on
+pseudo-random inputs (never zeros). Writes "orrery-attention-raw" version 1:
+    {"format": "orrery-attention-raw", "version": 1, "gpu", "torch", "cuda", "cudnn", "date", "warmup",
+     "repetitions", "samples": [{"batch", "heads", "kv_heads", "seq", "head_dim", "causal", "dtype",
+                                 "forward_s": [...], "backward_s": [...]}]}
+
+    python3 tools/calibrate_attention.py --plan calibrate/plans/default.plan --out attention.json
+"""
+import argparse
+import datetime
+import json
+import sys
+
+
+def parse_plan(path):
+    shapes = []
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            words = line.split("#", 1)[0].split()
+            if not words or words[0] != "attention":
+                continue
+            if len(words) != 8 or words[6] not in ("causal", "full") or words[7] not in ("bf16", "fp16"):
+                sys.exit(f"{path}:{number}: expected 'attention B H KVH S D causal|full bf16|fp16'")
+            b, h, kvh, s, d = (int(w) for w in words[1:6])
+            if min(b, h, kvh, s, d) < 1 or h % kvh:
+                sys.exit(f"{path}:{number}: sizes must be positive and KVH must divide H")
+            shapes.append(dict(batch=b, heads=h, kv_heads=kvh, seq=s, head_dim=d, causal=words[6] == "causal",
+                               dtype=words[7]))
+    return shapes
+
+
+def time_calls(torch, fn, warmup, repetitions):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(repetitions)]
+    for start, stop in events:
+        start.record()
+        fn()
+        stop.record()
+    torch.cuda.synchronize()
+    return [start.elapsed_time(stop) * 1e-3 for start, stop in events]
+
+
+def measure(torch, shape, warmup, repetitions):
+    F = torch.nn.functional
+    dtype = torch.bfloat16 if shape["dtype"] == "bf16" else torch.float16
+    b, h, kvh, s, d = (shape[k] for k in ("batch", "heads", "kv_heads", "seq", "head_dim"))
+    gen = torch.Generator(device="cuda").manual_seed(1234)
+
+    def rand(*size):
+        return (torch.rand(*size, device="cuda", generator=gen, dtype=torch.float32) * 2 - 1).to(dtype)
+
+    q = rand(b, h, s, d).requires_grad_()
+    k = rand(b, kvh, s, d).requires_grad_()
+    v = rand(b, kvh, s, d).requires_grad_()
+    grad = rand(b, h, s, d)
+    gqa = dict(enable_gqa=True) if kvh != h else {}
+
+    def forward():
+        return F.scaled_dot_product_attention(q, k, v, is_causal=shape["causal"], **gqa)
+
+    with torch.no_grad():
+        forward_s = time_calls(torch, forward, warmup, repetitions)
+    out = forward()
+
+    def backward():
+        torch.autograd.grad(out, (q, k, v), grad, retain_graph=True)
+
+    backward_s = time_calls(torch, backward, warmup, repetitions)
+    return dict(shape, forward_s=forward_s, backward_s=backward_s)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--plan", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--repetitions", type=int, default=20)
+    a = ap.parse_args()
+    if a.warmup < 0 or a.repetitions < 1:
+        sys.exit("--warmup must be >= 0 and --repetitions >= 1")
+    shapes = parse_plan(a.plan)
+    import torch  # only needed on the GPU machine
+
+    if not torch.cuda.is_available():
+        sys.exit("calibrate_attention: no CUDA device visible to PyTorch")
+    samples = []
+    for shape in shapes:
+        sample = measure(torch, shape, a.warmup, a.repetitions)
+        samples.append(sample)
+        fwd = sorted(sample["forward_s"])[len(sample["forward_s"]) // 2]
+        bwd = sorted(sample["backward_s"])[len(sample["backward_s"]) // 2]
+        print(f"  attention {shape}: forward {fwd * 1e6:.1f} us, backward {bwd * 1e6:.1f} us", file=sys.stderr)
+        torch.cuda.empty_cache()
+    doc = dict(format="orrery-attention-raw", version=1, gpu=torch.cuda.get_device_name(0), torch=torch.__version__,
+               cuda=torch.version.cuda, cudnn=str(torch.backends.cudnn.version()),
+               date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+               warmup=a.warmup, repetitions=a.repetitions, backend="torch.nn.functional.scaled_dot_product_attention",
+               samples=samples)
+    with open(a.out, "w") as f:
+        json.dump(doc, f, indent=1)
+    print(f"calibrate_attention: {len(samples)} shapes -> {a.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
