@@ -10,9 +10,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 mode="${1:-predict}"
 
-# libopenmpi-dev and openmpi-bin: `orrery search --mpi` and its two-rank test.
+# libopenmpi-dev and openmpi-bin: `orrery search --mpi` and its two-rank test. zlib1g-dev: gzip Kineto traces.
 packages=(g++ cmake ninja-build python3 libboost-graph-dev nlohmann-json3-dev libcli11-dev libfmt-dev
-          libeigen3-dev catch2 libopenmpi-dev openmpi-bin)
+          libeigen3-dev catch2 libopenmpi-dev openmpi-bin zlib1g-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

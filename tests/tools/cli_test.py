@@ -2,7 +2,7 @@
 """End-to-end checks of the `orrery` command line: the built-in default, predictions from flags alone, Megatron
 flag spellings, trace and timeline files, `list`, and exit status 2 with a named field for bad input.
 Usage: cli_test.py ORRERY SOURCE_DIR"""
-import json, os, subprocess, sys, tempfile
+import json, os, re, subprocess, sys, tempfile
 
 problems = []
 
@@ -104,6 +104,21 @@ def main():
     expect(r.returncode == 2 and "gemm[0].times_s[0]" in r.stderr, f"calibrate fit of a bad raw file: exit {r.returncode}")
     r = run(orrery, "calibrate", "fit", os.path.join(tmp, "missing.json"), "--out", prof)
     expect(r.returncode == 2 and "missing.json" in r.stderr, f"calibrate fit of a missing file: exit {r.returncode}")
+
+    # compare: a real trace (not of this model: parsing, medians and the table, not accuracy) and bad input.
+    trace = os.path.join(source, "tests", "data", "kineto", "a100-2rank-nccl.json.gz")
+    one_gpu = os.path.join(source, "scenarios", "measured", "h200-llama-1b.json")
+    r = run(orrery, "compare", "--kineto", trace, one_gpu)
+    # median of the steps after the first: (219726.905 + 224936.243) / 2 us
+    expect(r.returncode == 0 and "0.222332" in r.stdout and "GEMM kernels" in r.stdout,
+           f"compare --kineto: exit {r.returncode}: {r.stdout[:300]} {r.stderr[:200]}")
+    # one GPU: nothing to communicate in the prediction; the trace's two ranks did communicate
+    expect(re.search(r"communication kernels\s+0\.0[1-9]\d*\s+0\.000000", r.stdout) is not None,
+           f"compare --kineto: communication row {r.stdout[:600]}")
+    r = run(orrery, "compare", "--kineto", one_gpu, one_gpu)
+    expect(r.returncode == 2 and "traceEvents" in r.stderr, f"compare with a non-trace: exit {r.returncode} {r.stderr[:200]}")
+    r = run(orrery, "compare", "--kineto", trace, "--skip-steps", "3", one_gpu)
+    expect(r.returncode == 2 and "--skip-steps" in r.stderr, f"compare --skip-steps 3: exit {r.returncode}")
 
     for p in problems:
         print(p)

@@ -22,6 +22,9 @@ void add_fit_command(CLI::App& app, int& exit_code);
 
 /// `orrery calibrate import-nccl-tests LOG... --out PROFILE`.
 void add_calibrate_command(CLI::App& app);
+
+/// `orrery compare --kineto TRACE SCENARIO`: a real step's profiler trace against the prediction.
+void add_compare_command(CLI::App& app);
 /// `orrery search ...` and `orrery search merge FILE...`.
 void add_search_command(CLI::App& app);
 

@@ -19,10 +19,11 @@ int main(int argc, char** argv) {
   orrery::cli::add_fit_command(app, exit_code);
   orrery::cli::add_search_command(app);
   orrery::cli::add_calibrate_command(app);
+  orrery::cli::add_compare_command(app);
   bool known = argc < 2 || argv[1][0] == '-';
   for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) known = known || sub->get_name() == argv[1];
   if (!known) {
-    std::cerr << "error: unknown command '" << argv[1] << "'; commands: predict, search, validate, collective, fit, calibrate, list (orrery --help)\n";
+    std::cerr << "error: unknown command '" << argv[1] << "'; commands: predict, search, validate, collective, fit, calibrate, compare, list (orrery --help)\n";
     return 2;
   }
   try {

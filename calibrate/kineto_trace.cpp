@@ -1,0 +1,152 @@
+#include "calibrate/kineto_trace.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "models/error.h"
+#include "models/json_fields.h"
+
+namespace orrery {
+
+namespace {
+
+using json = nlohmann::json;
+
+// The whole file, decompressed when it is gzip (zlib's gzread passes plain files through unchanged).
+std::string read_maybe_gzip(const std::string& file) {
+  gzFile f = gzopen(file.c_str(), "rb");
+  if (!f) throw Error::io(file, "cannot be opened");
+  std::string text;
+  char buf[1 << 16];
+  int n = 0;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
+  int err = 0;
+  const char* message = gzerror(f, &err);
+  const std::string why = n < 0 ? std::string(message) : "";
+  gzclose(f);
+  if (n < 0) throw Error::io(file, "cannot be read (" + why + ")");
+  return text;
+}
+
+bool contains(std::string_view haystack, std::string_view needle) { return haystack.find(needle) != std::string_view::npos; }
+
+double number(const json& e, const char* key, const std::string& where) {
+  const auto it = e.find(key);
+  if (it == e.end() || !it->is_number() || !(it->get<double>() >= 0) || !std::isfinite(it->get<double>())) {
+    throw Error::invalid(fmt::format("{}.{}", where, key), it == e.end() ? "missing" : describe_json(*it),
+                         "must be a non-negative number of microseconds");
+  }
+  return it->get<double>();
+}
+
+std::int64_t int_arg(const json& args, const char* key) {
+  const auto it = args.find(key);
+  if (it == args.end()) return 0;
+  if (it->is_number_integer()) return it->get<std::int64_t>();
+  if (it->is_number()) return static_cast<std::int64_t>(it->get<double>());
+  return 0;
+}
+
+std::string string_arg(const json& args, const char* key) {
+  const auto it = args.find(key);
+  return it != args.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+}  // namespace
+
+const char* to_string(KernelClass c) {
+  switch (c) {
+    case KernelClass::kGemm: return "gemm";
+    case KernelClass::kAttention: return "attention";
+    case KernelClass::kCommunication: return "communication";
+    case KernelClass::kOther: return "other";
+  }
+  return "other";
+}
+
+KernelClass classify_kernel(std::string_view name) {
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (contains(lower, "nccl")) return KernelClass::kCommunication;
+  for (const char* k : {"flash", "fmha", "attention", "sdpa"}) {
+    if (contains(lower, k)) return KernelClass::kAttention;
+  }
+  for (const char* k : {"gemm", "cutlass", "xmma", "cublas", "wgmma", "_s884", "_s1688", "_s16816", "_h884"}) {
+    if (contains(lower, k)) return KernelClass::kGemm;
+  }
+  return KernelClass::kOther;
+}
+
+KinetoTrace read_kineto_trace(const std::string& file) {
+  const json doc = parse_json_text(read_maybe_gzip(file), file);
+  const auto events = doc.find("traceEvents");
+  if (!doc.is_object() || events == doc.end() || !events->is_array()) {
+    throw Error::invalid(file + ".traceEvents", "missing", "must be the list of trace events (a Kineto trace)");
+  }
+  KinetoTrace t;
+  t.file = file;
+  std::unordered_map<std::int64_t, double> launch_us;  // correlation id -> CPU launch time
+  std::vector<std::pair<double, std::size_t>> kernel_launch;
+  for (std::size_t i = 0; i < events->size(); ++i) {
+    const json& e = (*events)[i];
+    if (!e.is_object() || e.value("ph", "") != "X") continue;
+    const std::string cat = e.value("cat", "");
+    const std::string where = fmt::format("{}.traceEvents[{}]", file, i);
+    const json empty = json::object();
+    const json& args = e.contains("args") && e["args"].is_object() ? e["args"] : empty;
+    if (cat == "user_annotation") {
+      const std::string name = e.value("name", "");
+      if (name.rfind("ProfilerStep#", 0) == 0) {
+        t.steps.push_back({name, number(e, "ts", where) * 1e-6, number(e, "dur", where) * 1e-6});
+      }
+    } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
+      if (args.contains("correlation")) launch_us[int_arg(args, "correlation")] = number(e, "ts", where);
+    } else if (cat == "gpu_memcpy" || cat == "gpu_memset") {
+      t.memcpy_time += number(e, "dur", where) * 1e-6;
+    } else if (cat == "kernel") {
+      KinetoKernel k;
+      k.name = e.value("name", "");
+      k.device = static_cast<int>(args.contains("device") ? int_arg(args, "device") : int_arg(e, "pid"));
+      k.stream = static_cast<int>(args.contains("stream") ? int_arg(args, "stream") : int_arg(e, "tid"));
+      k.start = number(e, "ts", where) * 1e-6;
+      k.duration = number(e, "dur", where) * 1e-6;
+      k.kind = classify_kernel(k.name);
+      k.collective = string_arg(args, "Collective name");
+      k.in_elements = int_arg(args, "In msg nelems");
+      k.group_size = static_cast<int>(int_arg(args, "Group size"));
+      k.dtype = string_arg(args, "dtype");
+      const std::int64_t corr = int_arg(args, "correlation");
+      t.kernels.push_back(std::move(k));
+      kernel_launch.emplace_back(static_cast<double>(corr), t.kernels.size() - 1);
+    }
+  }
+  std::sort(t.steps.begin(), t.steps.end(), [](const KinetoStep& a, const KinetoStep& b) { return a.start < b.start; });
+  // A kernel belongs to the step whose CPU window holds its launch (its correlated runtime call); without one,
+  // to the step whose window holds the kernel's own start.
+  for (const auto& [corr, index] : kernel_launch) {
+    KinetoKernel& k = t.kernels[index];
+    const auto it = launch_us.find(static_cast<std::int64_t>(corr));
+    const Seconds at = it != launch_us.end() ? it->second * 1e-6 : k.start;
+    for (std::size_t s = 0; s < t.steps.size(); ++s) {
+      if (at >= t.steps[s].start && at < t.steps[s].start + t.steps[s].duration) k.step = static_cast<int>(s);
+    }
+  }
+  return t;
+}
+
+StepKernelTime step_kernel_time(const KinetoTrace& trace, int step) {
+  StepKernelTime out;
+  for (const KinetoKernel& k : trace.kernels) {
+    if (k.step != step) continue;
+    out.by_class[static_cast<int>(k.kind)] += k.duration;
+    ++out.kernels;
+  }
+  return out;
+}
+
+}  // namespace orrery

@@ -1,0 +1,63 @@
+#pragma once
+// A PyTorch profiler (Kineto) trace of real training steps, reduced to what `orrery compare --kineto` needs:
+// the GPU kernels, each attributed to the profiler step whose CPU window launched it, classified by kind, with the
+// NCCL arguments PyTorch records; and the `ProfilerStep#N` annotations.
+//
+// Kineto's Chrome-trace JSON (optionally gzip-compressed, as torch.profiler's tensorboard handler writes it):
+// events `{"ph": "X", "cat": "kernel", "name", "ts" (us), "dur" (us), "args": {"device", "stream",
+// "correlation", "Collective name", "In msg nelems", "Group size", "dtype", ...}}`; the CPU launch is the
+// `cuda_runtime` event with the same `correlation`; steps are `user_annotation` events named "ProfilerStep#N".
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/units.h"
+
+namespace orrery {
+
+enum class KernelClass : std::uint8_t { kGemm, kAttention, kCommunication, kOther };
+const char* to_string(KernelClass c);
+
+/// The class of a GPU kernel by its name: NCCL kernels ("nccl"); fused attention ("flash", "fmha", "attention",
+/// "sdpa"); GEMMs (cuBLAS/CUTLASS names: "gemm", "cutlass", "xmma", "cublas", "wgmma", Volta/Ampere "s884"/"s16816"
+/// tensor-core kernels); everything else (elementwise, norms, reductions, softmax, optimizer) is kOther.
+KernelClass classify_kernel(std::string_view name);
+
+struct KinetoKernel {
+  std::string name;
+  int device = 0, stream = 0;
+  Seconds start = 0, duration = 0;  // start on the trace's clock
+  KernelClass kind = KernelClass::kOther;
+  int step = -1;                    // index into KinetoTrace::steps of the step that launched it; -1 outside
+  std::string collective;           // NCCL: "allreduce", "allgather", ... ("" when not recorded)
+  std::int64_t in_elements = 0;     // NCCL: elements of the input message
+  int group_size = 0;               // NCCL: ranks in the process group
+  std::string dtype;                // NCCL: element type as PyTorch names it
+};
+
+struct KinetoStep {
+  std::string name;  // "ProfilerStep#4"
+  Seconds start = 0, duration = 0;
+};
+
+struct KinetoTrace {
+  std::string file;
+  std::vector<KinetoStep> steps;  // in time order
+  std::vector<KinetoKernel> kernels;
+  Seconds memcpy_time = 0;        // gpu_memcpy and gpu_memset events, all steps
+};
+
+/// Reads a trace (.json or .json.gz). Errors: Error::io for an unreadable file; Error::invalid naming the file for
+/// malformed JSON, a missing `traceEvents` list, or an event whose `ts`/`dur` is not a non-negative number.
+KinetoTrace read_kineto_trace(const std::string& file);
+
+/// GPU time of each kernel class within one step (kernels launched by that step), seconds.
+struct StepKernelTime {
+  Seconds by_class[4] = {0, 0, 0, 0};
+  int kernels = 0;
+};
+StepKernelTime step_kernel_time(const KinetoTrace& trace, int step);
+
+}  // namespace orrery

@@ -1,0 +1,89 @@
+// The Kineto trace reader on two real PyTorch profiler traces (tests/data/kineto, from HolisticTraceAnalysis).
+// Expected figures were computed independently with Python's json and gzip modules (kernels attributed to the
+// ProfilerStep whose CPU window holds their correlated launch call).
+#include <catch2/catch.hpp>
+
+#include <numeric>
+
+#include "calibrate/kineto_trace.h"
+#include "models/error.h"
+#include "test_support.h"
+
+using namespace orrery;
+
+namespace {
+
+KinetoTrace trace(const char* name) { return read_kineto_trace((test::data_dir() / "kineto" / name).string()); }
+
+Seconds total(const KinetoTrace& t, int step, bool nccl_only) {
+  Seconds s = 0;
+  for (const KinetoKernel& k : t.kernels) {
+    if (k.step == step && (!nccl_only || k.kind == KernelClass::kCommunication)) s += k.duration;
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a real A100 two-rank trace: steps, kernels, NCCL arguments", "[calibrate][kineto]") {
+  const KinetoTrace t = trace("a100-2rank-nccl.json.gz");
+  REQUIRE(t.steps.size() == 3);
+  CHECK(t.steps[0].name == "ProfilerStep#4");
+  CHECK(t.steps[0].duration == Approx(222442.191e-6));
+  CHECK(t.steps[2].duration == Approx(224936.243e-6));
+  REQUIRE(t.kernels.size() == 2700);
+  const Seconds all = std::accumulate(t.kernels.begin(), t.kernels.end(), 0.0,
+                                      [](Seconds s, const KinetoKernel& k) { return s + k.duration; });
+  CHECK(all == Approx(162532.34e-6));
+  for (int s = 0; s < 3; ++s) CHECK(step_kernel_time(t, s).kernels == 900);
+  CHECK(total(t, 0, false) == Approx(50495.427e-6));
+  CHECK(total(t, 2, true) == Approx(22587.443e-6));  // the 7 NCCL kernels of the last step
+  int allreduce = 0;
+  const KinetoKernel* first = nullptr;
+  for (const KinetoKernel& k : t.kernels) {
+    if (k.name.find("AllReduce") == std::string::npos) continue;
+    ++allreduce;
+    if (!first) first = &k;
+  }
+  CHECK(allreduce == 15);
+  REQUIRE(first);
+  CHECK(first->kind == KernelClass::kCommunication);
+  CHECK(first->collective == "allreduce");
+  CHECK(first->in_elements == 6637568);
+  CHECK(first->group_size == 2);
+  CHECK(first->dtype == "Float");
+  CHECK(first->stream == 40);
+  CHECK(t.memcpy_time == Approx(2653.498e-6));
+}
+
+TEST_CASE("a real V100 trace: kernels attributed to the step that launched them", "[calibrate][kineto]") {
+  const KinetoTrace t = trace("v100-2rank-rank1.json.gz");
+  REQUIRE(t.steps.size() == 6);
+  CHECK(t.kernels.size() == 9876);
+  CHECK(step_kernel_time(t, 0).kernels == 2101);
+  for (int s = 1; s < 6; ++s) CHECK(step_kernel_time(t, s).kernels == 1555);
+  CHECK(total(t, 1, false) == Approx(124354e-6));
+  CHECK(total(t, 3, true) == Approx(38578e-6));
+  CHECK(t.kernels.front().device == 1);
+}
+
+TEST_CASE("kernel names are classified as cuBLAS, CUTLASS, flash-attention and NCCL name them", "[calibrate][kineto]") {
+  CHECK(classify_kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1") ==
+        KernelClass::kGemm);
+  CHECK(classify_kernel("volta_fp16_s884gemm_fp16_128x128_ldg8_f2f_nn") == KernelClass::kGemm);
+  CHECK(classify_kernel("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8>") ==
+        KernelClass::kGemm);
+  CHECK(classify_kernel("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>>") ==
+        KernelClass::kAttention);
+  CHECK(classify_kernel("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3") == KernelClass::kAttention);
+  CHECK(classify_kernel("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)") ==
+        KernelClass::kCommunication);
+  CHECK(classify_kernel("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>") ==
+        KernelClass::kOther);
+}
+
+TEST_CASE("a file that is not a Kineto trace is refused by name", "[calibrate][kineto]") {
+  CHECK_THROWS_WITH(read_kineto_trace((test::source_dir() / "scenarios" / "measured" / "h200-llama-1b.json").string()),
+                    Catch::Contains("traceEvents") && Catch::Contains("must be the list of trace events"));
+  CHECK_THROWS_AS(read_kineto_trace((test::data_dir() / "kineto" / "missing.json").string()), Error);
+}
