@@ -54,10 +54,10 @@ bench::BenchPlan calibration_plan(const std::vector<Scenario>& scenarios, const 
     }
   }
   for (const char* kind : {"copy", "elementwise", "reduction"}) {
-    for (std::int64_t bytes = 4096; bytes <= (std::int64_t{4} << 30); bytes *= 4) plan.memory.push_back({kind, bytes});
+    for (std::int64_t bytes = 32768; bytes <= (std::int64_t{32} << 30); bytes *= 4) plan.memory.push_back({kind, bytes});
   }
   for (const char* op : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"}) {
-    for (std::int64_t bytes = 1024; bytes <= (std::int64_t{1} << 30); bytes *= 8) plan.collectives.push_back({op, bytes});
+    for (std::int64_t bytes = 1024; bytes <= (std::int64_t{1} << 30); bytes *= 4) plan.collectives.push_back({op, bytes});
   }
   plan.attention = lowered_attention;
   if (options.grid) {

@@ -26,8 +26,9 @@ struct CalibrationPlanOptions {
 };
 
 /// The plan for `scenarios` (each lowered as predict lowers it). Shapes appear once each, in a stable order: the
-/// scenarios' GEMMs, the grid, memory kernels (copy, elementwise, reduction at 4 KiB x 4^i up to 4 GiB), collectives
-/// (1 KiB x 8^i up to 1 GiB, five ops), attention, launch. Grouped (MoE) GEMMs contribute their per-expert shape;
+/// scenarios' GEMMs, the grid, memory kernels (copy, elementwise, reduction at 32 KiB x 4^i up to 32 GiB: one
+/// 8192-wide BF16 RMSNorm row at the small end, past the logits of a 128K vocabulary at the large end), collectives
+/// (1 KiB x 4^i up to 1 GiB, five ops), attention, launch. Grouped (MoE) GEMMs contribute their per-expert shape;
 /// strided-batched GEMMs (unfused attention scores) and FP32 GEMMs are not measured. Errors: those of lowering.
 bench::BenchPlan calibration_plan(const std::vector<Scenario>& scenarios, const CalibrationPlanOptions& options = {});
 

@@ -20,7 +20,7 @@ using json = nlohmann::json;
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+  return v.size() % 2 ? v[h] : 0.5 * v[h - 1] + 0.5 * v[h];  // halves first: no overflow near DBL_MAX
 }
 
 // The median of a list of repetition times; every entry must be a positive finite number.
@@ -183,9 +183,9 @@ GpuProfile fit_raw_profile(const json& raw, const std::string& path, const json*
   if (const json* launch = in.raw("launch")) {
     FieldReader l(*launch, in.field("launch"));
     for (const char* key : {"kernel_s", "host_s"}) {
+      if (!l.has(key)) continue;
       const json* v = l.raw(key);
-      if (v && v->is_array() && v->empty()) continue;  // not measured
-      if (!v) continue;
+      if (v->is_array() && v->empty()) continue;  // not measured (`--only` left it out)
       (std::string(key) == "kernel_s" ? p.launch_kernel : p.launch_host) = median_time(l, key);
     }
     l.reject_unknown();
@@ -214,6 +214,9 @@ GpuProfile fit_raw_profile(const json& raw, const std::string& path, const json*
   }
   in.reject_unknown();
   if (attention) read_attention(*attention, attention_path, p);
+  require(!p.gemm.empty() || !p.memory.empty() || !p.attention.empty() || !p.collectives.empty() ||
+              p.launch_kernel > 0,
+          path, "no measurements", "must hold at least one GEMM, memory, attention, launch or collective sample");
   for (const auto& [what, pts] : gemm_points) p.fitted.push_back(fit_rate(what, pts));
   for (const auto& [what, pts] : memory_points) p.fitted.push_back(fit_rate(what, pts));
   return p;

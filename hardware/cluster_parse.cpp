@@ -110,8 +110,10 @@ std::shared_ptr<const GpuProfile> cluster_profile(const std::string& value, cons
   if (!std::filesystem::is_regular_file(file, ec)) {
     const std::vector<std::string> names = builtin_gpu_profile_names();
     throw Error::invalid(field, value,
-                         fmt::format("must name a built-in GPU profile ({}) or a profile file (orrery calibrate fit)",
-                                     names.empty() ? "none in this build" : fmt::format("{}", fmt::join(names, ", "))));
+                         fmt::format("must name a built-in GPU profile ({}) or a profile file (orrery calibrate fit); "
+                                     "no file {}",
+                                     names.empty() ? "none in this build" : fmt::format("{}", fmt::join(names, ", ")),
+                                     file.string()));
   }
   auto p = std::make_shared<GpuProfile>(parse_gpu_profile(read_json_file(file, field), file.string()));
   p->file = file.string();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <cmath>
 
 namespace orrery {
 
@@ -29,37 +30,68 @@ double log_weight(std::int64_t lo, std::int64_t hi, std::int64_t x) {
 }  // namespace
 
 ProfiledComputeModel::ProfiledComputeModel(GpuProfile profile, std::unique_ptr<ComputeCostModel> fallback)
-    : profile_(std::move(profile)), fallback_(std::move(fallback)) {}
+    : profile_(std::move(profile)), fallback_(std::move(fallback)) {
+  for (const GemmSample& g : profile_.gemm) {
+    GemmTable& t = gemm_tables_[g.dtype];
+    t.seconds[{g.m, g.n, g.k}] = g.seconds;
+    t.m.push_back(g.m);
+    t.n.push_back(g.n);
+    t.k.push_back(g.k);
+  }
+  for (auto& [dtype, t] : gemm_tables_) {
+    for (auto* axis : {&t.m, &t.n, &t.k}) {
+      std::sort(axis->begin(), axis->end());
+      axis->erase(std::unique(axis->begin(), axis->end()), axis->end());
+    }
+  }
+}
 
 Seconds ProfiledComputeModel::profiled_gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype) const {
-  std::set<std::int64_t> ms, ns, ks;
-  for (const GemmSample& s : profile_.gemm) {
-    if (s.dtype != dtype) continue;
-    if (s.m == m && s.n == n && s.k == k) return s.seconds;
-    ms.insert(s.m);
-    ns.insert(s.n);
-    ks.insert(s.k);
-  }
-  const std::vector<std::int64_t> mv(ms.begin(), ms.end()), nv(ns.begin(), ns.end()), kv(ks.begin(), ks.end());
-  std::int64_t m0 = 0, m1 = 0, n0 = 0, n1 = 0, k0 = 0, k1 = 0;
-  if (!bracket(mv, m, m0, m1) || !bracket(nv, n, n0, n1) || !bracket(kv, k, k0, k1)) return -1.0;
-  const auto time_at = [&](std::int64_t a, std::int64_t b, std::int64_t c) {
-    for (const GemmSample& s : profile_.gemm) {
-      if (s.dtype == dtype && s.m == a && s.n == b && s.k == c) return s.seconds;
+  const auto table = gemm_tables_.find(dtype);
+  if (table == gemm_tables_.end()) return -1.0;
+  const GemmTable& t = table->second;
+  if (const auto it = t.seconds.find({m, n, k}); it != t.seconds.end()) return it->second;
+  // Up to four candidate grid values below and above x on each axis, nearest first (x itself when measured).
+  const auto candidates = [](const std::vector<std::int64_t>& axis, std::int64_t x, bool below) {
+    std::vector<std::int64_t> out;
+    if (below) {
+      for (auto it = std::upper_bound(axis.begin(), axis.end(), x); it != axis.begin() && out.size() < 4;) out.push_back(*--it);
+    } else {
+      for (auto it = std::lower_bound(axis.begin(), axis.end(), x); it != axis.end() && out.size() < 4; ++it) out.push_back(*it);
     }
-    return -1.0;
+    return out;
   };
-  const double wm = log_weight(m0, m1, m), wn = log_weight(n0, n1, n), wk = log_weight(k0, k1, k);
-  double log_time = 0;
-  for (int corner = 0; corner < 8; ++corner) {
-    const bool hm = corner & 1, hn = corner & 2, hk = corner & 4;
-    const double w = (hm ? wm : 1 - wm) * (hn ? wn : 1 - wn) * (hk ? wk : 1 - wk);
-    if (w == 0) continue;
-    const double t = time_at(hm ? m1 : m0, hn ? n1 : n0, hk ? k1 : k0);
-    if (t <= 0) return -1.0;  // the grid cell lacks a corner
-    log_time += w * std::log(t);
+  const auto m_lo = candidates(t.m, m, true), m_hi = candidates(t.m, m, false);
+  const auto n_lo = candidates(t.n, n, true), n_hi = candidates(t.n, n, false);
+  const auto k_lo = candidates(t.k, k, true), k_hi = candidates(t.k, k, false);
+  const auto span = [](std::int64_t lo, std::int64_t hi) { return std::log(static_cast<double>(hi) / static_cast<double>(lo)); };
+  const auto time_at = [&](std::int64_t a, std::int64_t b, std::int64_t c) {
+    const auto it = t.seconds.find({a, b, c});
+    return it == t.seconds.end() ? -1.0 : it->second;
+  };
+  // The smallest cell (in summed log extent) around (m, n, k) whose corners were all measured: shapes measured off
+  // the grid (the scenarios' own) must not punch holes in the grid around them.
+  double best_size = INFINITY, best = -1.0;
+  for (std::int64_t m0 : m_lo) for (std::int64_t m1 : m_hi) for (std::int64_t n0 : n_lo) for (std::int64_t n1 : n_hi)
+  for (std::int64_t k0 : k_lo) for (std::int64_t k1 : k_hi) {
+    const double size = span(m0, m1) + span(n0, n1) + span(k0, k1);
+    if (size >= best_size) continue;
+    const double wm = log_weight(m0, m1, m), wn = log_weight(n0, n1, n), wk = log_weight(k0, k1, k);
+    double log_time = 0;
+    bool complete = true;
+    for (int corner = 0; corner < 8 && complete; ++corner) {
+      const bool hm = corner & 1, hn = corner & 2, hk = corner & 4;
+      const double w = (hm ? wm : 1 - wm) * (hn ? wn : 1 - wn) * (hk ? wk : 1 - wk);
+      if (w == 0) continue;
+      const double time = time_at(hm ? m1 : m0, hn ? n1 : n0, hk ? k1 : k0);
+      complete = time > 0;
+      if (complete) log_time += w * std::log(time);
+    }
+    if (!complete) continue;
+    best_size = size;
+    best = std::exp(log_time);
   }
-  return std::exp(log_time);
+  return best;
 }
 
 Seconds ProfiledComputeModel::gemm(const GemmShape& s) const {
@@ -123,6 +155,10 @@ Seconds ProfiledComputeModel::elementwise(const ElementwiseShape& s) const {
     if (m.kind != "copy") continue;
     if (m.bytes <= bytes && (!lo || m.bytes > lo->bytes)) lo = &m;
     if (m.bytes >= bytes && (!hi || m.bytes < hi->bytes)) hi = &m;
+  }
+  if (bytes > 0 && lo && !hi) {
+    // Beyond the largest measured size the kernel is bandwidth-bound: the largest sample's bandwidth holds.
+    return lo->seconds * static_cast<double>(bytes) / static_cast<double>(lo->bytes);
   }
   if (bytes <= 0 || !lo || !hi) {
     if (bytes > 0) ++uncovered_memory_;

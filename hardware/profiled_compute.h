@@ -3,11 +3,13 @@
 // the default (roofline) model elsewhere, counting the fallbacks so that the report can say so.
 //
 // GEMMs: an exact (m, n, k, dtype) sample is its measured time. Between samples, log(time) is interpolated
-// trilinearly in (log m, log n, log k) over the grid the profile's samples span (the calibration measures a
-// log-spaced grid), so a shape between two measured neighbours lies between their times. A shape outside the
-// grid, or whose grid cell lacks a corner, goes to the default model. Grouped GEMMs are `batch` kernels of the
+// trilinearly in (log m, log n, log k) over the smallest cell around the shape whose eight corners were all measured
+// (the calibration measures a log-spaced grid plus the scenarios' own shapes, which do not complete a lattice), so
+// a shape between measured neighbours lies between their times. A shape outside every complete cell goes to the
+// default model. Grouped GEMMs are `batch` kernels of the
 // per-expert shape; strided-batched GEMMs go to the default model.
-// Memory-bound kernels: log(time) interpolated linearly in log(bytes) between copy samples; outside, default.
+// Memory-bound kernels: log(time) interpolated linearly in log(bytes) between copy samples; above the largest,
+// that sample's bandwidth (large copies are bandwidth-bound); below the smallest, the default model.
 // Attention (self-attention without a window, CP half block or packing, dqk = dv): samples of the same head_dim,
 // mask, direction, dtype and GQA group size (heads / kv_heads). Time per (batch x heads) is taken from the sample
 // at each measured sequence length (the one whose batch x heads is nearest the op's), log-interpolated in
@@ -15,8 +17,11 @@
 // tile over batch x heads x query blocks, so once a call fills the GPU its time grows in proportion. A measured
 // shape returns its measurement. Other shapes, and lengths outside the measured range, go to the default model.
 
+#include <map>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "hardware/compute_cost.h"
 #include "hardware/gpu_profile.h"
@@ -50,6 +55,11 @@ class ProfiledComputeModel final : public ComputeCostModel {
  private:
   GpuProfile profile_;
   std::unique_ptr<ComputeCostModel> fallback_;
+  struct GemmTable {
+    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, Seconds> seconds;
+    std::vector<std::int64_t> m, n, k;  // the measured values on each axis, sorted
+  };
+  std::map<DType, GemmTable> gemm_tables_;
   mutable std::int64_t uncovered_gemms_ = 0, uncovered_memory_ = 0, uncovered_attention_ = 0;
   mutable std::string example_;
 };

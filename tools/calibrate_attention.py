@@ -5,13 +5,16 @@ Why PyTorch and not cuDNN from C++: cuDNN reaches its fused flash-attention engi
 of a dozen backend descriptors (matmul, scale, causal mask, softmax statistics, dropout, ...) that the header-only
 cudnn-frontend library builds; neither the CUDA toolkit nor Debian ships that library, the backend's own SDPA
 descriptor (cuDNN 9) takes its causal mask only as an undocumented block-mask tensor, and none of it can be checked
-on a machine without a GPU. PyTorch's scaled_dot_product_attention dispatches to the same fused kernels (FlashAttention
-or cuDNN's), so it measures what a training step runs.
+on a machine without a GPU. PyTorch's scaled_dot_product_attention dispatches to fused kernels of the same family
+(FlashAttention-2, cuDNN's fused attention, memory-efficient attention; the math fallback is disabled here), so it
+measures a fused kernel close to what a training step runs, though not necessarily the one Transformer Engine picks.
+Grouped-query K/V are expanded to all query heads outside the timed region, so every fused backend qualifies.
 
 Reads the `attention` lines of a calibration plan (calibrate/bench/bench_plan.h):
     attention B H KVH S D causal|full DTYPE
-and times, for each, the forward call and the backward call separately with CUDA events after warm-up, on
-pseudo-random inputs (never zeros). Writes "orrery-attention-raw" version 1:
+and times, for each, the forward call (with autograd on, so it saves what training saves) and the backward call
+separately with CUDA events after warm-up, on pseudo-random inputs (never zeros). Each repetition holds the stream
+with torch.cuda._sleep while the host enqueues a batch of calls, so the host's dispatch time is not timed. Writes "orrery-attention-raw" version 1:
     {"format": "orrery-attention-raw", "version": 1, "gpu", "torch", "cuda", "cudnn", "date", "warmup",
      "repetitions", "samples": [{"batch", "heads", "kv_heads", "seq", "head_dim", "causal", "dtype",
                                  "forward_s": [...], "backward_s": [...]}]}
@@ -33,7 +36,10 @@ def parse_plan(path):
                 continue
             if len(words) != 8 or words[6] not in ("causal", "full") or words[7] not in ("bf16", "fp16"):
                 sys.exit(f"{path}:{number}: expected 'attention B H KVH S D causal|full bf16|fp16'")
-            b, h, kvh, s, d = (int(w) for w in words[1:6])
+            try:
+                b, h, kvh, s, d = (int(w) for w in words[1:6])
+            except ValueError:
+                sys.exit(f"{path}:{number}: B H KVH S D must be whole numbers")
             if min(b, h, kvh, s, d) < 1 or h % kvh:
                 sys.exit(f"{path}:{number}: sizes must be positive and KVH must divide H")
             shapes.append(dict(batch=b, heads=h, kv_heads=kvh, seq=s, head_dim=d, causal=words[6] == "causal",
@@ -41,17 +47,25 @@ def parse_plan(path):
     return shapes
 
 
-def time_calls(torch, fn, warmup, repetitions):
-    for _ in range(warmup):
+def time_calls(torch, fn, warmup, repetitions, target_s=2e-3, max_batch=32):
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(max(warmup, 1)):
         fn()
+    stop.record()
     torch.cuda.synchronize()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(repetitions)]
-    for start, stop in events:
+    per_call = max(start.elapsed_time(stop) * 1e-3 / max(warmup, 1), 1e-7)
+    batch = max(1, min(max_batch, int(target_s / per_call + 0.999)))
+    out = []
+    for _ in range(repetitions):
+        torch.cuda._sleep(int(2e6 + batch * 2e5))  # ~1 ms + 0.1 ms per call at ~2 GHz: covers the host's dispatch
         start.record()
-        fn()
+        for _ in range(batch):
+            fn()
         stop.record()
-    torch.cuda.synchronize()
-    return [start.elapsed_time(stop) * 1e-3 for start, stop in events]
+        torch.cuda.synchronize()
+        out.append(start.elapsed_time(stop) * 1e-3 / batch)
+    return out
 
 
 def measure(torch, shape, warmup, repetitions):
@@ -63,23 +77,26 @@ def measure(torch, shape, warmup, repetitions):
     def rand(*size):
         return (torch.rand(*size, device="cuda", generator=gen, dtype=torch.float32) * 2 - 1).to(dtype)
 
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
     q = rand(b, h, s, d).requires_grad_()
-    k = rand(b, kvh, s, d).requires_grad_()
-    v = rand(b, kvh, s, d).requires_grad_()
+    # Grouped K/V expanded to every query head before timing (each fused kernel reads K/V per head anyway).
+    k = rand(b, kvh, s, d).repeat_interleave(h // kvh, dim=1).requires_grad_()
+    v = rand(b, kvh, s, d).repeat_interleave(h // kvh, dim=1).requires_grad_()
     grad = rand(b, h, s, d)
-    gqa = dict(enable_gqa=True) if kvh != h else {}
+    fused = [SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
 
     def forward():
-        return F.scaled_dot_product_attention(q, k, v, is_causal=shape["causal"], **gqa)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=shape["causal"])
 
-    with torch.no_grad():
+    with sdpa_kernel(fused):
         forward_s = time_calls(torch, forward, warmup, repetitions)
-    out = forward()
+        out = forward()
 
-    def backward():
-        torch.autograd.grad(out, (q, k, v), grad, retain_graph=True)
+        def backward():
+            torch.autograd.grad(out, (q, k, v), grad, retain_graph=True)
 
-    backward_s = time_calls(torch, backward, warmup, repetitions)
+        backward_s = time_calls(torch, backward, warmup, repetitions)
     return dict(shape, forward_s=forward_s, backward_s=backward_s)
 
 
@@ -108,7 +125,7 @@ def main():
     doc = dict(format="orrery-attention-raw", version=1, gpu=torch.cuda.get_device_name(0), torch=torch.__version__,
                cuda=torch.version.cuda, cudnn=str(torch.backends.cudnn.version()),
                date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-               warmup=a.warmup, repetitions=a.repetitions, backend="torch.nn.functional.scaled_dot_product_attention",
+               warmup=a.warmup, repetitions=a.repetitions, backend="torch.nn.functional.scaled_dot_product_attention (cuDNN, flash or efficient; math disabled)",
                samples=samples)
     with open(a.out, "w") as f:
         json.dump(doc, f, indent=1)

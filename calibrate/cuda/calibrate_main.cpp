@@ -64,7 +64,12 @@ Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") usage("measures GEMMs, memory kernels, launches and NCCL collectives");
+    if (flag == "--help" || flag == "-h") {
+      std::cout << "orrery-calibrate: measures GEMMs, memory kernels, launches and NCCL collectives\n"
+                   "usage: orrery-calibrate --plan FILE --out RAW.json [--warmup N] [--repetitions N]"
+                   " [--only gemm,memory,launch,collectives] [--device D] [--max-gemm-gib G]\n";
+      std::exit(0);
+    }
     if (i + 1 >= argc) usage(flag + " needs a value");
     const std::string v = argv[++i];
     if (flag == "--plan") {
@@ -154,8 +159,10 @@ RawProfile measure(const Args& args, const BenchPlan& plan) {
         raw.skipped.push_back({"memory " + m.kind + " " + std::to_string(m.bytes), "larger than 40% of device memory"});
         continue;
       }
-      raw.memory.push_back({m, run_memory(m, prop.multiProcessorCount, stream, args.timing)});
-      progress("memory " + m.kind + " " + std::to_string(m.bytes), raw.memory.back().seconds);
+      std::int64_t moved = m.bytes;
+      std::vector<double> seconds = run_memory(m, prop.multiProcessorCount, stream, args.timing, &moved);
+      raw.memory.push_back({PlanMemory{m.kind, moved}, std::move(seconds)});
+      progress("memory " + m.kind + " " + std::to_string(moved), raw.memory.back().seconds);
     }
   }
   if (args.only.count("gemm")) {
@@ -188,7 +195,7 @@ RawProfile measure(const Args& args, const BenchPlan& plan) {
       RawCollective r;
       r.what = c;
       r.ranks = nccl_bench.ranks();
-      r.seconds = nccl_bench.run(c, args.timing);
+      r.seconds = nccl_bench.run(c, args.timing, &r.what.bytes);
       progress("collective " + c.op + " " + std::to_string(c.bytes) + " x" + std::to_string(r.ranks), r.seconds);
       raw.collectives.push_back(r);
     }

@@ -1,4 +1,5 @@
 #include "calibrate/cuda/device_buffer.h"
+#include "calibrate/cuda/event_timer.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -58,6 +59,28 @@ void fill_random(void* ptr, std::size_t count, ElementType t, std::uint64_t seed
       fill_fp8_kernel<<<blocks, threads, 0, stream>>>(static_cast<__nv_fp8_e4m3*>(ptr), count, seed);
       break;
   }
+  ORRERY_CUDA(cudaGetLastError());
+}
+
+}  // namespace orrery::bench
+
+namespace orrery::bench {
+
+namespace {
+
+__global__ void spin_kernel(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+}  // namespace
+
+void spin_stream(cudaStream_t stream, double seconds) {
+  int device = 0, khz = 0;
+  ORRERY_CUDA(cudaGetDevice(&device));
+  ORRERY_CUDA(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device));
+  spin_kernel<<<1, 1, 0, stream>>>(static_cast<long long>(seconds * khz * 1e3));
   ORRERY_CUDA(cudaGetLastError());
 }
 

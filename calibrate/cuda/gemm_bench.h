@@ -4,7 +4,8 @@
 // reduce to. Accumulation in FP32 for every dtype, alpha 1, beta 0; the algorithm is cuBLASLt's first heuristic
 // choice with a 32 MiB workspace (Transformer Engine's default on Hopper).
 //   bf16, fp16: inputs and output in that type.   tf32: FP32 data, CUBLAS_COMPUTE_32F_FAST_TF32.
-//   fp8: E4M3 inputs, BF16 output (Hopper and later, compute capability 8.9+).
+//   fp8: E4M3 inputs, BF16 output, fast accumulation as Transformer Engine's forward GEMMs (compute capability 8.9+).
+// Backward GEMMs run as NN and NT in Megatron; one layout stands for all three here (a known approximation).
 
 #include <cublasLt.h>
 

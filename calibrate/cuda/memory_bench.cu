@@ -77,12 +77,14 @@ unsigned grid_for(std::size_t items, int sm_count, unsigned threads) {
 
 }  // namespace
 
-std::vector<double> run_memory(const PlanMemory& m, int sm_count, cudaStream_t stream, const TimingOptions& opt) {
+std::vector<double> run_memory(const PlanMemory& m, int sm_count, cudaStream_t stream, const TimingOptions& opt,
+                               std::int64_t* moved) {
   const unsigned threads = 256;
   const auto bytes = static_cast<std::size_t>(m.bytes);
   if (m.kind == "copy") {
     const std::size_t vectors = std::max<std::size_t>(1, bytes / 2 / 16);
     DeviceBuffer in(vectors * 16), out(vectors * 16);
+    *moved = static_cast<std::int64_t>(vectors * 32);
     fill_random(in.get(), vectors * 4, ElementType::kF32, 3, stream);
     const unsigned grid = grid_for(vectors, sm_count, threads);
     return time_on_stream(stream, opt, [&](cudaStream_t s) {
@@ -94,6 +96,7 @@ std::vector<double> run_memory(const PlanMemory& m, int sm_count, cudaStream_t s
   if (m.kind == "elementwise") {
     const std::size_t vectors = std::max<std::size_t>(1, bytes / 3 / 16);
     DeviceBuffer a(vectors * 16), b(vectors * 16), out(vectors * 16);
+    *moved = static_cast<std::int64_t>(vectors * 48);
     fill_random(a.get(), vectors * 4, ElementType::kF32, 4, stream);
     fill_random(b.get(), vectors * 4, ElementType::kF32, 5, stream);
     const unsigned grid = grid_for(vectors, sm_count, threads);
@@ -107,6 +110,7 @@ std::vector<double> run_memory(const PlanMemory& m, int sm_count, cudaStream_t s
   const std::size_t row_bytes = kRowLength * 2;
   const int rows = static_cast<int>(std::max<std::size_t>(1, bytes / 2 / row_bytes));
   DeviceBuffer in(static_cast<std::size_t>(rows) * row_bytes), out(static_cast<std::size_t>(rows) * row_bytes);
+  *moved = static_cast<std::int64_t>(2 * static_cast<std::size_t>(rows) * row_bytes);
   fill_random(in.get(), static_cast<std::size_t>(rows) * kRowLength, ElementType::kBf16, 6, stream);
   const unsigned grid = static_cast<unsigned>(std::min(rows, std::max(sm_count, 1) * 8));
   return time_on_stream(stream, opt, [&](cudaStream_t s) {
@@ -116,12 +120,25 @@ std::vector<double> run_memory(const PlanMemory& m, int sm_count, cudaStream_t s
 }
 
 std::vector<double> launch_gpu_seconds(cudaStream_t stream, const TimingOptions& opt, int launches) {
-  std::vector<double> batch = time_on_stream(stream, opt, [&](cudaStream_t s) {
-    for (int i = 0; i < launches; ++i) empty_kernel<<<1, 32, 0, s>>>();
+  // The spin covers the host's enqueueing of all `launches`, so the events see the GPU's own per-kernel cost.
+  cudaEvent_t start = nullptr, stop = nullptr;
+  ORRERY_CUDA(cudaEventCreate(&start));
+  ORRERY_CUDA(cudaEventCreate(&stop));
+  std::vector<double> out;
+  for (int r = -opt.warmup; r < opt.repetitions; ++r) {
+    spin_stream(stream, launches * 20e-6);
+    ORRERY_CUDA(cudaEventRecord(start, stream));
+    for (int i = 0; i < launches; ++i) empty_kernel<<<1, 32, 0, stream>>>();
     ORRERY_CUDA(cudaGetLastError());
-  });
-  for (double& t : batch) t /= launches;
-  return batch;
+    ORRERY_CUDA(cudaEventRecord(stop, stream));
+    ORRERY_CUDA(cudaEventSynchronize(stop));
+    float ms = 0;
+    ORRERY_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    if (r >= 0) out.push_back(static_cast<double>(ms) * 1e-3 / launches);
+  }
+  ORRERY_CUDA(cudaEventDestroy(start));
+  ORRERY_CUDA(cudaEventDestroy(stop));
+  return out;
 }
 
 std::vector<double> launch_host_seconds(cudaStream_t stream, const TimingOptions& opt, int launches) {

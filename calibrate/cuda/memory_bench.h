@@ -16,10 +16,13 @@
 
 namespace orrery::bench {
 
-/// Seconds per call of the kernel `m.kind` moving `m.bytes`, one per repetition. Errors: std::runtime_error.
-std::vector<double> run_memory(const PlanMemory& m, int sm_count, cudaStream_t stream, const TimingOptions& opt);
+/// Seconds per call of the kernel `m.kind` moving about `m.bytes`, one per repetition; `moved` receives the bytes
+/// the kernel really reads and writes after rounding (what the raw file records). Errors: std::runtime_error.
+std::vector<double> run_memory(const PlanMemory& m, int sm_count, cudaStream_t stream, const TimingOptions& opt,
+                               std::int64_t* moved);
 
-/// GPU seconds per empty kernel when `launches` are issued back to back (one sample per repetition).
+/// GPU seconds per empty kernel when `launches` are queued back to back behind a spin kernel (one sample per
+/// repetition): the GPU's own cost per kernel, without the host's launch rate.
 std::vector<double> launch_gpu_seconds(cudaStream_t stream, const TimingOptions& opt, int launches = 1000);
 
 /// Host seconds per cudaLaunchKernel call of an empty kernel (one sample per repetition of `launches` calls).

@@ -56,11 +56,12 @@ void NcclBench::issue(const PlanCollective& c, std::size_t elements, const std::
   ORRERY_NCCL(ncclGroupEnd());
 }
 
-std::vector<double> NcclBench::run(const PlanCollective& c, const TimingOptions& opt) {
+std::vector<double> NcclBench::run(const PlanCollective& c, const TimingOptions& opt, std::int64_t* measured) {
   const int n = ranks();
   const std::size_t unit = static_cast<std::size_t>(n) * sizeof(float);
   const std::size_t bytes = std::max(unit, static_cast<std::size_t>(c.bytes) / unit * unit);
   const std::size_t elements = bytes / sizeof(float);
+  *measured = static_cast<std::int64_t>(bytes);
   std::vector<DeviceBuffer> send, recv;
   for (int d = 0; d < n; ++d) {
     ORRERY_CUDA(cudaSetDevice(d));
@@ -78,6 +79,7 @@ std::vector<double> NcclBench::run(const PlanCollective& c, const TimingOptions&
       ORRERY_CUDA(cudaSetDevice(d));
       ORRERY_CUDA(cudaEventCreate(&start[i]));
       ORRERY_CUDA(cudaEventCreate(&stop[i]));
+      spin_stream(streams_[i], 200e-6 + n * kEnqueueAllowance);
       ORRERY_CUDA(cudaEventRecord(start[i], streams_[i]));
     }
     issue(c, elements, send, recv);

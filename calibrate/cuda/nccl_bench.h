@@ -26,8 +26,10 @@ class NcclBench {
   NcclBench& operator=(const NcclBench&) = delete;
 
   int ranks() const { return static_cast<int>(comms_.size()); }
-  /// Seconds per call, one per repetition. `c.bytes` is rounded down to whole FP32 elements per rank.
-  std::vector<double> run(const PlanCollective& c, const TimingOptions& opt);
+  /// Seconds per call, one per repetition. `c.bytes` is rounded down to whole FP32 elements per rank; `bytes`
+  /// receives the size measured. Each repetition first holds every GPU's stream with a spin kernel so the host's
+  /// enqueueing of the group call is not timed.
+  std::vector<double> run(const PlanCollective& c, const TimingOptions& opt, std::int64_t* bytes);
 
  private:
   void issue(const PlanCollective& c, std::size_t elements, const std::vector<DeviceBuffer>& send,

@@ -51,7 +51,7 @@ bench::RawProfile recorded() {
       r.gemm.push_back({bench::PlanGemm{m, nk, nk, "bf16"}, "TN", 32 << 20, reps(t)});
     }
   }
-  for (std::int64_t bytes = 1 << 20; bytes <= (std::int64_t{1} << 32); bytes *= 16) {
+  for (std::int64_t bytes = std::int64_t{1} << 20; bytes <= (std::int64_t{1} << 32); bytes *= 16) {
     r.memory.push_back({bench::PlanMemory{"copy", bytes}, reps(2e-6 + static_cast<double>(bytes) / 4e12)});
   }
   r.launch_kernel_s = {2e-6, 2.2e-6, 1.9e-6};
@@ -261,4 +261,38 @@ TEST_CASE("a cluster may name its profile; predict uses it unless --profile is g
   CHECK(warned);  // the grid stops at 8192, and the LM head's n = 128256 is outside it
   const std::string err = test::scenario_error(base + R"(, "profile": "no-such-gpu"}})");
   CHECK(err.find("cluster.profile (no-such-gpu) must name a built-in GPU profile") == 0);
+}
+
+TEST_CASE("shapes measured off the grid do not punch holes in it; large copies keep their bandwidth",
+          "[calibrate][profile]") {
+  // The constructed grid (m, n, k in 1024..8192, t = 2mnk / 700 TFLOP/s + 8 us) plus one off-grid shape, as a plan
+  // with a scenario's own shapes measures it.
+  GpuProfile p = load_gpu_profile((test::data_dir() / "profiles" / "constructed-h100-grid.json").string());
+  const auto law = [](double m, double n, double k) { return 2 * m * n * k / 700e12 + 8e-6; };
+  p.gemm.push_back({8192, 3072, 2048, DType::kBf16, law(8192, 3072, 2048)});
+  const Scenario s = test::scenario(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 1}})");
+  const ProfiledComputeModel pm(p, std::make_unique<RooflineComputeModel>(s.cluster.gpu, default_cost_params().compute));
+  for (auto [m, n, k] : {std::tuple{8192, 2500, 2048}, std::tuple{6000, 3500, 3000}, std::tuple{4096, 3072, 4096}}) {
+    INFO(m << " x " << n << " x " << k);
+    const double t = pm.gemm(GemmShape{m, n, k, 1, DType::kBf16});
+    // Inside the grid cell of powers of two around it (interpolated, not the default model's figure).
+    const auto lo = [](std::int64_t x) { std::int64_t v = 1024; while (v * 2 <= x) v *= 2; return v; };
+    const auto hi = [](std::int64_t x) { std::int64_t v = 1024; while (v < x) v *= 2; return v; };
+    CHECK(t >= law(lo(m), lo(n), lo(k)));
+    CHECK(t <= law(hi(m), hi(n), hi(k)));
+  }
+  CHECK(pm.uncovered_gemms() == 0);
+  // Beyond the largest copy sample (4 GiB at 3.0 TB/s + 3 us): its bandwidth holds; 16 GiB costs 4 times as much.
+  const double big = pm.elementwise(ElementwiseShape{Bytes{1} << 33, Bytes{1} << 33, 0});
+  CHECK(big == Approx(4 * ((Bytes{1} << 32) / 3.0e12 + 3e-6)).epsilon(1e-6));
+  CHECK(pm.uncovered_memory() == 0);
+}
+
+TEST_CASE("a profile from CUDA's device name matches its GPU preset", "[calibrate][profile]") {
+  const Scenario h200 = test::scenario(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h200", "num_gpus": 1}})");
+  const Scenario a100 = test::scenario(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-a100-80gb", "num_gpus": 8}})");
+  CHECK(same_gpu_model("NVIDIA H200", h200.cluster.gpu));
+  CHECK(same_gpu_model("NVIDIA A100-SXM4-80GB", a100.cluster.gpu));
+  CHECK_FALSE(same_gpu_model("NVIDIA H200", a100.cluster.gpu));
+  CHECK_FALSE(same_gpu_model("NVIDIA H100 80GB HBM3", h200.cluster.gpu));
 }

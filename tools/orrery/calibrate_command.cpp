@@ -60,6 +60,9 @@ void run_plan(const PlanArgs& a) {
   for (const std::string& f : a.scenarios) scenarios.push_back(load_scenario(f));
   CalibrationPlanOptions options;
   options.grid = !a.no_grid;
+  require(!a.scenarios.empty() || options.grid, "--no-grid", "with no scenarios",
+          "leaves nothing to measure: give scenario files, or drop --no-grid for the grids alone");
+  if (a.scenarios.empty()) std::cout << "no scenarios given: the plan holds the grids alone\n";
   const bench::BenchPlan plan = calibration_plan(scenarios, options);
   std::ofstream out(a.out);
   if (!out) throw Error::io(a.out, "cannot be written");
