@@ -20,6 +20,9 @@ enum class Recompute { kNone, kSelective, kFull };
 enum class AttentionBackend { kFlash, kUnfused };
 enum class Schedule { k1F1B, kGPipe, kZbH1, kDualPipe };  // 1F1B is interleaved when vpp > 1
 enum class Optimizer { kAdam, kSgd };
+/// Which software runs the step: Megatron-LM/Megatron-Core (fused kernels, bf16 parameters with fp32 master
+/// weights) or plain PyTorch eager on a Hugging Face model (sim/lower/pytorch_step.h).
+enum class Framework { kMegatron, kPytorch };
 /// How context parallelism exchanges keys and values (Megatron-Core `--cp-comm-type`): ring attention, Ulysses
 /// all-to-all, or an all-gather of K and V (sim/lower/context_parallel.h).
 enum class CpCommType { kP2p, kAllToAll, kAllGather };
@@ -83,6 +86,7 @@ struct TrainingSpec {
   Recompute recompute = Recompute::kNone;
   Optimizer optimizer = Optimizer::kAdam;
   AttentionBackend attention_backend = AttentionBackend::kFlash;
+  Framework framework = Framework::kMegatron;
   // Routing statistics of mixture-of-experts layers (Megatron-LM --moe-expert-capacity-factor and
   // --moe-pad-expert-input-to-capacity; the load imbalance is Orrery's): the busiest expert-parallel rank receives
   // moe_load_imbalance times the mean number of token copies (1 = balanced); a capacity factor drops what exceeds

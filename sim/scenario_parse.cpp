@@ -158,6 +158,9 @@ TrainingSpec parse_training(const json& value, const ModelSpec& model) {
   static constexpr std::pair<const char*, AttentionBackend> kBackends[] = {
       {"flash", AttentionBackend::kFlash}, {"unfused", AttentionBackend::kUnfused}};
   t.attention_backend = parse_enum(in, "attention_backend", AttentionBackend::kFlash, kBackends);
+  static constexpr std::pair<const char*, Framework> kFrameworks[] = {
+      {"megatron", Framework::kMegatron}, {"pytorch", Framework::kPytorch}};
+  t.framework = parse_enum(in, "framework", Framework::kMegatron, kFrameworks);
   t.moe_load_imbalance = in.double_or("moe_load_imbalance", 1.0, true);
   if (t.moe_load_imbalance < 1.0) {
     throw Error::invalid(in.field("moe_load_imbalance"), fmt::format("{}", t.moe_load_imbalance),

@@ -239,6 +239,33 @@ void check_offload(const Scenario& s) {
   }
 }
 
+// training.framework "pytorch" is the single-GPU recipe of tools/pytorch_train_step.py on a Llama-style model.
+void check_framework(const Scenario& s) {
+  if (s.training.framework != Framework::kPytorch) return;
+  const ParallelPlan& p = s.parallel;
+  const ModelSpec& m = s.model;
+  const auto refuse = [](bool bad, const std::string& field, const std::string& value, const std::string& why) {
+    if (bad) throw Error::not_modelled(field, value, "training.framework \"pytorch\" " + why);
+  };
+  refuse(p.tp * p.pp * p.cp * p.ep * p.dp != 1, "parallel", fmt::format("tp {} pp {} cp {} ep {} dp {}", p.tp, p.pp, p.cp, p.ep, p.dp),
+         "covers one GPU (tp, pp, cp, ep and dp all 1); DDP and FSDP are not lowered");
+  refuse(p.zero_stage != 0, "parallel.zero_stage", std::to_string(p.zero_stage), "runs without ZeRO");
+  refuse(s.training.precision != Precision::kBf16, "training.precision", "not bf16",
+         "is torch.autocast(bfloat16) over fp32 parameters: precision must be bf16");
+  refuse(s.training.recompute != Recompute::kNone, "training.recompute", "not none", "runs without activation checkpointing");
+  refuse(s.training.attention_backend != AttentionBackend::kFlash, "training.attention_backend", "unfused",
+         "uses scaled_dot_product_attention (flash)");
+  refuse(s.training.optimizer != Optimizer::kAdam, "training.optimizer", "sgd", "uses AdamW(fused=True)");
+  refuse(m.is_moe() || m.is_mla(), "model", m.name, "lowers dense Llama-style models only (no MoE, no MLA)");
+  refuse(m.norm != NormKind::kRmsNorm || !m.gated_mlp || m.position != PositionKind::kRotary || m.qkv_bias ||
+             m.attention_output_bias || m.mlp_bias || m.qk_norm || m.embedding_norm || m.sliding_window > 0 || m.hidden_dropout > 0 ||
+             m.attention_dropout > 0,
+         "model", m.name, "lowers Llama-style models only: RMSNorm, SwiGLU, RoPE, no biases, qk-norm, sliding window or dropout");
+  refuse(s.training.packed_documents.enabled() || s.training.optimizer_cpu_offload ||
+             s.training.cpu_offloading_num_layers > 0,
+         "training", "packing or offload", "runs without document packing or CPU offload");
+}
+
 void check_stragglers(const Scenario& s) {
   std::set<int> seen;
   for (std::size_t i = 0; i < s.stragglers.size(); ++i) {
@@ -264,6 +291,7 @@ void validate_scenario(Scenario& s) {
   check_stragglers(s);
   check_packing(s);
   check_offload(s);
+  check_framework(s);
   s.cluster.gpu.peak_for(gemm_dtype(s.training.precision));  // the GPU must have the precision's GEMM path
   if (s.training.precision == Precision::kFp16 && s.cluster.gpu.peak_fp16 <= 0) {
     throw Error::invalid("training.precision", "fp16", "is not supported by the GPU " + s.cluster.gpu.name);

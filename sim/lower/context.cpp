@@ -59,6 +59,10 @@ LoweringContext::LoweringContext(const Scenario& s)
     sb.grad = sb.param;
     sb.optimizer = sb.param == 4 ? (adam ? 8 : 4) : (adam ? 12 : 8);
   }
+  if (training.framework == Framework::kPytorch) {
+    // fp32 parameters and gradients, AdamW moments in fp32; no master copy (the parameters are the master).
+    sb = {4, 4, 8};
+  }
   param_bytes = sb.param;
   grad_bytes = sb.grad;
   optimizer_bytes = sb.optimizer;

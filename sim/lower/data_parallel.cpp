@@ -121,6 +121,18 @@ Bytes DataParallelLowering::chunk_grad_bytes(int chunk) const {
 }
 
 TaskId DataParallelLowering::emit_optimizer(Emitter& emit, const std::vector<TaskId>& after) {
+  if (ctx_.training.framework == Framework::kPytorch) {
+    // torch.optim.AdamW(fused=True): one multi-tensor pass reading parameter, gradient, exp_avg and exp_avg_sq
+    // (fp32) and writing all but the gradient; then zero_grad(set_to_none=True) frees the gradients.
+    emit.at(-1, -1, -1, Phase::kOptimizer);
+    TaskId start = emit.optimizer("optimizer_wait", 0, 0);
+    for (TaskId t : after) emit.depend(start, t);
+    const TaskId adam = emit.optimizer("adamw", 16 * local_params_, 12 * local_params_);
+    const TaskId free = emit.optimizer("zero_grad", 0, 0);
+    emit.builder().free_at_end(free, MemoryKind::kGradients, 4 * local_params_);
+    (void)adam;
+    return free;
+  }
   const std::int64_t dense = local_params_ - local_expert_params_;
   const std::int64_t n = distributed_optimizer_ ? dense / ranks_of(false) + local_expert_params_ / ranks_of(true)
                                                 : local_params_;
@@ -213,7 +225,9 @@ void DataParallelLowering::set_static_memory(ProgramBuilder& builder, Bytes othe
   const Bytes optimizer = ctx_.training.optimizer_cpu_offload ? 0
                           : zero_stage_ >= 1                  ? (dense / d + expert / e) * ctx_.optimizer_bytes
                                                               : local_params_ * ctx_.optimizer_bytes;
-  const Bytes grads = local_params_ * ctx_.grad_bytes / (zero_stage_ >= 2 ? d : 1);
+  // PyTorch allocates .grad in the backward and frees it at zero_grad(set_to_none): no static gradients.
+  const Bytes grads = ctx_.training.framework == Framework::kPytorch ? 0
+                                                                      : local_params_ * ctx_.grad_bytes / (zero_stage_ >= 2 ? d : 1);
   const Bytes weights = local_params_ * ctx_.param_bytes / (zero_stage_ >= 3 ? d : 1);
   builder.set_static_memory(MemoryKind::kWeights, weights);
   builder.set_static_memory(MemoryKind::kGradients, grads);

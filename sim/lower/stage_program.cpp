@@ -8,6 +8,7 @@
 #include "sim/lower/context_parallel.h"
 #include "sim/lower/embedding_head.h"
 #include "sim/lower/fp8.h"
+#include "sim/lower/pytorch_step.h"
 #include "sim/lower/sharded_params.h"
 #include "sim/lower/transformer_layer.h"
 #include "sim/lowering.h"
@@ -71,6 +72,7 @@ class StageLowering {
 
  private:
   int virtual_stage(int chunk) const { return ctx_.layout.virtual_stage(stage_, chunk); }
+  bool pytorch() const { return ctx_.training.framework == Framework::kPytorch; }
   bool is_last(int chunk) const { return virtual_stage(chunk) == ctx_.layout.virtual_stages() - 1; }
 
 
@@ -156,6 +158,11 @@ class StageLowering {
       const ParamUnit& u = units[i];
       emit_.at(step.microbatch, step.chunk, u.layer, Phase::kForward);
       x = run_unit(units, i, false, [&] {
+        if (pytorch()) {
+          PytorchStepLowering eager(emit_);
+          if (u.layer >= 0) return eager.layer_forward(x);
+          return u.head ? eager.head_forward(x) : eager.embedding_forward(x);
+        }
         if (u.layer >= 0) return TransformerLayerLowering(emit_, u.layer).forward(x, save_policy(ctx_.training.recompute), params);
         return u.head ? edges.head_forward(x, params) : edges.embedding_forward(x, params);
       });
@@ -197,6 +204,11 @@ class StageLowering {
       emit_.at(step.microbatch, step.chunk, u.layer, Phase::kBackwardInput);
       const TaskId first = builder_.last() + 1;
       g = run_unit(units, i, true, [&] {
+        if (pytorch()) {
+          PytorchStepLowering eager(emit_);
+          if (u.layer >= 0) return eager.layer_backward(g);
+          return u.head ? eager.head_backward(builder_.last_on(Stream::kCompute)) : eager.embedding_backward(g);
+        }
         if (u.layer >= 0) return TransformerLayerLowering(emit_, u.layer).backward(g, params);
         return u.head ? edges.head_backward(builder_.last_on(Stream::kCompute), params) : edges.embedding_backward(g, params);
       });
@@ -239,6 +251,9 @@ class StageLowering {
       if (ctx_.placement(kind, stage_).size > 1) ++communicators;
     }
     if (ctx_.plan.pp > 1) communicators += 2;  // point-to-point with the previous and the next stage
+    // PyTorch's max_memory_allocated, which the pytorch framework's figures are held against, counts the caching
+    // allocator's tensors (cuBLAS workspaces included) but not the CUDA context.
+    if (pytorch()) return memory.workspace;
     return memory.workspace + communicators * memory.nccl_buffer_per_communicator + memory.framework_overhead;
   }
 

@@ -83,10 +83,10 @@ def main():
     plan = os.path.join(tmp, "p.plan")
     r = run(orrery, "calibrate", "plan", "--no-grid", "--out", plan,
             os.path.join(source, "scenarios", "measured", "h200-llama-1b.json"))
-    expect(r.returncode == 0 and "gemm 16384 3072 2048 bf16" in open(plan).read(),
+    expect(r.returncode == 0 and "gemm 16384 512 2048 bf16" in open(plan).read(),
            f"calibrate plan: exit {r.returncode}: {r.stderr[:200]}")
     raw = {"format": "orrery-gpu-raw", "version": 1, "gpu": "NVIDIA H200", "warmup": 1, "repetitions": 3,
-           "gemm": [{"m": 16384, "n": 3072, "k": 2048, "dtype": "bf16", "times_s": [3e-4, 2e-4, 2e-4]}],
+           "gemm": [{"m": 16384, "n": 8192, "k": 2048, "dtype": "bf16", "times_s": [3e-4, 2e-4, 2e-4]}],
            "memory": [{"kind": "copy", "bytes": 1 << 30, "times_s": [2.5e-4, 2.5e-4, 2.6e-4]}],
            "launch": {"kernel_s": [2e-6], "host_s": [3e-6]}, "collectives": [], "skipped": []}
     raw_path, prof = os.path.join(tmp, "raw.json"), os.path.join(tmp, "prof.json")

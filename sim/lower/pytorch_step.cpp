@@ -1,0 +1,234 @@
+#include "sim/lower/pytorch_step.h"
+
+namespace orrery {
+
+namespace {
+
+constexpr Bytes kF32 = 4, kBf16 = 2;
+
+}  // namespace
+
+PytorchStepLowering::PytorchStepLowering(Emitter& emit) : emit_(emit), ctx_(emit.ctx()) {
+  const ModelSpec& m = ctx_.model;
+  T_ = ctx_.tokens;
+  h_ = m.hidden_size;
+  H_ = m.num_attention_heads;
+  K_ = m.num_kv_heads;
+  d_ = m.head_dim;
+  f_ = m.intermediate_size;
+  V_ = m.vocab_size;  // Hugging Face does not pad the vocabulary
+}
+
+Bytes PytorchStepLowering::saved_per_layer() const {
+  const Bytes norms = 2 * (kF32 * T_ * h_ + kF32 * T_ + kF32 * T_ * h_);
+  const Bytes casts = 5 * kBf16 * T_ * h_;
+  const Bytes sdpa = kBf16 * T_ * (H_ + 2 * K_) * d_ + kBf16 * T_ * H_ * d_ + kF32 * ctx_.batch * H_ * ctx_.seq;
+  const Bytes o_proj = kBf16 * T_ * H_ * d_;
+  const Bytes mlp = 4 * kBf16 * T_ * f_;
+  return norms + casts + sdpa + o_proj + mlp;
+}
+
+// ---- building blocks ----
+
+TaskId PytorchStepLowering::rmsnorm_fwd(TaskId input, bool save_input) {
+  // LlamaRMSNorm: x.to(fp32); var = x.pow(2).mean(-1); x * rsqrt(var + eps); weight * that.
+  const Bytes x = kF32 * T_ * h_, row = kF32 * T_;
+  TaskId t = emit_.elementwise("rmsnorm_pow", x, x, {input});
+  emit_.save(t, (save_input ? x : 0) + x);  // the input (kept by pow and mul); the transient square
+  t = emit_.elementwise("rmsnorm_mean", x, row);
+  emit_.release(t, x);  // the square
+  t = emit_.elementwise("rmsnorm_add_eps", row, row);
+  t = emit_.elementwise("rmsnorm_rsqrt", row, row);
+  emit_.save(t, row);
+  t = emit_.elementwise("rmsnorm_mul", x + row, x);
+  emit_.save(t, x);  // the normalised x, kept by the weight multiply
+  return emit_.elementwise("rmsnorm_weight", x, x);
+}
+
+TaskId PytorchStepLowering::rmsnorm_bwd(TaskId grad, bool saved_input) {
+  const Bytes x = kF32 * T_ * h_, row = kF32 * T_;
+  TaskId t = emit_.elementwise("rmsnorm_weight", x, x, {grad});          // dy * weight
+  {
+    const Phase p = emit_.phase();
+    emit_.set_phase(Phase::kBackwardWeight);
+    const TaskId w = emit_.elementwise("rmsnorm_weight", 2 * x, kF32 * h_);  // sum(dy * normalised) -> weight .grad
+    if (emit_.microbatch() <= 0) emit_.builder().alloc_at_start(w, MemoryKind::kGradients, kF32 * h_);
+    emit_.set_phase(p);
+  }
+  t = emit_.elementwise("rmsnorm_mul", x + row, x);                      // d(normalised) * rsqrt
+  t = emit_.elementwise("rmsnorm_mul", 2 * x, row);                      // sum(d(normalised) * x) -> d rsqrt
+  t = emit_.elementwise("rmsnorm_rsqrt", 2 * row, row);
+  t = emit_.elementwise("rmsnorm_mean", row, x);                          // expand d var / h
+  t = emit_.elementwise("rmsnorm_pow", 2 * x, x);                         // 2 x d var
+  t = emit_.elementwise("rmsnorm_add", 2 * x, x);                         // both paths into dx
+  emit_.release(t, x + row + (saved_input ? x : 0));
+  return t;
+}
+
+TaskId PytorchStepLowering::linear_fwd(const char* label, TaskId input, std::int64_t n, std::int64_t k, bool cast_input) {
+  TaskId x = input;
+  if (cast_input) {
+    x = emit_.elementwise("autocast_input", kF32 * T_ * k, kBf16 * T_ * k, {x});
+    emit_.save(x, kBf16 * T_ * k);
+  }
+  // autocast's weight cache: the bf16 copy lives until this linear's backward has used it.
+  const TaskId w = emit_.elementwise("autocast_weight", kF32 * n * k, kBf16 * n * k);
+  emit_.builder().alloc_at_start(w, MemoryKind::kWeights, kBf16 * n * k);
+  return emit_.gemm(label, GemmShape{T_, n, k, 1, DType::kBf16}, {x, w});
+}
+
+TaskId PytorchStepLowering::linear_bwd(const char* label, TaskId grad, std::int64_t n, std::int64_t k, bool cast_input) {
+  const TaskId dgrad = emit_.gemm(label, GemmShape{T_, k, n, 1, DType::kBf16}, {grad});
+  emit_.builder().free_at_end(dgrad, MemoryKind::kWeights, kBf16 * n * k);  // the cached bf16 weight
+  const Phase p = emit_.phase();
+  emit_.set_phase(Phase::kBackwardWeight);
+  const TaskId wgrad = emit_.gemm(label, GemmShape{n, k, T_, 1, DType::kBf16});
+  emit_.release(wgrad, kBf16 * T_ * k);  // the saved (cast) input
+  // The bf16 weight gradient is cast and accumulated into the fp32 .grad, which the first micro-batch creates.
+  const bool first = emit_.microbatch() <= 0;
+  const TaskId acc = emit_.elementwise("grad_accumulate", kBf16 * n * k + (first ? 0 : kF32 * n * k), kF32 * n * k);
+  if (first) emit_.builder().alloc_at_start(acc, MemoryKind::kGradients, kF32 * n * k);
+  emit_.set_phase(p);
+  if (!cast_input) return dgrad;
+  return emit_.elementwise("autocast_input", kBf16 * T_ * k, kF32 * T_ * k, {dgrad});  // the cast's backward
+}
+
+TaskId PytorchStepLowering::rope(TaskId input, std::int64_t e) {
+  // q * cos + rotate_half(q) * sin with fp32 cos/sin: bf16 in, fp32 out.
+  TaskId t = emit_.elementwise("rope_mul", kBf16 * e, kF32 * e, {input});
+  t = emit_.elementwise("rope_neg", kBf16 * e / 2, kBf16 * e / 2);
+  t = emit_.elementwise("rope_cat", kBf16 * e, kBf16 * e);
+  t = emit_.elementwise("rope_mul", kBf16 * e, kF32 * e);
+  return emit_.elementwise("rope_add", 2 * kF32 * e, kF32 * e);
+}
+
+// ---- the layer ----
+
+TaskId PytorchStepLowering::layer_forward(TaskId input) {
+  const std::int64_t q = H_ * d_, kv = K_ * d_;
+  TaskId x = rmsnorm_fwd(input, true);
+  const TaskId qp = linear_fwd("q_proj", x, q, h_, true);
+  const TaskId kp = linear_fwd("k_proj", x, kv, h_, true);
+  const TaskId vp = linear_fwd("v_proj", x, kv, h_, true);
+  TaskId qr = rope(qp, T_ * q), kr = rope(kp, T_ * kv);
+  // SDPA under autocast casts the fp32 q and k back to bf16.
+  qr = emit_.elementwise("autocast_input", kF32 * T_ * q, kBf16 * T_ * q, {qr});
+  kr = emit_.elementwise("autocast_input", kF32 * T_ * kv, kBf16 * T_ * kv, {kr});
+  AttentionShape a;
+  a.batch = ctx_.batch;
+  a.heads = H_;
+  a.kv_heads = K_;
+  a.q_len = a.kv_len = ctx_.seq;
+  a.head_dim_qk = a.head_dim_v = d_;
+  a.causal = true;
+  a.dtype = DType::kBf16;
+  TaskId o = emit_.attention("attention", a, {qr, kr, vp});
+  emit_.save(o, kBf16 * T_ * (q + 2 * kv) + kBf16 * T_ * q + kF32 * ctx_.batch * H_ * ctx_.seq);
+  o = emit_.elementwise("attention_transpose", kBf16 * T_ * q, kBf16 * T_ * q);  // transpose(1, 2).reshape
+  emit_.save(o, kBf16 * T_ * q);
+  o = linear_fwd("o_proj", o, h_, q, false);
+  TaskId r = emit_.elementwise("residual_add", kF32 * T_ * h_ + kBf16 * T_ * h_, kF32 * T_ * h_, {o});
+  x = rmsnorm_fwd(r, true);
+  const TaskId gate = linear_fwd("gate_proj", x, f_, h_, true);
+  const TaskId up = linear_fwd("up_proj", x, f_, h_, true);
+  TaskId s = emit_.elementwise("silu", kBf16 * T_ * f_, kBf16 * T_ * f_, {gate});
+  emit_.save(s, 2 * kBf16 * T_ * f_);  // SiLU's input (the gate output) and its output
+  TaskId prod = emit_.elementwise("mul", 2 * kBf16 * T_ * f_, kBf16 * T_ * f_, {s, up});
+  emit_.save(prod, 2 * kBf16 * T_ * f_);  // the up output (kept by the product) and the product (down's input)
+  const TaskId down = linear_fwd("down_proj", prod, h_, f_, false);
+  return emit_.elementwise("residual_add", kF32 * T_ * h_ + kBf16 * T_ * h_, kF32 * T_ * h_, {down});
+}
+
+TaskId PytorchStepLowering::layer_backward(TaskId grad) {
+  const std::int64_t q = H_ * d_, kv = K_ * d_;
+  // Residual add: the bf16 branch receives the fp32 gradient cast to bf16.
+  TaskId g = emit_.elementwise("residual_add", kF32 * T_ * h_, kBf16 * T_ * h_, {grad});
+  g = linear_bwd("down_proj", g, h_, f_, false);
+  TaskId ds = emit_.elementwise("mul", 2 * kBf16 * T_ * f_, kBf16 * T_ * f_, {g});  // d silu = d prod * up
+  TaskId du = emit_.elementwise("mul", 2 * kBf16 * T_ * f_, kBf16 * T_ * f_, {g});  // d up = d prod * silu
+  emit_.release(du, kBf16 * T_ * f_);  // the up output
+  ds = emit_.elementwise("silu", 2 * kBf16 * T_ * f_, kBf16 * T_ * f_, {ds});
+  emit_.release(ds, 2 * kBf16 * T_ * f_);  // SiLU's input and output
+  const TaskId gg = linear_bwd("gate_proj", ds, f_, h_, true);
+  const TaskId gu = linear_bwd("up_proj", du, f_, h_, true);
+  g = emit_.elementwise("grad_add", 2 * kF32 * T_ * h_, kF32 * T_ * h_, {gg, gu});
+  g = rmsnorm_bwd(g, true);
+  g = emit_.elementwise("residual_grad_add", 2 * kF32 * T_ * h_, kF32 * T_ * h_, {g, grad});
+  const TaskId r = g;
+  g = emit_.elementwise("residual_add", kF32 * T_ * h_, kBf16 * T_ * h_, {g});
+  g = linear_bwd("o_proj", g, h_, q, false);
+  g = emit_.elementwise("attention_transpose", kBf16 * T_ * q, kBf16 * T_ * q, {g});
+  AttentionShape a;
+  a.batch = ctx_.batch;
+  a.heads = H_;
+  a.kv_heads = K_;
+  a.q_len = a.kv_len = ctx_.seq;
+  a.head_dim_qk = a.head_dim_v = d_;
+  a.causal = true;
+  a.backward = true;
+  a.dtype = DType::kBf16;
+  g = emit_.attention("attention", a, {g});
+  emit_.release(g, kBf16 * T_ * (q + 2 * kv) + kBf16 * T_ * q + kF32 * ctx_.batch * H_ * ctx_.seq);
+  TaskId gq = emit_.elementwise("autocast_input", kBf16 * T_ * q, kF32 * T_ * q, {g});
+  TaskId gk = emit_.elementwise("autocast_input", kBf16 * T_ * kv, kF32 * T_ * kv, {g});
+  gq = rope(gq, T_ * q);  // the same five kernels backwards, fp32 in, bf16 out: about the same traffic
+  gk = rope(gk, T_ * kv);
+  const TaskId a1 = linear_bwd("q_proj", gq, q, h_, true);
+  const TaskId a2 = linear_bwd("k_proj", gk, kv, h_, true);
+  const TaskId a3 = linear_bwd("v_proj", g, kv, h_, true);
+  g = emit_.elementwise("grad_add", 2 * kF32 * T_ * h_, kF32 * T_ * h_, {a1, a2});
+  g = emit_.elementwise("grad_add", 2 * kF32 * T_ * h_, kF32 * T_ * h_, {g, a3});
+  g = rmsnorm_bwd(g, true);
+  return emit_.elementwise("residual_grad_add", 2 * kF32 * T_ * h_, kF32 * T_ * h_, {g, r});
+}
+
+// ---- embedding, head and loss ----
+
+TaskId PytorchStepLowering::embedding_forward(TaskId after) {
+  return emit_.elementwise("embedding", kF32 * T_ * h_ + 8 * T_, kF32 * T_ * h_, {after});  // fp32 rows
+}
+
+TaskId PytorchStepLowering::embedding_backward(TaskId grad) {
+  // embedding_dense_backward: a zeroed fp32 table and a scatter-add of the token rows, accumulated into .grad
+  // (tied to lm_head's, so the gradient memory exists already when the head ran first).
+  const Phase p = emit_.phase();
+  emit_.set_phase(Phase::kBackwardWeight);
+  TaskId t = emit_.elementwise("embedding", 0, kF32 * V_ * h_, {grad});
+  const bool separate = !ctx_.model.tie_word_embeddings && emit_.microbatch() <= 0;
+  if (separate) emit_.builder().alloc_at_start(t, MemoryKind::kGradients, kF32 * V_ * h_);
+  t = emit_.elementwise("embedding", kF32 * T_ * h_ + 8 * T_, kF32 * T_ * h_);
+  t = emit_.elementwise("grad_accumulate", 2 * kF32 * V_ * h_, kF32 * V_ * h_);
+  emit_.set_phase(p);
+  return t;
+}
+
+TaskId PytorchStepLowering::head_forward(TaskId input) {
+  TaskId x = rmsnorm_fwd(input, true);
+  const Bytes logits16 = kBf16 * T_ * V_, logits32 = kF32 * T_ * V_;
+  TaskId l = linear_fwd("lm_head", x, V_, h_, true);
+  emit_.save(l, logits16);  // the bf16 logits, held by the model output until the loss is computed
+  TaskId up = emit_.elementwise("logits_float", logits16, logits32, {l});
+  emit_.save(up, logits32);
+  TaskId ls = emit_.elementwise("log_softmax", logits32, logits32, {up});
+  emit_.save(ls, logits32);  // log-softmax output, kept for the backward
+  TaskId nll = emit_.elementwise("nll_loss", kF32 * T_ + 8 * T_, kF32, {ls});
+  emit_.release(nll, logits16 + logits32);  // the bf16 and fp32 logits
+  return nll;
+}
+
+TaskId PytorchStepLowering::head_backward(TaskId after) {
+  const Bytes logits16 = kBf16 * T_ * V_, logits32 = kF32 * T_ * V_;
+  TaskId g = emit_.elementwise("nll_loss", 8 * T_, logits32, {after});  // scatter -1/N into a zeroed fp32 matrix
+  emit_.save(g, logits32);
+  g = emit_.elementwise("log_softmax", 2 * logits32, logits32, {g});
+  emit_.save(g, logits32);
+  emit_.release(g, 2 * logits32);  // the saved log-softmax and the NLL gradient
+  g = emit_.elementwise("logits_float", logits32, logits16, {g});
+  emit_.save(g, logits16);
+  emit_.release(g, logits32);
+  TaskId d = linear_bwd("lm_head", g, V_, h_, true);
+  emit_.release(d, logits16);
+  return rmsnorm_bwd(d, true);
+}
+
+}  // namespace orrery

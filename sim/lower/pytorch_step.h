@@ -1,0 +1,56 @@
+#pragma once
+// `training.framework: "pytorch"`: a training step as plain PyTorch eager runs a Hugging Face Llama-style model
+// (transformers' LlamaForCausalLM) under the recipe of tools/pytorch_train_step.py: fp32 parameters and gradients,
+// torch.autocast(bfloat16), scaled_dot_product_attention (fused flash kernel), AdamW(fused=True), one GPU.
+//
+// What differs from Megatron's lowering, op by op (the kernels PyTorch eager launches):
+//   - every elementwise op is its own kernel: RMSNorm in fp32 as HF writes it (pow, mean, add, rsqrt, mul, weight
+//     mul), RoPE (mul, neg, cat, mul, add, promoted to fp32 by the fp32 cos/sin), SiLU and the gate product,
+//     residual adds in fp32 (the residual stream stays fp32: embeddings are fp32 and autocast leaves adds alone);
+//   - autocast casts each linear's fp32 input to bf16 (one cast per linear, even for q, k and v sharing an input)
+//     and each weight once per forward (its cache), and keeps the bf16 weight for the backward;
+//   - weight gradients come out of the GEMM in bf16 and are cast and accumulated into the fp32 `.grad`;
+//   - the loss upcasts the bf16 logits to fp32 and runs log-softmax and NLL in fp32 (HF ForCausalLMLoss);
+//   - AdamW(fused=True) reads parameter, gradient and both moments (16 bytes) and writes three (12 bytes) per
+//     parameter; zero_grad(set_to_none) frees the gradients, so they exist only from the backward to the step.
+// Saved activations are the tensors autograd keeps for those ops (see saved_per_layer()).
+
+#include <cstdint>
+
+#include "sim/lower/context.h"
+
+namespace orrery {
+
+class PytorchStepLowering {
+ public:
+  explicit PytorchStepLowering(Emitter& emit);
+
+  TaskId embedding_forward(TaskId after);
+  TaskId embedding_backward(TaskId grad);
+  TaskId layer_forward(TaskId input);
+  TaskId layer_backward(TaskId grad);
+  TaskId head_forward(TaskId input);
+  TaskId head_backward(TaskId after);
+
+  /// Bytes autograd keeps from one layer's forward until its backward, T = b s tokens:
+  ///   two RMSNorms: input 4Th, 1/rms 4T, normalised 4Th each;  casts of the five linears' fp32 inputs 2Th each;
+  ///   SDPA: bf16 q, k, v, output 2T(H + 2K)d + 2THd, log-sum-exp 4bHs;  o_proj input 2THd;
+  ///   MLP: gate output, SiLU output, up output and their product 2Tf each.
+  Bytes saved_per_layer() const;
+
+ private:
+  TaskId rmsnorm_fwd(TaskId input, bool save_input);
+  TaskId rmsnorm_bwd(TaskId grad, bool saved_input);
+  /// An autocast linear: optional fp32->bf16 cast of the input (saved), the weight cast (kept until the backward),
+  /// the bf16 GEMM [tokens x n x k].
+  TaskId linear_fwd(const char* label, TaskId input, std::int64_t n, std::int64_t k, bool cast_input);
+  /// dgrad and wgrad of that linear, the gradient accumulated into the fp32 .grad, saved input and weight released.
+  TaskId linear_bwd(const char* label, TaskId grad, std::int64_t n, std::int64_t k, bool cast_input);
+  TaskId rope(TaskId input, std::int64_t elements);
+
+  Emitter& emit_;
+  const LoweringContext& ctx_;
+  std::int64_t T_ = 0, h_ = 0, H_ = 0, K_ = 0, d_ = 0, f_ = 0, V_ = 0;
+};
+
+}  // namespace orrery

@@ -1,0 +1,88 @@
+// training.framework "pytorch": the eager PyTorch recipe of tools/pytorch_train_step.py on a Hugging Face Llama.
+// Expected values are computed here from the model's dimensions (autograd's saved tensors, fp32 state sizes), not
+// read back from the lowering.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <variant>
+
+#include "test_support.h"
+
+using namespace orrery;
+
+namespace {
+
+Scenario llama_1b(const std::string& framework, const std::string& parallel = "{}") {
+  // Llama-3.2-1B: h 2048, 16 layers, 32 heads of 64, 8 KV heads, f 8192, vocabulary 128256, tied embeddings.
+  return test::scenario(R"({"model": {"model_type": "llama", "num_hidden_layers": 16, "hidden_size": 2048,
+      "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 64, "intermediate_size": 8192,
+      "vocab_size": 128256, "tie_word_embeddings": true},
+    "cluster": {"preset": "dgx-h200", "num_gpus": 1}, "parallel": )" + parallel + R"(,
+    "training": {"seq_length": 4096, "micro_batch_size": 4, "global_batch_size": 4, "framework": ")" + framework + R"("}})");
+}
+
+}  // namespace
+
+TEST_CASE("pytorch framework: each layer keeps what autograd saves, and everything is freed again",
+          "[sim][pytorch]") {
+  const Scenario s = llama_1b("pytorch");
+  const WorkloadGraph g = test::lowered(s);
+  REQUIRE(g.programs.size() == 1);
+  const Program& p = g.programs[0];
+  const double T = 4 * 4096, h = 2048, H = 32, K = 8, d = 64, f = 8192;
+  // Two RMSNorms (fp32 input, 1/rms, normalised), five bf16 input casts (q, k, v, gate, up), SDPA's bf16 q, k, v and
+  // output and fp32 log-sum-exp, o_proj's input, and the MLP's gate, SiLU, up and product outputs.
+  const double expected = 2 * (4 * T * h + 4 * T + 4 * T * h) + 5 * 2 * T * h + 2 * T * (H + 2 * K) * d +
+                          2 * T * H * d + 4 * 4 * H * 4096 + 2 * T * H * d + 4 * 2 * T * f;
+  double layer0 = 0;
+  std::map<MemoryKind, double> net;
+  for (const Task& t : p.tasks) {
+    if (t.layer == 0 && t.phase == Phase::kForward && t.start_kind == MemoryKind::kActivations) layer0 += t.start_bytes;
+    if (t.layer == 0 && t.phase == Phase::kForward && t.end_kind == MemoryKind::kActivations) layer0 += t.end_bytes;
+    net[t.start_kind] += t.start_bytes;
+    net[t.end_kind] += t.end_bytes;
+  }
+  CHECK(layer0 == Approx(expected));
+  CHECK(net[MemoryKind::kActivations] == 0);
+  CHECK(net[MemoryKind::kGradients] == 0);  // .grad created in the backward, freed by zero_grad(set_to_none)
+  CHECK(net[MemoryKind::kWeights] == 0);    // autocast's bf16 weight copies, freed by each linear's backward
+}
+
+TEST_CASE("pytorch framework: fp32 parameters and AdamW moments, no static gradients", "[sim][pytorch]") {
+  const Scenario s = llama_1b("pytorch");
+  const WorkloadGraph graph = test::lowered(s);
+  const Program& p = graph.programs[0];
+  // Parameters: embedding (tied head) V h, per layer q/o 2 h^2, k/v 2 h (K d), MLP 3 h f, two norms; final norm.
+  const double h = 2048, params = 128256 * h + 16 * (2 * h * h + 2 * h * 512 + 3 * h * 8192 + 2 * h) + h;
+  CHECK(static_cast<double>(p.static_memory[static_cast<std::size_t>(MemoryKind::kWeights)]) == Approx(4 * params));
+  CHECK(static_cast<double>(p.static_memory[static_cast<std::size_t>(MemoryKind::kOptimizer)]) == Approx(8 * params));
+  CHECK(p.static_memory[static_cast<std::size_t>(MemoryKind::kGradients)] == 0);
+}
+
+TEST_CASE("pytorch framework: the same GEMMs as Megatron, more memory traffic, a slower step", "[sim][pytorch]") {
+  const auto gemm_flops = [](const Scenario& s) {
+    double flops = 0;
+    const WorkloadGraph graph = test::lowered(s);
+    const Program& p = graph.programs[0];
+    for (const Task& t : p.tasks) {
+      if (const auto* g = std::get_if<GemmShape>(&p.ops[static_cast<std::size_t>(t.op)])) flops += g->flops();
+    }
+    return flops;
+  };
+  const Scenario eager = llama_1b("pytorch"), megatron = llama_1b("megatron");
+  CHECK(gemm_flops(eager) == Approx(gemm_flops(megatron)));
+  const double t_eager = predict(eager).report.iteration_time, t_megatron = predict(megatron).report.iteration_time;
+  CHECK(t_eager > 1.1 * t_megatron);
+}
+
+TEST_CASE("pytorch framework refuses what its recipe does not run", "[sim][pytorch]") {
+  CHECK(test::scenario_error(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 2},
+      "parallel": {"tp": 2}, "training": {"seq_length": 4096, "framework": "pytorch"}})")
+            .find("not modelled yet: parallel (tp 2 pp 1 cp 1 ep 1 dp 1) training.framework \"pytorch\" covers one GPU") == 0);
+  CHECK(test::scenario_error(R"({"model": "gpt3-175b", "cluster": {"preset": "dgx-h100", "num_gpus": 1},
+      "training": {"seq_length": 2048, "framework": "pytorch"}})")
+            .find("lowers Llama-style models only") != std::string::npos);
+  CHECK(test::scenario_error(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 1},
+      "training": {"seq_length": 4096, "framework": "jax"}})")
+            .find("training.framework (jax)") != std::string::npos);
+}
