@@ -120,6 +120,25 @@ def main():
     r = run(orrery, "compare", "--kineto", trace, "--skip-steps", "3", one_gpu)
     expect(r.returncode == 2 and "--skip-steps" in r.stderr, f"compare --skip-steps 3: exit {r.returncode}")
 
+    # compare --measured: the prediction's own timeline with every GEMM 20% longer reads as GEMMs 1/1.2 - 1 = -16.7% off.
+    tl = os.path.join(tmp, "pred_timeline.json")
+    r = run(orrery, "predict", one_gpu, "--timeline", tl)
+    if r.returncode == 0:
+        doc = json.load(open(tl))
+        for t in doc["tasks"]:
+            if t["kind"] == "gemm":
+                t["end_s"] = t["start_s"] + 1.2 * (t["end_s"] - t["start_s"])
+        doc["source"] = "test: prediction with GEMMs 20% longer"
+        meas = os.path.join(tmp, "measured_timeline.json")
+        json.dump(doc, open(meas, "w"))
+        r = run(orrery, "compare", "--measured", meas, one_gpu)
+        gemm_row = re.search(r"^\s+gemm\s+[\d.]+\s+[\d.]+\s+(\S+)", r.stdout, re.M)
+        expect(r.returncode == 0 and gemm_row is not None and gemm_row.group(1) == "-16.7%" and
+               re.search(r"^\s+attention\s+[\d.]+\s+[\d.]+\s+\+0\.0%", r.stdout, re.M) is not None,
+               f"compare --measured: exit {r.returncode}: {r.stdout[:800]} {r.stderr[:200]}")
+    r = run(orrery, "compare", "--kineto", trace, "--measured", tl, one_gpu)
+    expect(r.returncode == 2 and "exactly one measurement" in r.stderr, f"compare with two measurements: exit {r.returncode}")
+
     for p in problems:
         print(p)
     print(f"cli: {len(problems)} problem(s)")

@@ -1,8 +1,11 @@
-// `orrery compare --kineto TRACE.json[.gz] SCENARIO.json`: a real training step's PyTorch profiler trace against
-// the prediction for the same scenario, by kernel class: GPU time per step of GEMMs, attention, other kernels
-// (elementwise, norms, optimizer) and communication, and the step time. Measured figures are medians over the
-// traced steps after `--skip-steps` warm-up steps; predicted figures are the simulated rank's busy time per class
-// (pipeline stage 0) and the iteration time.
+// `orrery compare SCENARIO.json` with one measurement:
+//   --kineto TRACE.json[.gz]: a real training step's PyTorch profiler trace against the prediction, by kernel class:
+//     GPU time per step of GEMMs, attention, communication and other kernels, and the step time. Measured figures
+//     are medians over the traced steps after `--skip-steps` warm-up steps; predicted figures are the simulated
+//     rank's busy time per class (pipeline stage 0) and the iteration time.
+//   --measured TIMELINE.json: a measured timeline in the simulator's own format (the reference executor's) lined up
+//     task by task with the prediction's (calibrate/timeline_compare.h): per op kind and per layer, iteration time,
+//     peak memory, and the largest misses.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,6 +13,9 @@
 #include <memory>
 
 #include "calibrate/kineto_trace.h"
+#include "calibrate/timeline_compare.h"
+#include "models/json_fields.h"
+#include "tools/orrery/outputs.h"
 #include "hardware/gpu_profile.h"
 #include "models/error.h"
 #include "sim/predict.h"
@@ -20,8 +26,8 @@ namespace orrery::cli {
 namespace {
 
 struct CompareArgs {
-  std::string kineto, scenario, profile;
-  int skip_steps = 1;
+  std::string kineto, measured, scenario, profile;
+  int skip_steps = 1, misses = 10;
 };
 
 double median(std::vector<double> v) {
@@ -42,8 +48,45 @@ std::string error_pct(double predicted, double measured) {
   return fmt::format("{:+.1f}%", 100.0 * (predicted - measured) / measured);
 }
 
+void run_timeline_compare(const CompareArgs& a) {
+  const Timeline measured = parse_timeline(read_json_file(a.measured, "--measured"), a.measured);
+  const Scenario scenario = load_scenario(a.scenario);
+  const CostParams params = cost_params_with_profile(a.profile);
+  PredictOptions options;
+  options.params = &params;
+  const Prediction p = predict(scenario, options);
+  Timeline predicted = parse_timeline(timeline_json(p), "prediction");
+  predicted.peak_memory = p.report.peak_memory;
+  const TimelineComparison c = compare_timelines(predicted, measured, a.misses);
+  std::cout << fmt::format("measured   {} ({}): {} tasks\npredicted  {} ({}): {} tasks\n", a.measured, measured.source,
+                           measured.tasks.size(), a.scenario, scenario.name, predicted.tasks.size());
+  std::cout << fmt::format("matched {} tasks; {} only predicted, {} only measured\n\n", c.matched, c.only_predicted,
+                           c.only_measured);
+  const auto row = [](const std::string& what, const TimePair& t) {
+    return fmt::format("{:<28} {:>12.6f} {:>12.6f} {:>9}\n", what, t.predicted, t.measured,
+                       t.measured > 0 ? fmt::format("{:+.1f}%", 100 * t.error()) : "");
+  };
+  std::cout << fmt::format("{:<28} {:>12} {:>12} {:>9}\n", "", "predicted s", "measured s", "error");
+  std::cout << row("iteration time", c.iteration);
+  if (c.measured_peak > 0) {
+    std::cout << fmt::format("{:<28} {:>12.3f} {:>12.3f} {:>9}\n", "peak memory (GiB)", c.predicted_peak / 1073741824.0,
+                             c.measured_peak / 1073741824.0,
+                             fmt::format("{:+.1f}%", 100.0 * (static_cast<double>(c.predicted_peak) - static_cast<double>(c.measured_peak)) /
+                                                         static_cast<double>(c.measured_peak)));
+  }
+  std::cout << "\nby op kind (summed task time)\n";
+  for (const auto& [kind, t] : c.by_kind) std::cout << row("  " + kind, t);
+  std::cout << "\nby layer (summed task time; -1: embedding, head, optimizer)\n";
+  for (const auto& [layer, t] : c.by_layer) std::cout << row(fmt::format("  layer {}", layer), t);
+  std::cout << fmt::format("\n{} largest misses\n", c.largest_misses.size());
+  for (const TaskMiss& m : c.largest_misses) std::cout << row("  " + m.name + " " + m.phase, m.time);
+}
+
 void run_compare(const CompareArgs& a) {
-  require(!a.kineto.empty(), "--kineto", "missing", "names the PyTorch profiler trace to compare with");
+  require(a.kineto.empty() != a.measured.empty(), "--kineto/--measured", a.kineto.empty() ? "neither" : "both",
+          "give exactly one measurement: a PyTorch profiler trace or a measured timeline");
+  require(a.misses >= 1 && a.misses <= 100000, "--misses", std::to_string(a.misses), "must be in 1..100000");
+  if (!a.measured.empty()) return run_timeline_compare(a);
   const KinetoTrace trace = read_kineto_trace(a.kineto);
   require(!trace.steps.empty(), "--kineto", a.kineto, "has no ProfilerStep#N annotations (profile with a schedule)");
   require(a.skip_steps >= 0 && a.skip_steps < static_cast<int>(trace.steps.size()), "--skip-steps",
@@ -85,8 +128,8 @@ void run_compare(const CompareArgs& a) {
                              trace.memcpy_time, "");
   }
   std::cout << "\nGPU time per class sums kernels launched in each step's window; predicted figures are the busy time\n"
-               "of the simulated rank of pipeline stage 0. Per-layer alignment and the ten largest misses need a trace\n"
-               "of the same model (issue 7's tools/ script), not yet recorded.\n";
+               "of the simulated rank of pipeline stage 0. For task-by-task alignment use --measured with a timeline\n"
+               "from the reference executor.\n";
 }
 
 }  // namespace
@@ -95,7 +138,9 @@ void add_compare_command(CLI::App& app) {
   auto a = std::make_shared<CompareArgs>();
   CLI::App* cmd = app.add_subcommand("compare", "compare a measured training step with the prediction");
   cmd->add_option("scenario", a->scenario, "scenario of the measured run")->required();
-  cmd->add_option("--kineto", a->kineto, "PyTorch profiler (Kineto) trace, .json or .json.gz")->required();
+  cmd->add_option("--kineto", a->kineto, "PyTorch profiler (Kineto) trace, .json or .json.gz");
+  cmd->add_option("--measured", a->measured, "measured timeline in the simulator's format (orrery-execute --out)");
+  cmd->add_option("--misses", a->misses, "how many of the largest per-task misses to list (default 10)");
   cmd->add_option("--skip-steps", a->skip_steps, "profiler steps to skip as warm-up (default 1)");
   cmd->add_option("--profile", a->profile, "price ops from a measured GPU profile (calibrate/) where it covers them");
   cmd->callback([a] { run_compare(*a); });
