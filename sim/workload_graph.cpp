@@ -1,5 +1,7 @@
 #include "sim/workload_graph.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
 #include <cassert>
@@ -12,6 +14,18 @@ std::size_t WorkloadGraph::num_tasks() const {
   std::size_t n = 0;
   for (const auto& p : programs) n += p.tasks.size();
   return n;
+}
+
+std::string task_name(const Program& program, const Task& t) {
+  std::string kind;
+  if (const auto* c = std::get_if<CollectiveOp>(&program.ops[static_cast<std::size_t>(t.op)])) {
+    kind = to_string(c->kind);
+  } else {
+    kind = to_string(t.kind);
+  }
+  std::string name = t.layer >= 0 ? fmt::format("L{} {} {}", t.layer, t.label, kind) : fmt::format("{} {}", t.label, kind);
+  if (t.microbatch >= 0) name += fmt::format(" mb{}", t.microbatch);
+  return name;
 }
 
 const char* to_string(TaskKind kind) {

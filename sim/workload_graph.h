@@ -122,6 +122,9 @@ struct WorkloadGraph {
   std::size_t num_tasks() const;
 };
 
+/// A task's name in timelines and traces: "L3 q_proj gemm mb0" (layer, label, kind or collective, micro-batch).
+std::string task_name(const Program& program, const Task& task);
+
 const char* to_string(TaskKind kind);
 const char* to_string(Phase phase);
 const char* to_string(Stream stream);

@@ -4,7 +4,8 @@ iteration time, peak memory, and a Kineto trace for `orrery compare --kineto`.
 
 The recipe (what `training.framework: "pytorch"` in a scenario means, sim/lower/pytorch_layer.h):
   - model: transformers' LlamaForCausalLM built from the scenario's `model` block (Hugging Face config keys), random
-    weights, no downloads; attn_implementation "sdpa" (PyTorch's fused scaled-dot-product attention); eager mode
+    weights, no downloads, use_cache=False; attn_implementation "sdpa" (PyTorch's fused scaled-dot-product
+    attention); eager mode
   - parameters and gradients in fp32; forward and loss under torch.autocast(device_type="cuda", dtype=bfloat16)
   - torch.optim.AdamW(fused=True); gradients set to None after each step
   - input: random token ids, micro_batch_size x seq_length, labels = inputs (HF shifts them)
@@ -49,6 +50,7 @@ def main():
 
     model_cfg.pop("name", None)
     model_cfg["model_type"] = "llama"
+    model_cfg["use_cache"] = False  # a training step needs no KV cache (the config default would build one)
     config = transformers.LlamaConfig(**{k: v for k, v in model_cfg.items() if k != "model_type"})
     config._attn_implementation = "sdpa"
     torch.manual_seed(0)

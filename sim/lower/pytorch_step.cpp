@@ -23,9 +23,8 @@ Bytes PytorchStepLowering::saved_per_layer() const {
   const Bytes norms = 2 * (kF32 * T_ * h_ + kF32 * T_ + kF32 * T_ * h_);
   const Bytes casts = 5 * kBf16 * T_ * h_;
   const Bytes sdpa = kBf16 * T_ * (H_ + 2 * K_) * d_ + kBf16 * T_ * H_ * d_ + kF32 * ctx_.batch * H_ * ctx_.seq;
-  const Bytes o_proj = kBf16 * T_ * H_ * d_;
   const Bytes mlp = 4 * kBf16 * T_ * f_;
-  return norms + casts + sdpa + o_proj + mlp;
+  return norms + casts + sdpa + mlp;
 }
 
 // ---- building blocks ----
@@ -46,20 +45,25 @@ TaskId PytorchStepLowering::rmsnorm_fwd(TaskId input, bool save_input) {
 }
 
 TaskId PytorchStepLowering::rmsnorm_bwd(TaskId grad, bool saved_input) {
+  // Autograd's kernels for weight * (x * rsqrt(mean(x^2) + eps)), each a separate launch.
   const Bytes x = kF32 * T_ * h_, row = kF32 * T_;
-  TaskId t = emit_.elementwise("rmsnorm_weight", x, x, {grad});          // dy * weight
   {
     const Phase p = emit_.phase();
     emit_.set_phase(Phase::kBackwardWeight);
-    const TaskId w = emit_.elementwise("rmsnorm_weight", 2 * x, kF32 * h_);  // sum(dy * normalised) -> weight .grad
+    emit_.elementwise("rmsnorm_weight", 2 * x, x, {grad});                 // dy * normalised
+    const TaskId w = emit_.elementwise("rmsnorm_weight", x, kF32 * h_);   // summed over tokens -> weight .grad
     if (emit_.microbatch() <= 0) emit_.builder().alloc_at_start(w, MemoryKind::kGradients, kF32 * h_);
     emit_.set_phase(p);
   }
+  TaskId t = emit_.elementwise("rmsnorm_weight", x, x, {grad});          // dy * weight
   t = emit_.elementwise("rmsnorm_mul", x + row, x);                      // d(normalised) * rsqrt
-  t = emit_.elementwise("rmsnorm_mul", 2 * x, row);                      // sum(d(normalised) * x) -> d rsqrt
-  t = emit_.elementwise("rmsnorm_rsqrt", 2 * row, row);
+  t = emit_.elementwise("rmsnorm_mul", 2 * x, x);                        // d(normalised) * x
+  t = emit_.elementwise("rmsnorm_sum", x, row);                          // summed per row -> d rsqrt
+  for (int k = 0; k < 3; ++k) t = emit_.elementwise("rmsnorm_rsqrt", 2 * row, row);  // rsqrt' and the chain
   t = emit_.elementwise("rmsnorm_mean", row, x);                          // expand d var / h
-  t = emit_.elementwise("rmsnorm_pow", 2 * x, x);                         // 2 x d var
+  t = emit_.elementwise("rmsnorm_pow", x, x);                             // pow(x, 1)
+  t = emit_.elementwise("rmsnorm_pow", x, x);                             // times 2
+  t = emit_.elementwise("rmsnorm_pow", 2 * x, x);                         // times the incoming gradient
   t = emit_.elementwise("rmsnorm_add", 2 * x, x);                         // both paths into dx
   emit_.release(t, x + row + (saved_input ? x : 0));
   return t;
@@ -77,17 +81,20 @@ TaskId PytorchStepLowering::linear_fwd(const char* label, TaskId input, std::int
   return emit_.gemm(label, GemmShape{T_, n, k, 1, DType::kBf16}, {x, w});
 }
 
-TaskId PytorchStepLowering::linear_bwd(const char* label, TaskId grad, std::int64_t n, std::int64_t k, bool cast_input) {
+TaskId PytorchStepLowering::linear_bwd(const char* label, TaskId grad, std::int64_t n, std::int64_t k, bool cast_input,
+                                       bool release_input) {
   const TaskId dgrad = emit_.gemm(label, GemmShape{T_, k, n, 1, DType::kBf16}, {grad});
   emit_.builder().free_at_end(dgrad, MemoryKind::kWeights, kBf16 * n * k);  // the cached bf16 weight
   const Phase p = emit_.phase();
   emit_.set_phase(Phase::kBackwardWeight);
   const TaskId wgrad = emit_.gemm(label, GemmShape{n, k, T_, 1, DType::kBf16});
-  emit_.release(wgrad, kBf16 * T_ * k);  // the saved (cast) input
+  if (release_input) emit_.release(wgrad, kBf16 * T_ * k);  // the saved (cast) input
+  emit_.builder().alloc_at_start(wgrad, MemoryKind::kGradients, kBf16 * n * k);  // the bf16 weight gradient
   // The bf16 weight gradient is cast and accumulated into the fp32 .grad, which the first micro-batch creates.
   const bool first = emit_.microbatch() <= 0;
   const TaskId acc = emit_.elementwise("grad_accumulate", kBf16 * n * k + (first ? 0 : kF32 * n * k), kF32 * n * k);
   if (first) emit_.builder().alloc_at_start(acc, MemoryKind::kGradients, kF32 * n * k);
+  emit_.builder().free_at_end(acc, MemoryKind::kGradients, kBf16 * n * k);
   emit_.set_phase(p);
   if (!cast_input) return dgrad;
   return emit_.elementwise("autocast_input", kBf16 * T_ * k, kF32 * T_ * k, {dgrad});  // the cast's backward
@@ -100,6 +107,23 @@ TaskId PytorchStepLowering::rope(TaskId input, std::int64_t e) {
   t = emit_.elementwise("rope_cat", kBf16 * e, kBf16 * e);
   t = emit_.elementwise("rope_mul", kBf16 * e, kF32 * e);
   return emit_.elementwise("rope_add", 2 * kF32 * e, kF32 * e);
+}
+
+TaskId PytorchStepLowering::rope_bwd(TaskId grad, std::int64_t e) {
+  // Backward of q * cos + rotate_half(q) * sin with an fp32 gradient and a bf16 q: each mixed-dtype product's
+  // gradient is an fp32 multiply then a cast to bf16; rotate_half's cat and slices scatter into zero-filled
+  // tensors; neg; and the two bf16 paths are summed.
+  TaskId t = emit_.elementwise("rope_mul", kF32 * e, kF32 * e, {grad});
+  t = emit_.elementwise("rope_cast", kF32 * e, kBf16 * e);
+  t = emit_.elementwise("rope_mul", kF32 * e, kF32 * e);
+  t = emit_.elementwise("rope_cast", kF32 * e, kBf16 * e);
+  t = emit_.elementwise("rope_neg", kBf16 * e / 2, kBf16 * e / 2);
+  for (int half = 0; half < 2; ++half) {
+    t = emit_.elementwise("rope_slice_zero", 0, kBf16 * e);
+    t = emit_.elementwise("rope_slice_copy", kBf16 * e / 2, kBf16 * e / 2);
+  }
+  t = emit_.elementwise("rope_add", 2 * kBf16 * e, kBf16 * e);
+  return emit_.elementwise("rope_add", 2 * kBf16 * e, kBf16 * e);
 }
 
 // ---- the layer ----
@@ -122,10 +146,10 @@ TaskId PytorchStepLowering::layer_forward(TaskId input) {
   a.head_dim_qk = a.head_dim_v = d_;
   a.causal = true;
   a.dtype = DType::kBf16;
+  // The flash kernel's output is already [b, s, H, d]: transpose(1, 2).reshape copies nothing, and o_proj keeps
+  // the same storage SDPA keeps.
   TaskId o = emit_.attention("attention", a, {qr, kr, vp});
   emit_.save(o, kBf16 * T_ * (q + 2 * kv) + kBf16 * T_ * q + kF32 * ctx_.batch * H_ * ctx_.seq);
-  o = emit_.elementwise("attention_transpose", kBf16 * T_ * q, kBf16 * T_ * q);  // transpose(1, 2).reshape
-  emit_.save(o, kBf16 * T_ * q);
   o = linear_fwd("o_proj", o, h_, q, false);
   TaskId r = emit_.elementwise("residual_add", kF32 * T_ * h_ + kBf16 * T_ * h_, kF32 * T_ * h_, {o});
   x = rmsnorm_fwd(r, true);
@@ -156,8 +180,7 @@ TaskId PytorchStepLowering::layer_backward(TaskId grad) {
   g = emit_.elementwise("residual_grad_add", 2 * kF32 * T_ * h_, kF32 * T_ * h_, {g, grad});
   const TaskId r = g;
   g = emit_.elementwise("residual_add", kF32 * T_ * h_, kBf16 * T_ * h_, {g});
-  g = linear_bwd("o_proj", g, h_, q, false);
-  g = emit_.elementwise("attention_transpose", kBf16 * T_ * q, kBf16 * T_ * q, {g});
+  g = linear_bwd("o_proj", g, h_, q, false, false);
   AttentionShape a;
   a.batch = ctx_.batch;
   a.heads = H_;
@@ -169,10 +192,17 @@ TaskId PytorchStepLowering::layer_backward(TaskId grad) {
   a.dtype = DType::kBf16;
   g = emit_.attention("attention", a, {g});
   emit_.release(g, kBf16 * T_ * (q + 2 * kv) + kBf16 * T_ * q + kF32 * ctx_.batch * H_ * ctx_.seq);
+  if (K_ < H_) {
+    // GQA: the flash backward writes dK and dV for every query head, then sums each group.
+    emit_.save(g, 2 * kBf16 * T_ * q);
+    const TaskId sum = emit_.elementwise("attention_gqa_grad_sum", 2 * kBf16 * T_ * q, 2 * kBf16 * T_ * kv);
+    emit_.release(sum, 2 * kBf16 * T_ * q);
+    g = sum;
+  }
   TaskId gq = emit_.elementwise("autocast_input", kBf16 * T_ * q, kF32 * T_ * q, {g});
   TaskId gk = emit_.elementwise("autocast_input", kBf16 * T_ * kv, kF32 * T_ * kv, {g});
-  gq = rope(gq, T_ * q);  // the same five kernels backwards, fp32 in, bf16 out: about the same traffic
-  gk = rope(gk, T_ * kv);
+  gq = rope_bwd(gq, T_ * q);
+  gk = rope_bwd(gk, T_ * kv);
   const TaskId a1 = linear_bwd("q_proj", gq, q, h_, true);
   const TaskId a2 = linear_bwd("k_proj", gk, kv, h_, true);
   const TaskId a3 = linear_bwd("v_proj", g, kv, h_, true);

@@ -13,7 +13,8 @@
 //   - the loss upcasts the bf16 logits to fp32 and runs log-softmax and NLL in fp32 (HF ForCausalLMLoss);
 //   - AdamW(fused=True) reads parameter, gradient and both moments (16 bytes) and writes three (12 bytes) per
 //     parameter; zero_grad(set_to_none) frees the gradients, so they exist only from the backward to the step.
-// Saved activations are the tensors autograd keeps for those ops (see saved_per_layer()).
+// Saved activations are the tensors autograd keeps for those ops (see saved_per_layer()). The model is built with
+// use_cache=False (a training step needs no KV cache; with the config default transformers would build one).
 
 #include <cstdint>
 
@@ -34,7 +35,7 @@ class PytorchStepLowering {
 
   /// Bytes autograd keeps from one layer's forward until its backward, T = b s tokens:
   ///   two RMSNorms: input 4Th, 1/rms 4T, normalised 4Th each;  casts of the five linears' fp32 inputs 2Th each;
-  ///   SDPA: bf16 q, k, v, output 2T(H + 2K)d + 2THd, log-sum-exp 4bHs;  o_proj input 2THd;
+  ///   SDPA: bf16 q, k, v, output 2T(H + 2K)d + 2THd, log-sum-exp 4bHs (o_proj keeps the same output storage);
   ///   MLP: gate output, SiLU output, up output and their product 2Tf each.
   Bytes saved_per_layer() const;
 
@@ -45,8 +46,11 @@ class PytorchStepLowering {
   /// the bf16 GEMM [tokens x n x k].
   TaskId linear_fwd(const char* label, TaskId input, std::int64_t n, std::int64_t k, bool cast_input);
   /// dgrad and wgrad of that linear, the gradient accumulated into the fp32 .grad, saved input and weight released.
-  TaskId linear_bwd(const char* label, TaskId grad, std::int64_t n, std::int64_t k, bool cast_input);
+  /// `release_input` false when the saved input belongs to another op (o_proj shares SDPA's output).
+  TaskId linear_bwd(const char* label, TaskId grad, std::int64_t n, std::int64_t k, bool cast_input,
+                    bool release_input = true);
   TaskId rope(TaskId input, std::int64_t elements);
+  TaskId rope_bwd(TaskId grad, std::int64_t elements);
 
   Emitter& emit_;
   const LoweringContext& ctx_;

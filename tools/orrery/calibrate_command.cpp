@@ -12,6 +12,7 @@
 #include "calibrate/calibration_plan.h"
 #include "calibrate/nccl_import.h"
 #include "calibrate/raw_profile.h"
+#include "calibrate/workload_export.h"
 #include "models/json_fields.h"
 #include "models/error.h"
 #include "tools/orrery/commands.h"
@@ -100,6 +101,21 @@ void run_fit(const FitArgs& a) {
   std::cout << fmt::format("wrote {}\n", a.out);
 }
 
+struct ExportArgs {
+  std::string scenario, out;
+};
+
+void run_export(const ExportArgs& a) {
+  const Scenario scenario = load_scenario(a.scenario);
+  const Prediction p = predict(scenario);
+  const bench::WorkloadFile w = export_workload(p);
+  std::ofstream out(a.out);
+  if (!out) throw Error::io(a.out, "cannot be written");
+  out << "# " << scenario.name << ": orrery calibrate export-workload " << a.scenario << "\n" << bench::format_workload(w);
+  std::cout << fmt::format("wrote {}: {} tasks (predicted iteration {:.6f} s, peak {:.3f} GiB)\n", a.out, w.tasks.size(),
+                           p.report.iteration_time, static_cast<double>(p.report.peak_memory) / 1073741824.0);
+}
+
 }  // namespace
 
 void add_calibrate_command(CLI::App& app) {
@@ -128,6 +144,12 @@ void add_calibrate_command(CLI::App& app) {
   fit->add_option("--attention", f->attention, "attention measurements (tools/calibrate_attention.py --out)");
   fit->add_option("--out", f->out, "profile JSON to write")->required();
   fit->callback([f] { run_fit(*f); });
+
+  auto e = std::make_shared<ExportArgs>();
+  CLI::App* exp = cmd->add_subcommand("export-workload", "write a one-GPU scenario's program for orrery-execute");
+  exp->add_option("scenario", e->scenario, "scenario file (one GPU)")->required();
+  exp->add_option("--out", e->out, "workload file to write")->required();
+  exp->callback([e] { run_export(*e); });
 }
 
 }  // namespace orrery::cli

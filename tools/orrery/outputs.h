@@ -23,7 +23,4 @@ nlohmann::json chrome_trace(const Prediction& prediction);
 /// end_s, and "memory", each recorded rank's live bytes over time.
 nlohmann::json timeline_json(const Prediction& prediction);
 
-/// "L12 qkv gemm mb3" style display name of a task of `program`.
-std::string task_name(const Program& program, const Task& task);
-
 }  // namespace orrery::cli

@@ -6,18 +6,6 @@ namespace orrery::cli {
 
 using nlohmann::json;
 
-std::string task_name(const Program& program, const Task& t) {
-  std::string kind;
-  if (const auto* c = std::get_if<CollectiveOp>(&program.ops[static_cast<std::size_t>(t.op)])) {
-    kind = to_string(c->kind);
-  } else {
-    kind = to_string(t.kind);
-  }
-  std::string name = t.layer >= 0 ? fmt::format("L{} {} {}", t.layer, t.label, kind) : fmt::format("{} {}", t.label, kind);
-  if (t.microbatch >= 0) name += fmt::format(" mb{}", t.microbatch);
-  return name;
-}
-
 json chrome_trace(const Prediction& p) {
   json events = json::array();
   for (std::size_t i = 0; i < p.instances.instances.size(); ++i) {
