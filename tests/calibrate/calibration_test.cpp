@@ -136,7 +136,7 @@ TEST_CASE("the calibration plan holds the GEMM shapes sim/ lowers, and the commi
   REQUIRE(plan.attention.size() == 1);
   CHECK(plan.attention[0] == bench::PlanAttention{4, 32, 8, 4096, 64, true, "bf16"});
 
-  // The committed default plan is what tools/make-calibration-plan.sh writes from its scenarios today.
+  // The committed default plan is what tools/make-gpu-inputs.sh writes from its scenarios today.
   std::vector<Scenario> scenarios;
   for (const char* f : {"measured/h200-llama-0.5b.json", "measured/h200-llama-1b.json", "measured/h200-llama-3b.json",
                         "examples/llama3-70b-64xh100.json", "validation/nemo2407-h100-fp8-llama3-8b-8gpu.json"}) {

@@ -2,6 +2,8 @@
 // unchanged; its memory effects and operations match the graph's; bad files are refused by line.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -47,6 +49,19 @@ TEST_CASE("a one-GPU program exports to the workload file and reads back", "[cal
   }
   CHECK(back.static_bytes == w.static_bytes);
   CHECK(w.static_bytes[0] == prog.static_memory[0]);
+}
+
+TEST_CASE("the committed workloads are what the lowering exports today", "[calibrate][workload]") {
+  // tools/make-gpu-inputs.sh writes them for GPU sessions, whose machines cannot build orrery.
+  for (const char* m : {"llama-0.5b", "llama-1b", "llama-3b"}) {
+    INFO(m);
+    const Scenario s = load_scenario(test::source_dir() / "scenarios" / "measured" / (std::string("h200-") + m + ".json"));
+    const std::string fresh = bench::format_workload(export_workload(predict(s)));
+    std::ifstream in(test::source_dir() / "scenarios" / "measured" / "workloads" / (std::string("h200-") + m + ".workload"));
+    std::string committed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    committed.erase(0, committed.find('\n') + 1);  // the comment line naming the command
+    CHECK(committed == fresh);
+  }
 }
 
 TEST_CASE("a plan over several GPUs is not exported, and bad workload files are refused by line",

@@ -1,0 +1,293 @@
+#include "calibrate/cuda/executor.h"
+
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "calibrate/cuda/device_buffer.h"
+#include "calibrate/cuda/check.h"
+
+namespace orrery::bench {
+
+namespace {
+
+// Reads `in_vectors` and writes `out_vectors` 16-byte vectors, cycling through buffers of `cap` vectors (1 GiB:
+// far past the L2 cache, so every pass is HBM traffic) when a task moves more than that.
+__global__ void stream_kernel(const float4* __restrict__ in, std::size_t in_vectors, float4* __restrict__ out,
+                              std::size_t out_vectors, std::size_t cap) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  const std::size_t first = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  const std::size_t n = in_vectors > out_vectors ? in_vectors : out_vectors;
+  for (std::size_t i = first; i < n; i += stride) {
+    const float4 v = i < in_vectors ? in[i % cap] : make_float4(1, 1, 1, 1);
+    if (i < out_vectors) out[i % cap] = make_float4(v.x * 0.5f, v.y, v.z, v.w);
+  }
+}
+
+constexpr std::size_t kStreamCap = std::size_t{1} << 30;
+
+struct LtDeleter {
+  void operator()(cublasLtMatmulDescOpaque_t* p) const { cublasLtMatmulDescDestroy(p); }
+  void operator()(cublasLtMatrixLayoutOpaque_t* p) const { cublasLtMatrixLayoutDestroy(p); }
+};
+
+// A prepared cuBLASLt matmul: D[m x n] = A^T B, batched with strides when batch > 1.
+struct Matmul {
+  std::unique_ptr<cublasLtMatmulDescOpaque_t, LtDeleter> op;
+  std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LtDeleter> a, b, d;
+  cublasLtMatmulAlgo_t algo{};
+  std::size_t in_bytes = 2, out_bytes = 2;
+};
+
+class Runner {
+ public:
+  Runner(const WorkloadFile& w) : w_(w) {
+    ORRERY_CUBLAS(cublasLtCreate(&lt_));
+    ORRERY_CUDA(cudaMalloc(&workspace_, kWorkspace));
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = 0;
+    ORRERY_CUDA(cudaMemPoolCreate(&pool_, &props));
+    std::size_t a = 1, b = 1, d = 1;
+    for (const WorkloadTask& t : w.tasks) {
+      for (const auto& [m, n, k, batch, es] : gemm_shapes(t)) {
+        a = std::max(a, static_cast<std::size_t>(m * k * batch) * es);
+        b = std::max(b, static_cast<std::size_t>(k * n * batch) * es);
+        d = std::max(d, static_cast<std::size_t>(m * n * batch) * std::max<std::size_t>(es, 2));
+      }
+    }
+    for (auto* p : {&a_, &b_, &d_, &read_, &write_}) *p = nullptr;
+    ORRERY_CUDA(cudaMalloc(&a_, a));
+    ORRERY_CUDA(cudaMalloc(&b_, b));
+    ORRERY_CUDA(cudaMalloc(&d_, d));
+    ORRERY_CUDA(cudaMalloc(&read_, kStreamCap));
+    ORRERY_CUDA(cudaMalloc(&write_, kStreamCap));
+    fill_random(a_, a / 2, ElementType::kBf16, 1, nullptr);
+    fill_random(b_, b / 2, ElementType::kBf16, 2, nullptr);
+    fill_random(read_, kStreamCap / 4, ElementType::kF32, 3, nullptr);
+    ORRERY_CUDA(cudaDeviceSynchronize());
+  }
+
+  ~Runner() {
+    for (void* p : {a_, b_, d_, read_, write_, workspace_}) {
+      if (p) cudaFree(p);
+    }
+    for (auto& [name, s] : streams_) cudaStreamDestroy(s);
+    if (pool_) cudaMemPoolDestroy(pool_);
+    if (lt_) cublasLtDestroy(lt_);
+  }
+
+  Execution run() {
+    Execution out;
+    const std::size_t n = w_.tasks.size();
+    std::vector<cudaEvent_t> start(n), end(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      ORRERY_CUDA(cudaEventCreate(&start[i]));
+      ORRERY_CUDA(cudaEventCreate(&end[i]));
+    }
+    cudaStream_t compute = stream("compute");
+    std::uint64_t zero = 0;
+    ORRERY_CUDA(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrUsedMemHigh, &zero));
+    cudaEvent_t origin = nullptr;
+    ORRERY_CUDA(cudaEventCreate(&origin));
+    const char* kinds[] = {"weights", "gradients", "optimizer", "activations", "other"};
+    for (int k = 0; k < 5; ++k) allocate(kinds[k], w_.static_bytes[static_cast<std::size_t>(k)], compute);
+    ORRERY_CUDA(cudaEventRecord(origin, compute));
+    for (std::size_t i = 0; i < n; ++i) {
+      const WorkloadTask& t = w_.tasks[i];
+      cudaStream_t s = stream(t.stream);
+      for (int dep : t.deps) {
+        if (w_.tasks[static_cast<std::size_t>(dep)].stream != t.stream) {
+          ORRERY_CUDA(cudaStreamWaitEvent(s, end[static_cast<std::size_t>(dep)], 0));
+        }
+      }
+      if (i == 0) ORRERY_CUDA(cudaStreamWaitEvent(s, origin, 0));
+      allocate(t.start_kind, t.start_bytes, s);
+      ORRERY_CUDA(cudaEventRecord(start[i], s));
+      work(t, s);
+      ORRERY_CUDA(cudaEventRecord(end[i], s));
+      release(t.end_kind, -t.end_bytes, s);
+    }
+    ORRERY_CUDA(cudaDeviceSynchronize());
+    for (std::size_t i = 0; i < n; ++i) {
+      float a = 0, b = 0;
+      ORRERY_CUDA(cudaEventElapsedTime(&a, origin, start[i]));
+      ORRERY_CUDA(cudaEventElapsedTime(&b, origin, end[i]));
+      out.tasks.push_back({a * 1e-3, b * 1e-3});
+      ORRERY_CUDA(cudaEventDestroy(start[i]));
+      ORRERY_CUDA(cudaEventDestroy(end[i]));
+    }
+    ORRERY_CUDA(cudaEventDestroy(origin));
+    std::uint64_t high = 0;
+    ORRERY_CUDA(cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemHigh, &high));
+    out.peak_bytes = static_cast<long long>(high);
+    for (int k = 0; k < 5; ++k) release(kinds[k], w_.static_bytes[static_cast<std::size_t>(k)], compute);
+    ORRERY_CUDA(cudaDeviceSynchronize());
+    return out;
+  }
+
+ private:
+  static constexpr std::size_t kWorkspace = std::size_t{32} << 20;
+
+  static std::size_t elem(const std::string& dtype) { return dtype == "fp8" ? 1 : dtype == "tf32" || dtype == "fp32" ? 4 : 2; }
+
+  // The GEMMs a task runs: (m, n, k, batch, element bytes) each.
+  static std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::size_t>> gemm_shapes(
+      const WorkloadTask& t) {
+    if (t.op == "gemm") return {{t.args[0], t.args[1], t.args[2], t.args[4] ? 1 : t.args[3], elem(t.dtype)}};
+    if (t.op != "attention") return {};
+    const std::int64_t b = t.args[0], h = t.args[1], kvh = t.args[2], q = t.args[3], kv = t.args[4], dqk = t.args[5],
+                       dv = t.args[6];
+    const std::int64_t batch = b * kvh, rows = (h / kvh) * q;
+    if (!t.args[8]) return {{rows, kv, dqk, batch, 2}, {rows, dv, kv, batch, 2}};       // S = Q K^T; O = P V
+    return {{rows, kv, dv, batch, 2}, {kv, dv, rows, batch, 2}, {rows, dqk, kv, batch, 2}, {kv, dqk, rows, batch, 2}};
+  }
+
+  // Bytes streamed by the task's memory kernel: elementwise READ/WRITTEN, or the attention score matrix pass.
+  static std::pair<std::size_t, std::size_t> streamed(const WorkloadTask& t) {
+    if (t.op == "memory") return {static_cast<std::size_t>(t.args[0]), static_cast<std::size_t>(t.args[1])};
+    const std::size_t scores = static_cast<std::size_t>(t.args[0] * t.args[1] * t.args[3] * t.args[4]) * 2;
+    return t.args[8] ? std::make_pair(2 * scores, scores) : std::make_pair(scores, scores);
+  }
+
+  cudaStream_t stream(const std::string& name) {
+    auto it = streams_.find(name);
+    if (it != streams_.end()) return it->second;
+    cudaStream_t s = nullptr;
+    ORRERY_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    streams_[name] = s;
+    return s;
+  }
+
+  void allocate(const std::string& kind, std::int64_t bytes, cudaStream_t s) {
+    if (bytes <= 0) return;
+    void* p = nullptr;
+    ORRERY_CUDA(cudaMallocFromPoolAsync(&p, static_cast<std::size_t>(bytes), pool_, s));
+    live_[kind].push_back({p, bytes});
+  }
+
+  // Frees `bytes` of `kind`, oldest blocks first; a block freed in part is replaced by one of the remainder.
+  void release(const std::string& kind, std::int64_t bytes, cudaStream_t s) {
+    std::deque<std::pair<void*, std::int64_t>>& blocks = live_[kind];
+    while (bytes > 0 && !blocks.empty()) {
+      auto [p, size] = blocks.front();
+      blocks.pop_front();
+      ORRERY_CUDA(cudaFreeAsync(p, s));
+      if (size > bytes) {
+        void* rest = nullptr;
+        ORRERY_CUDA(cudaMallocFromPoolAsync(&rest, static_cast<std::size_t>(size - bytes), pool_, s));
+        blocks.push_front({rest, size - bytes});
+      }
+      bytes -= std::min(bytes, size);
+    }
+  }
+
+  Matmul& matmul(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, const std::string& dtype) {
+    const auto key = std::make_tuple(m, n, k, batch, dtype);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+    Matmul mm;
+    const bool fp8 = dtype == "fp8", tf32 = dtype == "tf32" || dtype == "fp32";
+    const cudaDataType_t in = fp8 ? CUDA_R_8F_E4M3 : tf32 ? CUDA_R_32F : dtype == "fp16" ? CUDA_R_16F : CUDA_R_16BF;
+    const cudaDataType_t outt = fp8 ? CUDA_R_16BF : in;
+    mm.in_bytes = elem(dtype);
+    mm.out_bytes = fp8 ? 2 : elem(dtype);
+    cublasLtMatmulDesc_t op = nullptr;
+    ORRERY_CUBLAS(cublasLtMatmulDescCreate(&op, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    mm.op.reset(op);
+    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    ORRERY_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    ORRERY_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    const auto layout = [&](cudaDataType_t t, std::int64_t rows, std::int64_t cols) {
+      cublasLtMatrixLayout_t l = nullptr;
+      ORRERY_CUBLAS(cublasLtMatrixLayoutCreate(&l, t, static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols), rows));
+      if (batch > 1) {
+        const int count = static_cast<int>(batch);
+        const std::int64_t stride = rows * cols;
+        ORRERY_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+        ORRERY_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+      }
+      return std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LtDeleter>(l);
+    };
+    mm.a = layout(in, k, m);
+    mm.b = layout(in, k, n);
+    mm.d = layout(outt, m, n);
+    cublasLtMatmulPreference_t pref = nullptr;
+    ORRERY_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+    std::size_t ws = kWorkspace;
+    ORRERY_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    cublasLtMatmulHeuristicResult_t h{};
+    int found = 0;
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt_, op, mm.a.get(), mm.b.get(), mm.d.get(),
+                                                                 mm.d.get(), pref, 1, &h, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    ORRERY_CUBLAS(status);
+    if (found < 1) fail_call("cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__, "no algorithm for a workload GEMM");
+    mm.algo = h.algo;
+    return cache_.emplace(key, std::move(mm)).first->second;
+  }
+
+  void gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, const std::string& dtype, cudaStream_t s) {
+    Matmul& mm = matmul(m, n, k, batch, dtype);
+    const float alpha = 1, beta = 0;
+    ORRERY_CUBLAS(cublasLtMatmul(lt_, mm.op.get(), &alpha, a_, mm.a.get(), b_, mm.b.get(), &beta, d_, mm.d.get(), d_,
+                                 mm.d.get(), &mm.algo, workspace_, kWorkspace, s));
+  }
+
+  void stream_bytes(std::size_t read, std::size_t written, cudaStream_t s) {
+    const std::size_t rv = read / 16, wv = written / 16;
+    if (rv == 0 && wv == 0) return;
+    const std::size_t n = std::max(rv, wv);
+    const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((n + 255) / 256, 132 * 8));
+    stream_kernel<<<blocks, 256, 0, s>>>(static_cast<const float4*>(read_), rv, static_cast<float4*>(write_), wv,
+                                         kStreamCap / 16);
+    ORRERY_CUDA(cudaGetLastError());
+  }
+
+  void work(const WorkloadTask& t, cudaStream_t s) {
+    if (t.op == "gemm") {
+      const std::int64_t kernels = t.args[4] ? t.args[3] : 1;
+      for (std::int64_t i = 0; i < kernels; ++i) gemm(t.args[0], t.args[1], t.args[2], t.args[4] ? 1 : t.args[3], t.dtype, s);
+    } else if (t.op == "attention") {
+      const auto shapes = gemm_shapes(t);
+      const auto [r, wbytes] = streamed(t);
+      gemm(std::get<0>(shapes[0]), std::get<1>(shapes[0]), std::get<2>(shapes[0]), std::get<3>(shapes[0]), "bf16", s);
+      stream_bytes(r, wbytes, s);  // softmax (or its backward) over the score matrix
+      for (std::size_t i = 1; i < shapes.size(); ++i) {
+        gemm(std::get<0>(shapes[i]), std::get<1>(shapes[i]), std::get<2>(shapes[i]), std::get<3>(shapes[i]), "bf16", s);
+      }
+    } else if (t.op == "memory") {
+      stream_bytes(static_cast<std::size_t>(t.args[0]), static_cast<std::size_t>(t.args[1]), s);
+    } else if (t.op == "sync") {
+      ORRERY_CUDA(cudaStreamSynchronize(s));
+    }
+  }
+
+  const WorkloadFile& w_;
+  cublasLtHandle_t lt_ = nullptr;
+  void* workspace_ = nullptr;
+  cudaMemPool_t pool_ = nullptr;
+  void *a_ = nullptr, *b_ = nullptr, *d_ = nullptr, *read_ = nullptr, *write_ = nullptr;
+  std::map<std::string, cudaStream_t> streams_;
+  std::map<std::string, std::deque<std::pair<void*, std::int64_t>>> live_;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string>, Matmul> cache_;
+};
+
+}  // namespace
+
+Execution execute_workload(const WorkloadFile& w, int repeat) {
+  Runner runner(w);
+  Execution last;
+  for (int r = 0; r < std::max(repeat, 1); ++r) last = runner.run();
+  cudaDeviceProp prop{};
+  ORRERY_CUDA(cudaGetDeviceProperties(&prop, 0));
+  last.gpu = prop.name;
+  return last;
+}
+
+}  // namespace orrery::bench
