@@ -194,16 +194,7 @@ GpuProfile fit_raw_profile(const json& raw, const std::string& path, const json*
   for (std::size_t i = 0; i < collectives.size(); ++i) {
     FieldReader c(collectives[i], fmt::format("{}.collectives[{}]", path, i));
     CollectiveSample s;
-    const std::string op = c.require_string("op");
-    bool known = false;
-    for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
-                             CollectiveKind::kAllToAll, CollectiveKind::kSendRecv}) {
-      if (op == to_string(k)) {
-        s.kind = k;
-        known = true;
-      }
-    }
-    require(known, c.field("op"), op, "must be all_reduce, all_gather, reduce_scatter, all_to_all or send_recv");
+    s.kind = collective_kind_named(c.require_string("op"), c.field("op"));
     s.ranks = static_cast<int>(c.require_int("ranks", 1, 1 << 20));
     s.nodes = static_cast<int>(c.int_or("nodes", 1, 1, 1 << 20));
     s.bytes = c.require_int("bytes", 1, INT64_MAX);

@@ -28,6 +28,14 @@ const nlohmann::json& list(FieldReader& in, const char* key) {
 
 }  // namespace
 
+CollectiveKind collective_kind_named(const std::string& op, const std::string& field) {
+  for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
+                           CollectiveKind::kAllToAll, CollectiveKind::kSendRecv}) {
+    if (op == to_string(k)) return k;
+  }
+  throw Error::invalid(field, op, "must be all_reduce, all_gather, reduce_scatter, all_to_all or send_recv");
+}
+
 GpuProfile parse_gpu_profile(const nlohmann::json& doc, const std::string& path) {
   FieldReader in(doc, path);
   const std::string format = in.require_string("format");
@@ -111,16 +119,7 @@ GpuProfile parse_gpu_profile(const nlohmann::json& doc, const std::string& path)
   for (std::size_t i = 0; i < collectives.size(); ++i) {
     FieldReader c(collectives[i], fmt::format("{}.collectives[{}]", path, i));
     CollectiveSample s;
-    const std::string op = c.require_string("op");
-    bool known = false;
-    for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
-                             CollectiveKind::kAllToAll, CollectiveKind::kSendRecv}) {
-      if (op == to_string(k)) {
-        s.kind = k;
-        known = true;
-      }
-    }
-    require(known, c.field("op"), op, "must be all_reduce, all_gather, reduce_scatter, all_to_all or send_recv");
+    s.kind = collective_kind_named(c.require_string("op"), c.field("op"));
     s.ranks = static_cast<int>(c.require_int("ranks", 1, 1 << 20));
     s.nodes = static_cast<int>(c.require_int("nodes", 1, 1 << 20));
     s.bytes = c.require_int("bytes", 1, INT64_MAX);

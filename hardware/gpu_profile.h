@@ -77,6 +77,9 @@ struct GpuProfile {
   std::vector<FittedRate> fitted;
 };
 
+/// The collective a profile or raw file names ("all_reduce", ...). Errors: Error::invalid naming `field`.
+CollectiveKind collective_kind_named(const std::string& op, const std::string& field);
+
 /// The profile as JSON (the format above).
 nlohmann::json gpu_profile_json(const GpuProfile& profile);
 

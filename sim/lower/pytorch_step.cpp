@@ -29,6 +29,19 @@ Bytes PytorchStepLowering::saved_per_layer() const {
 
 // ---- building blocks ----
 
+AttentionShape PytorchStepLowering::attention(bool backward) const {
+  AttentionShape a;
+  a.batch = ctx_.batch;
+  a.heads = H_;
+  a.kv_heads = K_;
+  a.q_len = a.kv_len = ctx_.seq;
+  a.head_dim_qk = a.head_dim_v = d_;
+  a.causal = true;
+  a.backward = backward;
+  a.dtype = DType::kBf16;
+  return a;
+}
+
 TaskId PytorchStepLowering::rmsnorm_fwd(TaskId input, bool save_input) {
   // LlamaRMSNorm: x.to(fp32); var = x.pow(2).mean(-1); x * rsqrt(var + eps); weight * that.
   const Bytes x = kF32 * T_ * h_, row = kF32 * T_;
@@ -138,14 +151,7 @@ TaskId PytorchStepLowering::layer_forward(TaskId input) {
   // SDPA under autocast casts the fp32 q and k back to bf16.
   qr = emit_.elementwise("autocast_input", kF32 * T_ * q, kBf16 * T_ * q, {qr});
   kr = emit_.elementwise("autocast_input", kF32 * T_ * kv, kBf16 * T_ * kv, {kr});
-  AttentionShape a;
-  a.batch = ctx_.batch;
-  a.heads = H_;
-  a.kv_heads = K_;
-  a.q_len = a.kv_len = ctx_.seq;
-  a.head_dim_qk = a.head_dim_v = d_;
-  a.causal = true;
-  a.dtype = DType::kBf16;
+  const AttentionShape a = attention(false);
   // The flash kernel's output is already [b, s, H, d]: transpose(1, 2).reshape copies nothing, and o_proj keeps
   // the same storage SDPA keeps.
   TaskId o = emit_.attention("attention", a, {qr, kr, vp});
@@ -181,15 +187,7 @@ TaskId PytorchStepLowering::layer_backward(TaskId grad) {
   const TaskId r = g;
   g = emit_.elementwise("residual_add", kF32 * T_ * h_, kBf16 * T_ * h_, {g});
   g = linear_bwd("o_proj", g, h_, q, false, false);
-  AttentionShape a;
-  a.batch = ctx_.batch;
-  a.heads = H_;
-  a.kv_heads = K_;
-  a.q_len = a.kv_len = ctx_.seq;
-  a.head_dim_qk = a.head_dim_v = d_;
-  a.causal = true;
-  a.backward = true;
-  a.dtype = DType::kBf16;
+  const AttentionShape a = attention(true);
   g = emit_.attention("attention", a, {g});
   emit_.release(g, kBf16 * T_ * (q + 2 * kv) + kBf16 * T_ * q + kF32 * ctx_.batch * H_ * ctx_.seq);
   if (K_ < H_) {

@@ -40,6 +40,8 @@ class PytorchStepLowering {
   Bytes saved_per_layer() const;
 
  private:
+  /// The causal self-attention of one layer in bf16 (SDPA's fused kernel), forward or backward.
+  AttentionShape attention(bool backward) const;
   TaskId rmsnorm_fwd(TaskId input, bool save_input);
   TaskId rmsnorm_bwd(TaskId grad, bool saved_input);
   /// An autocast linear: optional fp32->bf16 cast of the input (saved), the weight cast (kept until the backward),
