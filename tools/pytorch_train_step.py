@@ -55,7 +55,8 @@ def main():
     config._attn_implementation = "sdpa"
     torch.manual_seed(0)
     device = torch.device("cuda")
-    model = transformers.LlamaForCausalLM(config).to(device=device, dtype=torch.float32)
+    with torch.device(device):  # initialise on the GPU: a 3B model's random init on the CPU takes tens of seconds
+        model = transformers.LlamaForCausalLM(config).to(dtype=torch.float32)
     model.train()
     params = sum(p.numel() for p in model.parameters())
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)

@@ -101,6 +101,10 @@ WorkloadFile parse_workload(std::istream& in, const std::string& name) {
       if (t.op == "gemm" && i == 3 && !(s >> t.dtype)) fail("gemm needs a dtype after BATCH");
     }
     if (t.op == "attention" && !(s >> t.dtype)) fail("attention needs a dtype");
+    if (t.op == "attention" &&
+        (std::any_of(t.args.begin(), t.args.begin() + 7, [](std::int64_t v) { return v < 1; }) || t.args[1] % t.args[2])) {
+      fail("attention sizes B H KVH Q KV DQK DV must be positive, and KVH must divide H");
+    }
     std::string extra;
     if (s >> extra) fail("unexpected '" + extra + "'");
     t.name = label;

@@ -9,10 +9,10 @@
 // arguments or plan. Arguments are parsed by hand so that the program builds with the CUDA toolkit alone.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
-#include <nccl.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <iostream>
@@ -25,7 +25,9 @@
 #include "calibrate/bench/raw_profile_writer.h"
 #include "calibrate/cuda/gemm_bench.h"
 #include "calibrate/cuda/memory_bench.h"
+#ifdef ORRERY_WITH_NCCL
 #include "calibrate/cuda/nccl_bench.h"
+#endif
 
 namespace {
 
@@ -126,7 +128,9 @@ RawProfile measure(const Args& args, const BenchPlan& plan) {
   int driver = 0, runtime = 0, nccl = 0;
   ORRERY_CUDA(cudaDriverGetVersion(&driver));
   ORRERY_CUDA(cudaRuntimeGetVersion(&runtime));
+#ifdef ORRERY_WITH_NCCL
   ORRERY_NCCL(ncclGetVersion(&nccl));
+#endif
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   raw.gpu = prop.name;
@@ -136,7 +140,8 @@ RawProfile measure(const Args& args, const BenchPlan& plan) {
   raw.driver = version_string(driver, 1000, 10);
   raw.cuda_runtime = version_string(runtime, 1000, 10);
   raw.cublaslt = std::to_string(cublasLtGetVersion());
-  raw.nccl = std::to_string(nccl / 10000) + "." + std::to_string(nccl / 100 % 100) + "." + std::to_string(nccl % 100);
+  raw.nccl = nccl ? std::to_string(nccl / 10000) + "." + std::to_string(nccl / 100 % 100) + "." + std::to_string(nccl % 100)
+                  : "not built with NCCL";
   raw.date = utc_now();
   raw.host = host;
   raw.warmup = args.timing.warmup;
@@ -189,6 +194,11 @@ RawProfile measure(const Args& args, const BenchPlan& plan) {
     }
   }
   ORRERY_CUDA(cudaStreamDestroy(stream));
+#ifndef ORRERY_WITH_NCCL
+  if (args.only.count("collectives") && !plan.collectives.empty()) {
+    raw.skipped.push_back({"collectives", "orrery-calibrate was built without NCCL"});
+  }
+#else
   if (args.only.count("collectives") && !plan.collectives.empty()) {
     NcclBench nccl_bench;
     for (const PlanCollective& c : plan.collectives) {
@@ -200,6 +210,7 @@ RawProfile measure(const Args& args, const BenchPlan& plan) {
       raw.collectives.push_back(r);
     }
   }
+#endif
   return raw;
 }
 

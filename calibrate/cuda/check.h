@@ -1,10 +1,10 @@
 #pragma once
-// Every CUDA, cuBLASLt and NCCL call goes through one of these: a failure throws std::runtime_error naming the
-// call, the file and line, and the library's own message, so a broken measurement never reaches a profile.
+// Every CUDA and cuBLASLt call goes through one of these (NCCL's: nccl_check.h): a failure throws
+// std::runtime_error naming the call, the file and line, and the library's own message, so a broken measurement
+// never reaches a profile.
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
-#include <nccl.h>
 
 #include <stdexcept>
 #include <string>
@@ -30,11 +30,4 @@ namespace orrery::bench {
     if (orrery_status_ != CUBLAS_STATUS_SUCCESS)                                              \
       ::orrery::bench::fail_call(#call, __FILE__, __LINE__,                                   \
                                  std::string("cuBLAS status ") + std::to_string(static_cast<int>(orrery_status_))); \
-  } while (0)
-
-#define ORRERY_NCCL(call)                                                                     \
-  do {                                                                                        \
-    const ncclResult_t orrery_status_ = (call);                                               \
-    if (orrery_status_ != ncclSuccess)                                                        \
-      ::orrery::bench::fail_call(#call, __FILE__, __LINE__, ncclGetErrorString(orrery_status_)); \
   } while (0)

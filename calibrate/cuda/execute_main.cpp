@@ -4,7 +4,9 @@
 //   orrery-execute --workload W.txt --out TIMELINE.json [--trace CHROME.json] [--repeat 3]
 //
 // Exit status: 0 done; 1 a CUDA or cuBLASLt call failed (the message names it); 2 bad arguments or workload file.
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>

@@ -13,6 +13,7 @@
 
 #include "calibrate/bench/bench_plan.h"
 #include "calibrate/cuda/device_buffer.h"
+#include "calibrate/cuda/nccl_check.h"
 #include "calibrate/cuda/event_timer.h"
 
 namespace orrery::bench {
