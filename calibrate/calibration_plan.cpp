@@ -1,5 +1,7 @@
 #include "calibrate/calibration_plan.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <set>
 #include <tuple>
@@ -19,8 +21,10 @@ void add_once(std::vector<T>& list, const T& item) {
 
 }  // namespace
 
-bench::BenchPlan calibration_plan(const std::vector<Scenario>& scenarios, const CalibrationPlanOptions& options) {
+bench::BenchPlan calibration_plan(const std::vector<Scenario>& scenarios, const CalibrationPlanOptions& options,
+                                  std::vector<std::string>* notes) {
   bench::BenchPlan plan;
+  std::int64_t unmeasured_attention = 0, batched_gemms = 0;
   // (heads, kv_heads, head_dim, causal, dtype) of every self-attention the scenarios lower.
   std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t, bool, std::string>> head_shapes;
   std::vector<bench::PlanAttention> lowered_attention;
@@ -29,11 +33,16 @@ bench::BenchPlan calibration_plan(const std::vector<Scenario>& scenarios, const 
     for (const Program& program : graph.programs) {
       for (const Op& op : program.ops) {
         if (const auto* g = std::get_if<GemmShape>(&op)) {
-          if ((g->batch != 1 && !g->grouped) || g->dtype == DType::kFp32) continue;
+          if ((g->batch != 1 && !g->grouped) || g->dtype == DType::kFp32) {
+            ++batched_gemms;
+            continue;
+          }
           add_once(plan.gemm, bench::PlanGemm{g->m, g->n, g->k, to_string(g->dtype)});
         } else if (const auto* a = std::get_if<AttentionShape>(&op)) {
-          if (a->backward || a->q_len != a->kv_len || a->window || a->half_block || a->packed_fraction != 1.0 ||
+          if (a->backward) continue;
+          if (a->q_len != a->kv_len || a->window || a->half_block || a->packed_fraction != 1.0 ||
               a->head_dim_qk != a->head_dim_v || (a->dtype != DType::kBf16 && a->dtype != DType::kFp16)) {
+            ++unmeasured_attention;
             continue;
           }
           const std::string dtype = to_string(a->dtype);
@@ -69,6 +78,15 @@ bench::BenchPlan calibration_plan(const std::vector<Scenario>& scenarios, const 
     }
   }
   plan.launch = true;
+  if (notes && unmeasured_attention > 0) {
+    notes->push_back(fmt::format("{} attention shapes are not measured (MLA's unequal head sizes, sliding windows, "
+                                 "context-parallel blocks, packed documents or FP8): the default model prices them",
+                                 unmeasured_attention));
+  }
+  if (notes && batched_gemms > 0) {
+    notes->push_back(fmt::format("{} strided-batched or FP32 GEMM shapes are not measured: the default model prices "
+                                 "them", batched_gemms));
+  }
   return plan;
 }
 

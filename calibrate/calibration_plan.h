@@ -30,6 +30,8 @@ struct CalibrationPlanOptions {
 /// 8192-wide BF16 RMSNorm row at the small end, past the logits of a 128K vocabulary at the large end), collectives
 /// (1 KiB x 4^i up to 1 GiB, five ops), attention, launch. Grouped (MoE) GEMMs contribute their per-expert shape;
 /// strided-batched GEMMs (unfused attention scores) and FP32 GEMMs are not measured. Errors: those of lowering.
-bench::BenchPlan calibration_plan(const std::vector<Scenario>& scenarios, const CalibrationPlanOptions& options = {});
+/// `notes`, when given, receives a line for each kind of op the scenarios lower that the plan cannot measure.
+bench::BenchPlan calibration_plan(const std::vector<Scenario>& scenarios, const CalibrationPlanOptions& options = {},
+                                  std::vector<std::string>* notes = nullptr);
 
 }  // namespace orrery

@@ -86,10 +86,19 @@ KinetoTrace read_kineto_trace(const std::string& file) {
   const json doc = parse_json_text(read_maybe_gzip(file), file);
   const auto events = doc.find("traceEvents");
   if (!doc.is_object() || events == doc.end() || !events->is_array()) {
-    throw Error::invalid(file + ".traceEvents", "missing", "must be the list of trace events (a Kineto trace)");
+    throw Error::invalid(file + ".traceEvents",
+                         events == doc.end() || !doc.is_object() ? "missing" : describe_json(*events),
+                         "must be the list of trace events (a Kineto trace)");
   }
   KinetoTrace t;
   t.file = file;
+  if (const auto dp = doc.find("deviceProperties"); dp != doc.end() && dp->is_array() && !dp->empty() &&
+                                                     (*dp)[0].is_object()) {
+    t.device_name = (*dp)[0].value("name", "");
+  }
+  if (const auto di = doc.find("distributedInfo"); di != doc.end() && di->is_object()) {
+    t.world_size = static_cast<int>(int_arg(*di, "world_size"));
+  }
   std::unordered_map<std::int64_t, double> launch_us;  // correlation id -> CPU launch time
   std::vector<std::pair<double, std::size_t>> kernel_launch;
   for (std::size_t i = 0; i < events->size(); ++i) {
@@ -117,7 +126,7 @@ KinetoTrace read_kineto_trace(const std::string& file) {
       k.duration = number(e, "dur", where) * 1e-6;
       k.kind = classify_kernel(k.name);
       k.collective = string_arg(args, "Collective name");
-      k.in_elements = int_arg(args, "In msg nelems");
+      k.in_elements = std::max<std::int64_t>(0, int_arg(args, "In msg nelems"));
       k.group_size = static_cast<int>(int_arg(args, "Group size"));
       k.dtype = string_arg(args, "dtype");
       const std::int64_t corr = int_arg(args, "correlation");

@@ -44,6 +44,8 @@ struct KinetoStep {
 
 struct KinetoTrace {
   std::string file;
+  std::string device_name;  // deviceProperties[0].name, "" when not recorded
+  int world_size = 0;       // distributedInfo.world_size, 0 when not recorded
   std::vector<KinetoStep> steps;  // in time order
   std::vector<KinetoKernel> kernels;
   Seconds memcpy_time = 0;        // gpu_memcpy and gpu_memset events, all steps

@@ -36,6 +36,9 @@ Seconds median_time(FieldReader& in, const char* key) {
       throw Error::invalid(fmt::format("{}[{}]", in.field(key), i), describe_json(x),
                            "must be a positive, finite number of seconds");
     }
+    // No GPU kernel, launch or collective completes in under 100 ns: a smaller figure is a timing error.
+    require(x.get<double>() >= 1e-7, fmt::format("{}[{}]", in.field(key), i), describe_json(x),
+            "is below 1e-7 s, faster than any GPU operation can complete");
     t.push_back(x.get<double>());
   }
   return median_of(t);
@@ -61,9 +64,9 @@ void read_attention(const json& doc, const std::string& path, GpuProfile& p) {
   const std::string format = in.require_string("format");
   require(format == "orrery-attention-raw", in.field("format"), format, "must be \"orrery-attention-raw\"");
   require(in.require_int("version", 1, 1000) == 1, in.field("version"), "", "must be 1");
-  for (const char* key : {"gpu", "torch", "cuda", "cudnn", "date", "source", "warmup", "repetitions", "backend"}) {
-    in.allow(key);
-  }
+  for (const char* key : {"gpu", "torch", "cuda", "cudnn", "date", "source", "backend"}) in.optional_string(key);
+  in.int_or("warmup", 0, 0, INT32_MAX);
+  in.int_or("repetitions", 0, 0, INT32_MAX);
   const json& samples = list(in, "samples");
   for (std::size_t i = 0; i < samples.size(); ++i) {
     FieldReader s(samples[i], fmt::format("{}.samples[{}]", path, i));
@@ -76,7 +79,14 @@ void read_attention(const json& doc, const std::string& path, GpuProfile& p) {
     a.seq = s.require_int("seq", 1, INT32_MAX);
     a.head_dim = s.require_int("head_dim", 1, 1 << 12);
     a.causal = s.bool_or("causal", true);
-    a.dtype = gemm_dtype(s.require_string("dtype"), s.field("dtype"));
+    const std::string dtype = s.require_string("dtype");
+    require(dtype == "bf16" || dtype == "fp16", s.field("dtype"), dtype, "must be bf16 or fp16 (fused attention)");
+    a.dtype = gemm_dtype(dtype, s.field("dtype"));
+    for (const AttentionSample& o : p.attention) {
+      require(!(o.batch == a.batch && o.heads == a.heads && o.kv_heads == a.kv_heads && o.seq == a.seq &&
+                o.head_dim == a.head_dim && o.causal == a.causal && o.dtype == a.dtype),
+              fmt::format("{}.samples[{}]", path, i), "a repeated shape", "measures a shape an earlier sample measured");
+    }
     AttentionSample forward = a, backward = a;
     forward.seconds = median_time(s, "forward_s");
     backward.backward = true;
@@ -134,6 +144,7 @@ GpuProfile fit_raw_profile(const json& raw, const std::string& path, const json*
   require(version == 1, in.field("version"), std::to_string(version), "must be 1 (the format this build reads)");
   GpuProfile p;
   p.gpu = in.require_string("gpu");
+  require(!p.gpu.empty(), in.field("gpu"), "\"\"", "must name the GPU measured");
   p.driver = in.optional_string("driver").value_or("");
   const std::string runtime = in.optional_string("cuda_runtime").value_or("");
   const std::string cublaslt = in.optional_string("cublaslt").value_or("");
@@ -143,7 +154,12 @@ GpuProfile fit_raw_profile(const json& raw, const std::string& path, const json*
   const std::string host = in.optional_string("host").value_or("");
   const std::int64_t warmup = in.int_or("warmup", 0, 0, INT32_MAX);
   const std::int64_t reps = in.int_or("repetitions", 0, 0, INT32_MAX);
-  for (const char* key : {"compute_capability", "sm_count", "memory_bytes", "skipped"}) in.allow(key);
+  in.optional_string("compute_capability");
+  in.int_or("sm_count", 0, 0, 1 << 20);
+  in.int_or("memory_bytes", 0, 0, INT64_MAX);
+  for (const nlohmann::json& skip : list(in, "skipped")) {
+    if (!skip.is_object()) throw Error::invalid(in.field("skipped"), describe_json(skip), "must list {what, why} objects");
+  }
   p.source = fmt::format("orrery-calibrate on {} ({}), medians of {} CUDA-event-timed repetitions after {} warm-up "
                          "calls, fitted by orrery calibrate fit from {}",
                          host.empty() ? "an unnamed host" : host, p.gpu, reps, warmup, path);
@@ -158,9 +174,14 @@ GpuProfile fit_raw_profile(const json& raw, const std::string& path, const json*
     s.k = g.require_int("k", 1, INT32_MAX);
     s.dtype = gemm_dtype(g.require_string("dtype"), g.field("dtype"));
     s.seconds = median_time(g, "times_s");
-    g.allow("layout");
-    g.allow("workspace_bytes");
+    const std::string layout = g.optional_string("layout").value_or("TN");
+    require(layout == "TN", g.field("layout"), layout, "must be TN, the layout orrery-calibrate measures");
+    g.int_or("workspace_bytes", 0, 0, INT64_MAX);
     g.reject_unknown();
+    for (const GemmSample& o : p.gemm) {
+      require(!(o.m == s.m && o.n == s.n && o.k == s.k && o.dtype == s.dtype), g.path(), "a repeated shape",
+              "measures a GEMM an earlier entry measured");
+    }
     p.gemm.push_back(s);
     const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
     if (flops >= options.min_gemm_flops) gemm_points[std::string("gemm ") + to_string(s.dtype)].emplace_back(flops, s.seconds);
@@ -175,6 +196,9 @@ GpuProfile fit_raw_profile(const json& raw, const std::string& path, const json*
     s.bytes = m.require_int("bytes", 1, INT64_MAX);
     s.seconds = median_time(m, "times_s");
     m.reject_unknown();
+    for (const CopySample& o : p.memory) {
+      require(!(o.kind == s.kind && o.bytes == s.bytes), m.path(), "a repeated size", "measures a kernel an earlier entry measured");
+    }
     p.memory.push_back(s);
     if (s.bytes >= options.min_memory_bytes) {
       memory_points["memory " + s.kind].emplace_back(static_cast<double>(s.bytes), s.seconds);
@@ -197,6 +221,7 @@ GpuProfile fit_raw_profile(const json& raw, const std::string& path, const json*
     s.kind = collective_kind_named(c.require_string("op"), c.field("op"));
     s.ranks = static_cast<int>(c.require_int("ranks", 1, 1 << 20));
     s.nodes = static_cast<int>(c.int_or("nodes", 1, 1, 1 << 20));
+    require(s.nodes <= s.ranks, c.field("nodes"), std::to_string(s.nodes), fmt::format("must not exceed ranks ({})", s.ranks));
     s.bytes = c.require_int("bytes", 1, INT64_MAX);
     s.seconds = median_time(c, "times_s");
     s.source = "orrery-calibrate " + path;
@@ -208,8 +233,15 @@ GpuProfile fit_raw_profile(const json& raw, const std::string& path, const json*
   require(!p.gemm.empty() || !p.memory.empty() || !p.attention.empty() || !p.collectives.empty() ||
               p.launch_kernel > 0,
           path, "no measurements", "must hold at least one GEMM, memory, attention, launch or collective sample");
-  for (const auto& [what, pts] : gemm_points) p.fitted.push_back(fit_rate(what, pts));
-  for (const auto& [what, pts] : memory_points) p.fitted.push_back(fit_rate(what, pts));
+  for (const auto* points : {&gemm_points, &memory_points}) {
+    for (const auto& [what, pts] : *points) {
+      try {
+        p.fitted.push_back(fit_rate(what, pts));
+      } catch (const Error& e) {
+        throw Error::invalid(path + ": " + what, e.value(), e.rule());
+      }
+    }
+  }
   return p;
 }
 

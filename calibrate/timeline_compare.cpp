@@ -27,14 +27,19 @@ Timeline parse_timeline(const nlohmann::json& doc, const std::string& path) {
     x.rank = static_cast<int>(r.int_or("rank", 0, 0, INT32_MAX));
     x.stream = r.optional_string("stream").value_or("");
     x.kind = r.require_string("kind");
+    static const char* kKinds[] = {"gemm", "attention", "elementwise", "optimizer", "collective", "send_recv",
+                                   "host_sync", "host_op"};
+    require(std::find_if(std::begin(kKinds), std::end(kKinds), [&](const char* k) { return x.kind == k; }) != std::end(kKinds),
+            r.field("kind"), x.kind, "must be a task kind the simulator writes (gemm, attention, elementwise, ...)");
     x.name = r.require_string("name");
     x.phase = r.optional_string("phase").value_or("");
     x.layer = static_cast<int>(r.int_or("layer", -1, -1, INT32_MAX));
     x.microbatch = static_cast<int>(r.int_or("microbatch", -1, -1, INT32_MAX));
     x.start = r.require_double("start_s");
     x.end = r.require_double("end_s");
-    require(x.start >= 0 && x.end >= x.start, r.field("end_s"), fmt::format("{}", x.end),
-            fmt::format("must not be before start_s ({}) nor negative", x.start));
+    require(x.start >= 0, r.field("start_s"), fmt::format("{}", x.start), "must not be negative");
+    require(x.end >= x.start, r.field("end_s"), fmt::format("{}", x.end),
+            fmt::format("must not be before start_s ({})", x.start));
     r.allow("stage");
     r.reject_unknown();
     t.tasks.push_back(std::move(x));
@@ -50,6 +55,8 @@ Timeline parse_timeline(const nlohmann::json& doc, const std::string& path) {
         if (!s.is_array() || s.size() != 2 || !s[1].is_number()) {
           throw Error::invalid(fmt::format("{}.memory[{}].samples", path, i), describe_json(s), "must hold [time_s, bytes] pairs");
         }
+        require(s[1].get<double>() >= 0, fmt::format("{}.memory[{}].samples", path, i), describe_json(s),
+                "live bytes must not be negative");
         t.peak_memory = std::max(t.peak_memory, static_cast<Bytes>(s[1].get<double>()));
       }
     }

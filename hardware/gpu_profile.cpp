@@ -61,6 +61,10 @@ GpuProfile parse_gpu_profile(const nlohmann::json& doc, const std::string& path)
     s.seconds = g.require_double("seconds", true);
     g.allow("tflops");
     g.reject_unknown();
+    for (const GemmSample& o : p.gemm) {
+      require(!(o.m == s.m && o.n == s.n && o.k == s.k && o.dtype == s.dtype), g.path(), "a repeated shape",
+              "measures a GEMM an earlier sample measured");
+    }
     p.gemm.push_back(s);
   }
   const nlohmann::json& memory = list(in, "memory");

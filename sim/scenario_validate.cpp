@@ -250,9 +250,12 @@ void check_framework(const Scenario& s) {
   refuse(p.tp * p.pp * p.cp * p.ep * p.dp != 1, "parallel", fmt::format("tp {} pp {} cp {} ep {} dp {}", p.tp, p.pp, p.cp, p.ep, p.dp),
          "covers one GPU (tp, pp, cp, ep and dp all 1); DDP and FSDP are not lowered");
   refuse(p.zero_stage != 0, "parallel.zero_stage", std::to_string(p.zero_stage), "runs without ZeRO");
-  refuse(s.training.precision != Precision::kBf16, "training.precision", "not bf16",
+  refuse(p.schedule != Schedule::k1F1B, "parallel.schedule", "not 1f1b", "runs one plain forward and backward");
+  refuse(s.training.precision != Precision::kBf16, "training.precision",
+         s.training.precision == Precision::kFp8 ? "fp8" : s.training.precision == Precision::kFp16 ? "fp16" : "fp32",
          "is torch.autocast(bfloat16) over fp32 parameters: precision must be bf16");
-  refuse(s.training.recompute != Recompute::kNone, "training.recompute", "not none", "runs without activation checkpointing");
+  refuse(s.training.recompute != Recompute::kNone, "training.recompute",
+         s.training.recompute == Recompute::kFull ? "full" : "selective", "runs without activation checkpointing");
   refuse(s.training.attention_backend != AttentionBackend::kFlash, "training.attention_backend", "unfused",
          "uses scaled_dot_product_attention (flash)");
   refuse(s.training.optimizer != Optimizer::kAdam, "training.optimizer", "sgd", "uses AdamW(fused=True)");

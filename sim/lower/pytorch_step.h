@@ -40,6 +40,9 @@ class PytorchStepLowering {
   Bytes saved_per_layer() const;
 
  private:
+  /// Memory effects on a task that was emitted (ids < 0 are ignored).
+  void alloc(TaskId task, MemoryKind kind, Bytes bytes);
+  void free_at_end(TaskId task, MemoryKind kind, Bytes bytes);
   /// The causal self-attention of one layer in bf16 (SDPA's fused kernel), forward or backward.
   AttentionShape attention(bool backward) const;
   TaskId rmsnorm_fwd(TaskId input, bool save_input);

@@ -61,4 +61,6 @@ TEST_CASE("a malformed timeline is refused by field", "[calibrate][compare]") {
   CHECK_THROWS_WITH(parse_timeline(json{{"tasks", 3}}, "m.json"), Catch::Contains("m.json.tasks (3) must be a list"));
   json bad = {{"tasks", {task("x", "gemm", 0, "forward", 2.0, 1.0)}}};
   CHECK_THROWS_WITH(parse_timeline(bad, "m.json"), Catch::Contains("m.json.tasks[0].end_s (1) must not be before"));
+  bad = {{"tasks", {task("x", "banana", 0, "forward", 1.0, 2.0)}}};
+  CHECK_THROWS_WITH(parse_timeline(bad, "m.json"), Catch::Contains("m.json.tasks[0].kind (banana) must be a task kind"));
 }

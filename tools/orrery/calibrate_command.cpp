@@ -58,13 +58,21 @@ struct PlanArgs {
 
 void run_plan(const PlanArgs& a) {
   std::vector<Scenario> scenarios;
-  for (const std::string& f : a.scenarios) scenarios.push_back(load_scenario(f));
+  for (const std::string& f : a.scenarios) {
+    try {
+      scenarios.push_back(load_scenario(f));
+    } catch (const Error& e) {
+      throw Error(e.kind(), f + ": " + e.field(), e.value(), e.rule());  // say which of the files failed
+    }
+  }
   CalibrationPlanOptions options;
   options.grid = !a.no_grid;
   require(!a.scenarios.empty() || options.grid, "--no-grid", "with no scenarios",
           "leaves nothing to measure: give scenario files, or drop --no-grid for the grids alone");
   if (a.scenarios.empty()) std::cout << "no scenarios given: the plan holds the grids alone\n";
-  const bench::BenchPlan plan = calibration_plan(scenarios, options);
+  std::vector<std::string> notes;
+  const bench::BenchPlan plan = calibration_plan(scenarios, options, &notes);
+  for (const std::string& n : notes) std::cout << "note: " << n << "\n";
   std::ofstream out(a.out);
   if (!out) throw Error::io(a.out, "cannot be written");
   out << "# orrery calibration plan: orrery calibrate plan" << (a.no_grid ? " --no-grid" : "");
@@ -109,6 +117,7 @@ void run_export(const ExportArgs& a) {
   const Scenario scenario = load_scenario(a.scenario);
   const Prediction p = predict(scenario);
   const bench::WorkloadFile w = export_workload(p);
+  for (const std::string& warning : p.report.warnings) std::cerr << "warning: " << warning << "\n";
   std::ofstream out(a.out);
   if (!out) throw Error::io(a.out, "cannot be written");
   out << "# " << scenario.name << ": orrery calibrate export-workload " << a.scenario << "\n" << bench::format_workload(w);

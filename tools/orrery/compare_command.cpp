@@ -58,6 +58,12 @@ void run_timeline_compare(const CompareArgs& a) {
   Timeline predicted = parse_timeline(timeline_json(p), "prediction");
   predicted.peak_memory = p.report.peak_memory;
   const TimelineComparison c = compare_timelines(predicted, measured, a.misses);
+  require(c.matched > 0, "--measured", a.measured,
+          "shares no task (rank, name, phase) with the prediction: is it a timeline of this scenario?");
+  if (c.matched < 0.9 * static_cast<double>(predicted.tasks.size())) {
+    std::cerr << fmt::format("warning: only {} of the prediction's {} tasks are in the measured timeline; it may be "
+                             "of another scenario or plan\n", c.matched, predicted.tasks.size());
+  }
   std::cout << fmt::format("measured   {} ({}): {} tasks\npredicted  {} ({}): {} tasks\n", a.measured, measured.source,
                            measured.tasks.size(), a.scenario, scenario.name, predicted.tasks.size());
   std::cout << fmt::format("matched {} tasks; {} only predicted, {} only measured\n\n", c.matched, c.only_predicted,
@@ -100,6 +106,14 @@ void run_compare(const CompareArgs& a) {
   }
 
   const Scenario scenario = load_scenario(a.scenario);
+  if (!trace.device_name.empty() && !same_gpu_model(trace.device_name, scenario.cluster.gpu)) {
+    std::cerr << fmt::format("warning: the trace was recorded on {}, the scenario's GPU is {}\n", trace.device_name,
+                             scenario.cluster.gpu.display_name);
+  }
+  if (trace.world_size > 0 && trace.world_size != scenario.cluster.num_gpus) {
+    std::cerr << fmt::format("warning: the trace's job had {} ranks, the scenario {} GPUs\n", trace.world_size,
+                             scenario.cluster.num_gpus);
+  }
   const CostParams params = cost_params_with_profile(a.profile);
   PredictOptions options;
   options.params = &params;
