@@ -52,7 +52,10 @@ def main():
     model_cfg["model_type"] = "llama"
     model_cfg["use_cache"] = False  # a training step needs no KV cache (the config default would build one)
     config = transformers.LlamaConfig(**{k: v for k, v in model_cfg.items() if k != "model_type"})
-    config._attn_implementation = "sdpa"
+    try:
+        config._attn_implementation = "sdpa"  # transformers' own default for Llama where SDPA exists
+    except (AttributeError, ValueError) as e:
+        print(f"note: could not select sdpa explicitly ({e}); using transformers' default", file=sys.stderr)
     torch.manual_seed(0)
     device = torch.device("cuda")
     with torch.device(device):  # initialise on the GPU: a 3B model's random init on the CPU takes tens of seconds
@@ -102,6 +105,7 @@ def main():
     result = dict(scenario=os.path.basename(a.scenario), gpu=torch.cuda.get_device_name(0), torch=torch.__version__,
                   transformers=transformers.__version__, cuda=torch.version.cuda,
                   recipe="fp32 parameters, torch.autocast bf16, AdamW(fused=True), SDPA attention, eager",
+                  attn_implementation=getattr(model.config, "_attn_implementation", "unknown"),
                   parameters=params, micro_batch_size=batch, seq_length=seq, warmup_steps=a.warmup,
                   step_times_s=times, iteration_time_s=median, max_memory_allocated_bytes=peak,
                   max_memory_reserved_bytes=reserved, tokens_per_s=batch * seq / median,
