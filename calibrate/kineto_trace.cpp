@@ -99,7 +99,18 @@ KinetoTrace read_kineto_trace(const std::string& file) {
   if (const auto di = doc.find("distributedInfo"); di != doc.end() && di->is_object()) {
     t.world_size = static_cast<int>(int_arg(*di, "world_size"));
   }
-  std::unordered_map<std::int64_t, double> launch_us;  // correlation id -> CPU launch time
+  struct Launch {
+    double ts = 0;
+    std::int64_t pid = 0, tid = 0;
+  };
+  std::unordered_map<std::int64_t, Launch> launch_us;  // correlation id -> CPU launch
+  struct LayerRange {
+    double ts = 0, end = 0;
+    std::int64_t pid = 0, tid = 0;
+    int layer = -1;
+    bool backward = false;
+  };
+  std::vector<LayerRange> layer_ranges;
   std::vector<std::pair<double, std::size_t>> kernel_launch;
   for (std::size_t i = 0; i < events->size(); ++i) {
     const json& e = (*events)[i];
@@ -112,9 +123,25 @@ KinetoTrace read_kineto_trace(const std::string& file) {
       const std::string name = e.value("name", "");
       if (name.rfind("ProfilerStep#", 0) == 0) {
         t.steps.push_back({name, number(e, "ts", where) * 1e-6, number(e, "dur", where) * 1e-6});
+      } else if (name.rfind("orrery.layer", 0) == 0) {
+        const std::size_t dot = name.find('.', 12);
+        const std::string phase = dot == std::string::npos ? "" : name.substr(dot + 1);
+        int layer = -1;
+        try {
+          layer = std::stoi(name.substr(12, dot - 12));
+        } catch (const std::exception&) {
+          layer = -1;
+        }
+        if (layer >= 0 && (phase == "forward" || phase == "backward")) {
+          const double ts = number(e, "ts", where);
+          layer_ranges.push_back({ts, ts + number(e, "dur", where), int_arg(e, "pid"), int_arg(e, "tid"), layer,
+                                  phase == "backward"});
+        }
       }
     } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
-      if (args.contains("correlation")) launch_us[int_arg(args, "correlation")] = number(e, "ts", where);
+      if (args.contains("correlation")) {
+        launch_us[int_arg(args, "correlation")] = {number(e, "ts", where), int_arg(e, "pid"), int_arg(e, "tid")};
+      }
     } else if (cat == "gpu_memcpy" || cat == "gpu_memset") {
       t.memcpy_time += number(e, "dur", where) * 1e-6;
     } else if (cat == "kernel") {
@@ -140,9 +167,16 @@ KinetoTrace read_kineto_trace(const std::string& file) {
   for (const auto& [corr, index] : kernel_launch) {
     KinetoKernel& k = t.kernels[index];
     const auto it = launch_us.find(static_cast<std::int64_t>(corr));
-    const Seconds at = it != launch_us.end() ? it->second * 1e-6 : k.start;
+    const Seconds at = it != launch_us.end() ? it->second.ts * 1e-6 : k.start;
     for (std::size_t s = 0; s < t.steps.size(); ++s) {
       if (at >= t.steps[s].start && at < t.steps[s].start + t.steps[s].duration) k.step = static_cast<int>(s);
+    }
+    if (it == launch_us.end()) continue;
+    for (const LayerRange& r : layer_ranges) {  // innermost wins: ranges of one thread do not overlap
+      if (r.pid == it->second.pid && r.tid == it->second.tid && it->second.ts >= r.ts && it->second.ts < r.end) {
+        k.layer = r.layer;
+        k.backward = r.backward;
+      }
     }
   }
   return t;

@@ -7,6 +7,8 @@
 // events `{"ph": "X", "cat": "kernel", "name", "ts" (us), "dur" (us), "args": {"device", "stream",
 // "correlation", "Collective name", "In msg nelems", "Group size", "dtype", ...}}`; the CPU launch is the
 // `cuda_runtime` event with the same `correlation`; steps are `user_annotation` events named "ProfilerStep#N".
+// Layers: tools/pytorch_train_step.py wraps each decoder layer's forward and backward in user annotations named
+// "orrery.layer<N>.forward" / "orrery.layer<N>.backward"; a kernel launched inside one (same thread) belongs to it.
 
 #include <cstdint>
 #include <string>
@@ -35,6 +37,8 @@ struct KinetoKernel {
   std::int64_t in_elements = 0;     // NCCL: elements of the input message
   int group_size = 0;               // NCCL: ranks in the process group
   std::string dtype;                // NCCL: element type as PyTorch names it
+  int layer = -1;                   // the decoder layer whose annotation holds the launch (-1: none)
+  bool backward = false;            // ... its backward annotation rather than its forward one
 };
 
 struct KinetoStep {

@@ -26,6 +26,32 @@ import statistics
 import sys
 
 
+def annotate_layers(torch, model):
+    """Marks each decoder layer's forward and backward in the trace as user annotations "orrery.layer<N>.forward"
+    and "orrery.layer<N>.backward", so `orrery compare --kineto` can attribute kernels to layers."""
+    open_ranges = {}
+
+    def enter(name):
+        r = torch.profiler.record_function(name)
+        r.__enter__()
+        open_ranges[name] = r
+
+    def leave(name):
+        r = open_ranges.pop(name, None)
+        if r is not None:
+            r.__exit__(None, None, None)
+
+    try:
+        for i, layer in enumerate(model.model.layers):
+            fwd, bwd = f"orrery.layer{i}.forward", f"orrery.layer{i}.backward"
+            layer.register_forward_pre_hook(lambda m, args, n=fwd: enter(n))
+            layer.register_forward_hook(lambda m, args, out, n=fwd: leave(n))
+            layer.register_full_backward_pre_hook(lambda m, grad_out, n=bwd: enter(n))
+            layer.register_full_backward_hook(lambda m, grad_in, grad_out, n=bwd: leave(n))
+    except (AttributeError, RuntimeError) as e:
+        print(f"note: layer annotations not installed ({e})", file=sys.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("scenario")
@@ -33,6 +59,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--profiled-steps", type=int, default=2)
+    ap.add_argument("--no-layer-annotations", action="store_true", help="leave the decoder layers unannotated")
     a = ap.parse_args()
     if a.warmup < 1 or a.steps < 1 or a.profiled_steps < 1:
         sys.exit("--warmup, --steps and --profiled-steps must be at least 1")
@@ -62,6 +89,8 @@ def main():
         model = transformers.LlamaForCausalLM(config).to(dtype=torch.float32)
     model.train()
     params = sum(p.numel() for p in model.parameters())
+    if not a.no_layer_annotations:
+        annotate_layers(torch, model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)
     gen = torch.Generator(device=device).manual_seed(1)
     tokens = torch.randint(0, config.vocab_size, (batch, seq), device=device, generator=gen)

@@ -3,6 +3,9 @@
 // ProfilerStep whose CPU window holds their correlated launch call).
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <numeric>
 
 #include "calibrate/kineto_trace.h"
@@ -86,4 +89,34 @@ TEST_CASE("a file that is not a Kineto trace is refused by name", "[calibrate][k
   CHECK_THROWS_WITH(read_kineto_trace((test::source_dir() / "scenarios" / "measured" / "h200-llama-1b.json").string()),
                     Catch::Contains("traceEvents") && Catch::Contains("must be the list of trace events"));
   CHECK_THROWS_AS(read_kineto_trace((test::data_dir() / "kineto" / "missing.json").string()), Error);
+}
+
+TEST_CASE("kernels launched inside a layer annotation belong to that layer", "[calibrate][kineto]") {
+  // A trace in the shape tools/pytorch_train_step.py records: one step; layer 0's forward on the main thread (tid 1),
+  // its backward on the autograd thread (tid 2); three kernels launched in, and one outside, the layer ranges.
+  nlohmann::json events = nlohmann::json::array();
+  const auto x = [&](const char* cat, const char* name, int tid, double ts, double dur, nlohmann::json args) {
+    events.push_back({{"ph", "X"}, {"cat", cat}, {"name", name}, {"pid", 7}, {"tid", tid}, {"ts", ts}, {"dur", dur},
+                      {"args", args}});
+  };
+  x("user_annotation", "ProfilerStep#3", 1, 0, 1000, nlohmann::json::object());
+  x("user_annotation", "orrery.layer0.forward", 1, 10, 100, nlohmann::json::object());
+  x("user_annotation", "orrery.layer0.backward", 2, 500, 200, nlohmann::json::object());
+  x("cuda_runtime", "cudaLaunchKernel", 1, 20, 5, {{"correlation", 1}});
+  x("cuda_runtime", "cudaLaunchKernel", 2, 510, 5, {{"correlation", 2}});
+  x("cuda_runtime", "cudaLaunchKernel", 1, 520, 5, {{"correlation", 3}});  // tid 1: outside layer 0's forward
+  x("kernel", "sm90_xmma_gemm_bf16", 0, 30, 40, {{"correlation", 1}, {"device", 0}, {"stream", 7}});
+  x("kernel", "sm90_xmma_gemm_bf16", 0, 520, 60, {{"correlation", 2}, {"device", 0}, {"stream", 7}});
+  x("kernel", "vectorized_elementwise_kernel", 0, 600, 5, {{"correlation", 3}, {"device", 0}, {"stream", 7}});
+  const std::filesystem::path file = std::filesystem::temp_directory_path() / "orrery_layer_trace.json";
+  std::ofstream(file) << nlohmann::json{{"traceEvents", events}}.dump();
+  const KinetoTrace t = read_kineto_trace(file.string());
+  REQUIRE(t.kernels.size() == 3);
+  CHECK(t.kernels[0].layer == 0);
+  CHECK_FALSE(t.kernels[0].backward);
+  CHECK(t.kernels[1].layer == 0);
+  CHECK(t.kernels[1].backward);
+  CHECK(t.kernels[2].layer == -1);
+  for (const KinetoKernel& k : t.kernels) CHECK(k.step == 0);
+  std::filesystem::remove(file);
 }

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <iostream>
 #include <memory>
 
@@ -136,6 +137,37 @@ void run_compare(const CompareArgs& a) {
   for (int c = 0; c < 4; ++c) {
     const double m = median(by_class[c]);
     std::cout << fmt::format("{:<34} {:>12.6f} {:>12.6f} {:>9}\n", labels[c], m, predicted[c], error_pct(predicted[c], m));
+  }
+  // Per decoder layer, when the trace carries tools/pytorch_train_step.py's layer annotations.
+  std::map<int, std::vector<std::pair<double, double>>> layer_steps;  // layer -> per step (forward, backward)
+  for (const KinetoKernel& k : trace.kernels) {
+    if (k.layer < 0 || k.step < a.skip_steps) continue;
+    auto& steps = layer_steps[k.layer];
+    steps.resize(trace.steps.size() - static_cast<std::size_t>(a.skip_steps));
+    auto& slot = steps[static_cast<std::size_t>(k.step - a.skip_steps)];
+    (k.backward ? slot.second : slot.first) += k.duration;
+  }
+  if (!layer_steps.empty()) {
+    std::map<int, std::pair<double, double>> predicted_layer;
+    for (const Task& t : program.tasks) {
+      if (t.layer < 0 || t.stream != Stream::kCompute) continue;
+      const double d = p.durations.op_seconds.front()[static_cast<std::size_t>(t.op)];
+      (t.phase == Phase::kForward ? predicted_layer[t.layer].first : predicted_layer[t.layer].second) += d;
+    }
+    std::cout << fmt::format("\n{:<34} {:>12} {:>12} {:>9}\n", "per layer (GPU kernel time)", "measured s", "predicted s",
+                             "error");
+    for (const auto& [layer, steps] : layer_steps) {
+      std::vector<double> fwd, bwd;
+      for (const auto& [f, b] : steps) {
+        fwd.push_back(f);
+        bwd.push_back(b);
+      }
+      const auto [pf, pb] = predicted_layer[layer];
+      std::cout << fmt::format("{:<34} {:>12.6f} {:>12.6f} {:>9}\n", fmt::format("layer {} forward", layer), median(fwd),
+                               pf, error_pct(pf, median(fwd)));
+      std::cout << fmt::format("{:<34} {:>12.6f} {:>12.6f} {:>9}\n", fmt::format("layer {} backward", layer),
+                               median(bwd), pb, error_pct(pb, median(bwd)));
+    }
   }
   if (trace.memcpy_time > 0) {
     std::cout << fmt::format("{:<34} {:>12.6f} {:>12} (all steps; not modelled)\n", "memcpy/memset",
