@@ -70,15 +70,7 @@ void read_attention(const json& doc, const std::string& path, GpuProfile& p) {
   const json& samples = list(in, "samples");
   for (std::size_t i = 0; i < samples.size(); ++i) {
     FieldReader s(samples[i], fmt::format("{}.samples[{}]", path, i));
-    AttentionSample a;
-    a.batch = s.require_int("batch", 1, INT32_MAX);
-    a.heads = s.require_int("heads", 1, 1 << 16);
-    a.kv_heads = s.int_or("kv_heads", a.heads, 1, a.heads);
-    require(a.heads % a.kv_heads == 0, s.field("kv_heads"), std::to_string(a.kv_heads),
-            fmt::format("must divide heads ({})", a.heads));
-    a.seq = s.require_int("seq", 1, INT32_MAX);
-    a.head_dim = s.require_int("head_dim", 1, 1 << 12);
-    a.causal = s.bool_or("causal", true);
+    AttentionSample a = read_attention_shape(s);
     const std::string dtype = s.require_string("dtype");
     require(dtype == "bf16" || dtype == "fp16", s.field("dtype"), dtype, "must be bf16 or fp16 (fused attention)");
     a.dtype = gemm_dtype(dtype, s.field("dtype"));

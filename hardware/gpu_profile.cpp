@@ -28,6 +28,19 @@ const nlohmann::json& list(FieldReader& in, const char* key) {
 
 }  // namespace
 
+AttentionSample read_attention_shape(FieldReader& r) {
+  AttentionSample s;
+  s.batch = r.require_int("batch", 1, INT32_MAX);
+  s.heads = r.require_int("heads", 1, 1 << 16);
+  s.kv_heads = r.int_or("kv_heads", s.heads, 1, s.heads);
+  require(s.heads % s.kv_heads == 0, r.field("kv_heads"), std::to_string(s.kv_heads),
+          fmt::format("must divide heads ({})", s.heads));
+  s.seq = r.require_int("seq", 1, INT32_MAX);
+  s.head_dim = r.require_int("head_dim", 1, 1 << 12);
+  s.causal = r.bool_or("causal", true);
+  return s;
+}
+
 CollectiveKind collective_kind_named(const std::string& op, const std::string& field) {
   for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
                            CollectiveKind::kAllToAll, CollectiveKind::kSendRecv}) {
@@ -83,15 +96,7 @@ GpuProfile parse_gpu_profile(const nlohmann::json& doc, const std::string& path)
   const nlohmann::json& attention = list(in, "attention");
   for (std::size_t i = 0; i < attention.size(); ++i) {
     FieldReader a(attention[i], fmt::format("{}.attention[{}]", path, i));
-    AttentionSample s;
-    s.batch = a.require_int("batch", 1, INT32_MAX);
-    s.heads = a.require_int("heads", 1, 1 << 16);
-    s.kv_heads = a.int_or("kv_heads", s.heads, 1, s.heads);
-    require(s.heads % s.kv_heads == 0, a.field("kv_heads"), std::to_string(s.kv_heads),
-            fmt::format("must divide heads ({})", s.heads));
-    s.seq = a.require_int("seq", 1, INT32_MAX);
-    s.head_dim = a.require_int("head_dim", 1, 1 << 12);
-    s.causal = a.bool_or("causal", true);
+    AttentionSample s = read_attention_shape(a);
     s.backward = a.bool_or("backward", false);
     s.dtype = dtype_of(a.require_string("dtype"), a.field("dtype"));
     s.seconds = a.require_double("seconds", true);

@@ -77,6 +77,12 @@ struct GpuProfile {
   std::vector<FittedRate> fitted;
 };
 
+class FieldReader;  // models/json_fields.h
+
+/// The shape fields of an attention sample (batch, heads, kv_heads, seq, head_dim, causal), read from `r`, as profiles
+/// and raw attention files spell them. Errors: Error::invalid naming the field (kv_heads must divide heads).
+AttentionSample read_attention_shape(FieldReader& r);
+
 /// The collective a profile or raw file names ("all_reduce", ...). Errors: Error::invalid naming `field`.
 CollectiveKind collective_kind_named(const std::string& op, const std::string& field);
 
