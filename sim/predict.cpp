@@ -78,6 +78,7 @@ Prediction predict(const Scenario& scenario, const PredictOptions& options) {
   }
   if (const auto* profiled = dynamic_cast<const ProfiledComputeModel*>(models.compute.get())) {
     const GpuProfile& prof = profiled->profile();
+    p.report.profile = prof.file.empty() ? prof.gpu : prof.file;
     if (!same_gpu_model(prof.gpu, p.scenario.cluster.gpu)) {
       p.report.warnings.push_back(fmt::format("the profile {} was measured on {}, the cluster's GPU is {}", prof.file,
                                               prof.gpu, p.scenario.cluster.gpu.name));

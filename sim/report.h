@@ -46,6 +46,7 @@ struct Report {
   int critical_rank = 0;
   Breakdown breakdown;
   std::vector<std::string> warnings;
+  std::string profile;  // the measured GPU profile that priced ops ("" when the default models did)
   /// Attention work of packed documents across DP and CP ranks (training.packed_documents); none without packing.
   std::optional<PackedBatch> packing;
 };

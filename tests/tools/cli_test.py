@@ -98,6 +98,10 @@ def main():
             "--json")
     expect(r.returncode == 0 and any("does not cover" in w for w in json.loads(r.stdout)["warnings"]),
            f"predict --profile with a fitted profile: exit {r.returncode}: {r.stderr[:200]}")
+    expect(r.returncode == 0 and json.loads(r.stdout).get("profile") == prof,
+           "predict --profile: the report does not name the profile it used")
+    r = run(orrery, "predict", os.path.join(source, "scenarios", "measured", "h200-llama-1b.json"), "--profile", "")
+    expect(r.returncode == 2 and "--profile" in r.stderr, f"predict --profile '': exit {r.returncode} {r.stderr[:200]}")
     raw["gemm"][0]["times_s"] = [-1]
     json.dump(raw, open(raw_path, "w"))
     r = run(orrery, "calibrate", "fit", raw_path, "--out", prof)

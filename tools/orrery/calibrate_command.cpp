@@ -134,7 +134,7 @@ void add_calibrate_command(CLI::App& app) {
   CLI::App* imp = cmd->add_subcommand("import-nccl-tests", "read nccl-tests logs into a profile's collective tables");
   imp->add_option("logs", a->logs, "nccl-tests output files (all_reduce_perf and friends)")->required();
   imp->add_option("--out", a->out, "profile JSON to write")->required();
-  imp->add_option("--profile", a->base, "an existing profile to extend");
+  imp->add_option("--profile", a->base, "an existing profile to extend")->check(non_empty_file());
   imp->add_option("--gpu", a->gpu, "GPU name of a new profile (e.g. \"NVIDIA H100 SXM5 80GB\")");
   imp->add_option("--ranks", a->ranks, "ranks of the runs, when the logs do not say");
   imp->add_option("--nodes", a->nodes, "nodes of the runs, when the logs do not say");
@@ -150,7 +150,7 @@ void add_calibrate_command(CLI::App& app) {
   auto f = std::make_shared<FitArgs>();
   CLI::App* fit = cmd->add_subcommand("fit", "turn orrery-calibrate's raw measurements into a profile");
   fit->add_option("raw", f->raw, "raw measurements (orrery-calibrate --out)")->required();
-  fit->add_option("--attention", f->attention, "attention measurements (tools/calibrate_attention.py --out)");
+  fit->add_option("--attention", f->attention, "attention measurements (tools/calibrate_attention.py --out)")->check(non_empty_file());
   fit->add_option("--out", f->out, "profile JSON to write")->required();
   fit->callback([f] { run_fit(*f); });
 

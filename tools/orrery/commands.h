@@ -9,6 +9,13 @@
 namespace orrery::cli {
 
 /// `orrery predict [SCENARIO] [flags]`.
+/// A CLI11 check for file options: an empty string would otherwise read as "not given" and be ignored silently.
+inline const CLI::Validator& non_empty_file() {
+  static const CLI::Validator check([](std::string& v) { return v.empty() ? std::string("must name a file") : std::string(); },
+                                    "FILE");
+  return check;
+}
+
 void add_predict_command(CLI::App& app);
 /// `orrery list [models|gpus|clusters]`.
 void add_list_command(CLI::App& app);

@@ -184,11 +184,12 @@ void add_compare_command(CLI::App& app) {
   auto a = std::make_shared<CompareArgs>();
   CLI::App* cmd = app.add_subcommand("compare", "compare a measured training step with the prediction");
   cmd->add_option("scenario", a->scenario, "scenario of the measured run")->required();
-  cmd->add_option("--kineto", a->kineto, "PyTorch profiler (Kineto) trace, .json or .json.gz");
-  cmd->add_option("--measured", a->measured, "measured timeline in the simulator's format (orrery-execute --out)");
+  cmd->add_option("--kineto", a->kineto, "PyTorch profiler (Kineto) trace, .json or .json.gz")->check(non_empty_file());
+  cmd->add_option("--measured", a->measured, "measured timeline in the simulator's format (orrery-execute --out)")
+      ->check(non_empty_file());
   cmd->add_option("--misses", a->misses, "how many of the largest per-task misses to list (default 10)");
   cmd->add_option("--skip-steps", a->skip_steps, "profiler steps to skip as warm-up (default 1)");
-  cmd->add_option("--profile", a->profile, "price ops from a measured GPU profile (calibrate/) where it covers them");
+  cmd->add_option("--profile", a->profile, "price ops from a measured GPU profile (calibrate/) where it covers them")->check(non_empty_file());
   cmd->callback([a] { run_compare(*a); });
 }
 

@@ -75,9 +75,9 @@ void add_predict_command(CLI::App& app) {
   cmd->add_option("scenario", args->scenario_file, "scenario JSON file (default: a built-in Llama-3-70B example)");
   cmd->add_flag("--json", args->json, "print the report as JSON");
   cmd->add_flag("--expand-ranks", args->expand_ranks, "simulate every rank instead of one per pipeline stage");
-  cmd->add_option("--trace", args->trace_file, "write a Chrome-trace / Perfetto timeline to FILE");
-  cmd->add_option("--timeline", args->timeline_file, "write the simulated timeline JSON to FILE");
-  cmd->add_option("--profile", args->profile_file, "price GEMMs and copies from a measured GPU profile (calibrate/)");
+  cmd->add_option("--trace", args->trace_file, "write a Chrome-trace / Perfetto timeline to FILE")->check(non_empty_file());
+  cmd->add_option("--timeline", args->timeline_file, "write the simulated timeline JSON to FILE")->check(non_empty_file());
+  cmd->add_option("--profile", args->profile_file, "price GEMMs and copies from a measured GPU profile (calibrate/)")->check(non_empty_file());
   args->flags.add_to(*cmd);
   cmd->callback([args] { run_predict(*args); });
 }

@@ -46,6 +46,7 @@ json report_json(const Prediction& p) {
   out["critical_stage"] = r.critical_stage;
   out["critical_rank"] = r.critical_rank;
   out["warnings"] = r.warnings;
+  if (!r.profile.empty()) out["profile"] = r.profile;
   if (r.packing) {
     const PackedBatch& k = *r.packing;
     out["packing"] = {{"documents", k.documents},

@@ -420,7 +420,7 @@ void add_search_command(CLI::App& app) {
   cmd->add_flag("--quiet", a->quiet, "no progress bar");
   cmd->add_option("--shard", a->shard, "evaluate shard I of N (I/N, from 0), e.g. as a Slurm array task");
   cmd->add_flag("--mpi", a->mpi, "under mpirun: each rank searches one shard; rank 0 merges and reports");
-  cmd->add_option("--profile", a->profile, "price ops from a measured GPU profile (calibrate/) where it covers them");
+  cmd->add_option("--profile", a->profile, "price ops from a measured GPU profile (calibrate/) where it covers them")->check(non_empty_file());
   cmd->add_option("--csv", a->csv_file, "write every candidate as CSV");
   cmd->add_option("--json", a->json_file, "write every candidate as JSON (input of `orrery search merge`)");
   cmd->callback([a, cmd] {

@@ -26,6 +26,7 @@ void print_summary(std::ostream& out, const Prediction& p) {
              s.training.seq_length, s.training.micro_batch_size, s.training.global_batch_size,
              to_string(s.training.precision), to_string(s.training.recompute));
   fmt::print(out, "  cluster  {} x {} ({})\n", r.num_gpus, s.cluster.gpu.display_name, s.cluster.name);
+  if (!r.profile.empty()) fmt::print(out, "  profile  {} (measured tables price the ops they cover)\n", r.profile);
   fmt::print(out, "  plan     TP {} PP {} DP {} CP {} VPP {}{}{}, {} micro-batches per pipeline, schedule {}\n", pl.tp,
              pl.pp, pl.dp, pl.cp, pl.vpp, pl.sequence_parallel ? ", sequence parallel" : "",
              pl.zero_stage > 0 ? fmt::format(", ZeRO {}", pl.zero_stage) : "", r.microbatches,

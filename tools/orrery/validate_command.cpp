@@ -198,7 +198,7 @@ void add_validate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--explain", args->explain, "print the full prediction and comparison of one record (by name)");
   cmd->add_option("-j,--jobs", args->jobs, "parallel simulations (default: all cores)");
   cmd->add_option("--skip", args->skip, "leave out records whose name contains this text");
-  cmd->add_option("--profile", args->profile, "price ops from a measured GPU profile (calibrate/) where it covers them");
+  cmd->add_option("--profile", args->profile, "price ops from a measured GPU profile (calibrate/) where it covers them")->check(non_empty_file());
   cmd->callback([args, &exit_code] { exit_code = run_validate(*args); });
 }
 
