@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 
+#include "calibrate/bench/raw_profile_writer.h"
 #include "models/error.h"
 #include "models/json_fields.h"
 
@@ -16,12 +17,6 @@ namespace orrery {
 namespace {
 
 using json = nlohmann::json;
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * v[h - 1] + 0.5 * v[h];  // halves first: no overflow near DBL_MAX
-}
 
 // The median of a list of repetition times; every entry must be a positive finite number.
 Seconds median_time(FieldReader& in, const char* key) {
@@ -41,14 +36,14 @@ Seconds median_time(FieldReader& in, const char* key) {
             "is below 1e-7 s, faster than any GPU operation can complete");
     t.push_back(x.get<double>());
   }
-  return median_of(t);
+  return bench::median(t);
 }
 
+// A GEMM dtype orrery-calibrate measures (FP32 GEMMs run as TF32).
 DType gemm_dtype(const std::string& name, const std::string& field) {
-  for (DType d : {DType::kTf32, DType::kFp16, DType::kBf16, DType::kFp8}) {
-    if (name == to_string(d)) return d;
-  }
-  throw Error::invalid(field, name, "must be bf16, fp16, tf32 or fp8");
+  const DType d = dtype_named(name, field);
+  require(d != DType::kFp32, field, name, "must be bf16, fp16, tf32 or fp8");
+  return d;
 }
 
 const json& list(FieldReader& in, const char* key) {
@@ -61,9 +56,7 @@ const json& list(FieldReader& in, const char* key) {
 
 void read_attention(const json& doc, const std::string& path, GpuProfile& p) {
   FieldReader in(doc, path);
-  const std::string format = in.require_string("format");
-  require(format == "orrery-attention-raw", in.field("format"), format, "must be \"orrery-attention-raw\"");
-  require(in.require_int("version", 1, 1000) == 1, in.field("version"), "", "must be 1");
+  require_format(in, "orrery-attention-raw", "tools/calibrate_attention.py");
   for (const char* key : {"gpu", "torch", "cuda", "cudnn", "date", "source", "backend"}) in.optional_string(key);
   in.int_or("warmup", 0, 0, INT32_MAX);
   in.int_or("repetitions", 0, 0, INT32_MAX);
@@ -130,10 +123,7 @@ FittedRate fit_rate(const std::string& what, const std::vector<std::pair<double,
 GpuProfile fit_raw_profile(const json& raw, const std::string& path, const json* attention,
                            const std::string& attention_path, const RawFitOptions& options) {
   FieldReader in(raw, path);
-  const std::string format = in.require_string("format");
-  require(format == "orrery-gpu-raw", in.field("format"), format, "must be \"orrery-gpu-raw\" (orrery-calibrate --out)");
-  const std::int64_t version = in.require_int("version", 1, 1000);
-  require(version == 1, in.field("version"), std::to_string(version), "must be 1 (the format this build reads)");
+  require_format(in, "orrery-gpu-raw", "orrery-calibrate --out");
   GpuProfile p;
   p.gpu = in.require_string("gpu");
   require(!p.gpu.empty(), in.field("gpu"), "\"\"", "must name the GPU measured");

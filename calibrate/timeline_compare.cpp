@@ -9,6 +9,7 @@
 
 #include "models/error.h"
 #include "models/json_fields.h"
+#include "sim/workload_graph.h"
 
 namespace orrery {
 
@@ -27,10 +28,12 @@ Timeline parse_timeline(const nlohmann::json& doc, const std::string& path) {
     x.rank = static_cast<int>(r.int_or("rank", 0, 0, INT32_MAX));
     x.stream = r.optional_string("stream").value_or("");
     x.kind = r.require_string("kind");
-    static const char* kKinds[] = {"gemm", "attention", "elementwise", "optimizer", "collective", "send_recv",
-                                   "host_sync", "host_op"};
-    require(std::find_if(std::begin(kKinds), std::end(kKinds), [&](const char* k) { return x.kind == k; }) != std::end(kKinds),
-            r.field("kind"), x.kind, "must be a task kind the simulator writes (gemm, attention, elementwise, ...)");
+    bool known = false;
+    for (TaskKind k : {TaskKind::kGemm, TaskKind::kAttention, TaskKind::kElementwise, TaskKind::kOptimizer,
+                       TaskKind::kCollective, TaskKind::kSendRecv, TaskKind::kHostSync, TaskKind::kHostOp}) {
+      known = known || x.kind == to_string(k);
+    }
+    require(known, r.field("kind"), x.kind, "must be a task kind the simulator writes (gemm, attention, elementwise, ...)");
     x.name = r.require_string("name");
     x.phase = r.optional_string("phase").value_or("");
     x.layer = static_cast<int>(r.int_or("layer", -1, -1, INT32_MAX));

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cctype>
+
 #include "models/embedded_file.h"
 #include "models/error.h"
 #include "models/json_fields.h"
@@ -11,12 +13,6 @@ namespace orrery {
 
 namespace {
 
-DType dtype_of(const std::string& name, const std::string& field) {
-  for (DType d : {DType::kFp32, DType::kTf32, DType::kFp16, DType::kBf16, DType::kFp8}) {
-    if (name == to_string(d)) return d;
-  }
-  throw Error::invalid(field, name, "must be one of fp32, tf32, fp16, bf16, fp8");
-}
 
 const nlohmann::json& list(FieldReader& in, const char* key) {
   static const nlohmann::json empty = nlohmann::json::array();
@@ -26,7 +22,43 @@ const nlohmann::json& list(FieldReader& in, const char* key) {
   return *v;
 }
 
+// The GPU model in a device or preset name: its first word with a digit, upper-cased ("H200" in both CUDA's
+// "NVIDIA H200" and the preset's "NVIDIA H200 SXM 141GB").
+std::string gpu_model_word(const std::string& name) {
+  std::string word, out;
+  for (std::size_t i = 0; i <= name.size(); ++i) {
+    const char c = i < name.size() ? name[i] : ' ';
+    if (c == ' ' || c == '-' || c == '_') {
+      if (out.empty() && word.find_first_of("0123456789") != std::string::npos) out = word;
+      word.clear();
+    } else {
+      word += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+bool same_gpu_model(const std::string& device_name, const GpuSpec& gpu) {
+  const std::string model = gpu_model_word(device_name);
+  return device_name == gpu.name || device_name == gpu.display_name ||
+         (!model.empty() && (model == gpu_model_word(gpu.display_name) || model == gpu_model_word(gpu.name)));
+}
+
+DType dtype_named(const std::string& name, const std::string& field) {
+  for (DType d : {DType::kFp32, DType::kTf32, DType::kFp16, DType::kBf16, DType::kFp8}) {
+    if (name == to_string(d)) return d;
+  }
+  throw Error::invalid(field, name, "must be one of fp32, tf32, fp16, bf16, fp8");
+}
+
+void require_format(FieldReader& in, const std::string& format, const std::string& written_by) {
+  const std::string found = in.require_string("format");
+  require(found == format, in.field("format"), found, fmt::format("must be \"{}\" ({})", format, written_by));
+  const std::int64_t version = in.require_int("version", 1, 1000);
+  require(version == 1, in.field("version"), std::to_string(version), "must be 1 (the format this build reads)");
+}
 
 AttentionSample read_attention_shape(FieldReader& r) {
   AttentionSample s;
@@ -51,10 +83,7 @@ CollectiveKind collective_kind_named(const std::string& op, const std::string& f
 
 GpuProfile parse_gpu_profile(const nlohmann::json& doc, const std::string& path) {
   FieldReader in(doc, path);
-  const std::string format = in.require_string("format");
-  require(format == "orrery-gpu-profile", in.field("format"), format, "must be \"orrery-gpu-profile\"");
-  const std::int64_t version = in.require_int("version", 1, 1000);
-  require(version == 1, in.field("version"), std::to_string(version), "must be 1 (the format this build reads)");
+  require_format(in, "orrery-gpu-profile", "orrery calibrate fit or import-nccl-tests");
   GpuProfile p;
   p.gpu = in.require_string("gpu");
   p.driver = in.optional_string("driver").value_or("");
@@ -70,7 +99,7 @@ GpuProfile parse_gpu_profile(const nlohmann::json& doc, const std::string& path)
     s.m = g.require_int("m", 1, INT32_MAX);
     s.n = g.require_int("n", 1, INT32_MAX);
     s.k = g.require_int("k", 1, INT32_MAX);
-    s.dtype = dtype_of(g.require_string("dtype"), g.field("dtype"));
+    s.dtype = dtype_named(g.require_string("dtype"), g.field("dtype"));
     s.seconds = g.require_double("seconds", true);
     g.allow("tflops");
     g.reject_unknown();
@@ -98,7 +127,7 @@ GpuProfile parse_gpu_profile(const nlohmann::json& doc, const std::string& path)
     FieldReader a(attention[i], fmt::format("{}.attention[{}]", path, i));
     AttentionSample s = read_attention_shape(a);
     s.backward = a.bool_or("backward", false);
-    s.dtype = dtype_of(a.require_string("dtype"), a.field("dtype"));
+    s.dtype = dtype_named(a.require_string("dtype"), a.field("dtype"));
     s.seconds = a.require_double("seconds", true);
     a.allow("tflops");
     a.reject_unknown();

@@ -27,6 +27,7 @@
 
 #include "hardware/collective_cost.h"
 #include "hardware/cost_params.h"
+#include "hardware/gpu_spec.h"
 #include "models/ops.h"
 
 namespace orrery {
@@ -82,6 +83,17 @@ class FieldReader;  // models/json_fields.h
 /// The shape fields of an attention sample (batch, heads, kv_heads, seq, head_dim, causal), read from `r`, as profiles
 /// and raw attention files spell them. Errors: Error::invalid naming the field (kv_heads must divide heads).
 AttentionSample read_attention_shape(FieldReader& r);
+
+/// Whether a CUDA device name (a profile's "gpu", as cudaDeviceProp reports it: "NVIDIA H200") names the same GPU
+/// model as `gpu` (preset "NVIDIA H200 SXM 141GB"): equal names, or the same first word with a digit ("H200").
+bool same_gpu_model(const std::string& device_name, const GpuSpec& gpu);
+
+/// The dtype a profile or raw file names ("bf16", ...). Errors: Error::invalid naming `field`.
+DType dtype_named(const std::string& name, const std::string& field);
+
+/// Checks the versioned header of a calibration file: "format" must be `format` (`written_by` names the program that
+/// writes it, for the message) and "version" 1. Errors: Error::invalid naming the field.
+void require_format(FieldReader& in, const std::string& format, const std::string& written_by);
 
 /// The collective a profile or raw file names ("all_reduce", ...). Errors: Error::invalid naming `field`.
 CollectiveKind collective_kind_named(const std::string& op, const std::string& field);

@@ -12,32 +12,6 @@
 
 namespace orrery {
 
-namespace {
-
-// The GPU model in a device or preset name: its first word with a digit, upper-cased ("H200" in both CUDA's
-// "NVIDIA H200" and the preset's "NVIDIA H200 SXM 141GB").
-std::string gpu_model_word(const std::string& name) {
-  std::string word, out;
-  for (std::size_t i = 0; i <= name.size(); ++i) {
-    const char c = i < name.size() ? name[i] : ' ';
-    if (c == ' ' || c == '-' || c == '_') {
-      if (out.empty() && word.find_first_of("0123456789") != std::string::npos) out = word;
-      word.clear();
-    } else {
-      word += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
-bool same_gpu_model(const std::string& device_name, const GpuSpec& gpu) {
-  const std::string model = gpu_model_word(device_name);
-  return device_name == gpu.name || device_name == gpu.display_name ||
-         (!model.empty() && (model == gpu_model_word(gpu.display_name) || model == gpu_model_word(gpu.name)));
-}
-
 DefaultCostModels::DefaultCostModels(const ClusterSpec& cluster, const CostParams& params)
     : compute(std::make_unique<RooflineComputeModel>(cluster.gpu, params.compute,
                                                      cluster.host_memory_bandwidth / cluster.gpus_per_node)),

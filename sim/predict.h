@@ -40,8 +40,4 @@ struct DefaultCostModels {
 /// Errors: those of lower(); std::logic_error for internal deadlocks.
 Prediction predict(const Scenario& scenario, const PredictOptions& options = {});
 
-/// Whether a CUDA device name (a profile's "gpu", as cudaDeviceProp reports it: "NVIDIA H200") names the same GPU
-/// model as `gpu` (preset "NVIDIA H200 SXM 141GB"): equal names, or the same first word with a digit ("H200").
-bool same_gpu_model(const std::string& device_name, const GpuSpec& gpu);
-
 }  // namespace orrery

@@ -4,16 +4,13 @@
 #include <istream>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 namespace orrery::bench {
 
 namespace {
 
 constexpr std::int64_t kMaxSize = std::int64_t{1} << 40;  // 1 TiB: no single benchmark is larger
-
-bool one_of(const std::string& s, std::initializer_list<const char*> names) {
-  return std::any_of(names.begin(), names.end(), [&](const char* n) { return s == n; });
-}
 
 class LineReader {
  public:
@@ -23,6 +20,16 @@ class LineReader {
     std::string w;
     if (!(in_ >> w)) fail(std::string("missing ") + what);
     return w;
+  }
+
+  /// The next word, which must be one of `names`; otherwise "WHAT 'word' must be a, b or c".
+  std::string choice(const std::string& what, std::initializer_list<const char*> names) {
+    const std::string w = word(what.c_str());
+    if (std::any_of(names.begin(), names.end(), [&](const char* n) { return w == n; })) return w;
+    const std::vector<const char*> v(names);
+    std::string rule;
+    for (std::size_t i = 0; i < v.size(); ++i) rule += std::string(i == 0 ? "" : i + 1 == v.size() ? " or " : ", ") + v[i];
+    fail(what + " '" + w + "' must be " + rule);
   }
 
   std::int64_t size(const char* what) {
@@ -72,25 +79,16 @@ BenchPlan parse_bench_plan(std::istream& in, const std::string& name) {
       g.m = r.size("M");
       g.n = r.size("N");
       g.k = r.size("K");
-      g.dtype = r.word("dtype");
-      if (!one_of(g.dtype, {"bf16", "fp16", "tf32", "fp8"})) {
-        r.fail("dtype '" + g.dtype + "' must be bf16, fp16, tf32 or fp8");
-      }
+      g.dtype = r.choice("dtype", {"bf16", "fp16", "tf32", "fp8"});
       plan.gemm.push_back(g);
     } else if (entry == "memory") {
       PlanMemory m;
-      m.kind = r.word("kind");
-      if (!one_of(m.kind, {"copy", "elementwise", "reduction"})) {
-        r.fail("memory kind '" + m.kind + "' must be copy, elementwise or reduction");
-      }
+      m.kind = r.choice("memory kind", {"copy", "elementwise", "reduction"});
       m.bytes = r.size("bytes");
       plan.memory.push_back(m);
     } else if (entry == "collective") {
       PlanCollective c;
-      c.op = r.word("op");
-      if (!one_of(c.op, {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"})) {
-        r.fail("collective '" + c.op + "' must be all_reduce, all_gather, reduce_scatter, all_to_all or send_recv");
-      }
+      c.op = r.choice("collective", {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"});
       c.bytes = r.size("bytes");
       plan.collectives.push_back(c);
     } else if (entry == "attention") {
@@ -101,11 +99,8 @@ BenchPlan parse_bench_plan(std::istream& in, const std::string& name) {
       if (a.heads % a.kv_heads) r.fail("KVH " + std::to_string(a.kv_heads) + " must divide H " + std::to_string(a.heads));
       a.seq = r.size("S");
       a.head_dim = r.size("D");
-      const std::string mask = r.word("mask");
-      if (mask != "causal" && mask != "full") r.fail("mask '" + mask + "' must be causal or full");
-      a.causal = mask == "causal";
-      a.dtype = r.word("dtype");
-      if (!one_of(a.dtype, {"bf16", "fp16"})) r.fail("attention dtype '" + a.dtype + "' must be bf16 or fp16");
+      a.causal = r.choice("mask", {"causal", "full"}) == "causal";
+      a.dtype = r.choice("attention dtype", {"bf16", "fp16"});
       plan.attention.push_back(a);
     } else if (entry == "launch") {
       plan.launch = true;

@@ -7,12 +7,12 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <set>
 #include <tuple>
 
 #include "calibrate/cuda/device_buffer.h"
 #include "calibrate/cuda/check.h"
 #include "calibrate/cuda/event_timer.h"
+#include "calibrate/cuda/lt_matmul.h"
 
 namespace orrery::bench {
 
@@ -34,23 +34,13 @@ __global__ void stream_kernel(const float4* __restrict__ in, std::size_t in_vect
 
 constexpr std::size_t kStreamCap = std::size_t{1} << 30;
 
-struct LtDeleter {
-  void operator()(cublasLtMatmulDescOpaque_t* p) const { cublasLtMatmulDescDestroy(p); }
-  void operator()(cublasLtMatrixLayoutOpaque_t* p) const { cublasLtMatrixLayoutDestroy(p); }
-};
-
-// A prepared cuBLASLt matmul: D[m x n] = A^T B, batched with strides when batch > 1.
-struct Matmul {
-  std::unique_ptr<cublasLtMatmulDescOpaque_t, LtDeleter> op;
-  std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LtDeleter> a, b, d;
-  cublasLtMatmulAlgo_t algo{};
-  std::size_t in_bytes = 2, out_bytes = 2;
-};
-
 class Runner {
  public:
-  Runner(const WorkloadFile& w) : w_(w) {
+  explicit Runner(const WorkloadFile& w) : w_(w) {
     ORRERY_CUBLAS(cublasLtCreate(&lt_));
+    int sms = 0;
+    ORRERY_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    sm_count_ = static_cast<std::size_t>(sms > 0 ? sms : 1);
     cudaMemPoolProps props{};
     props.allocType = cudaMemAllocationTypePinned;
     props.location.type = cudaMemLocationTypeDevice;
@@ -157,9 +147,9 @@ class Runner {
   }
 
  private:
-  static constexpr std::size_t kWorkspace = std::size_t{32} << 20;
+  static constexpr std::size_t kWorkspace = std::size_t{32} << 20;  // Transformer Engine's cuBLASLt workspace on Hopper
 
-  static std::size_t elem(const std::string& dtype) { return dtype == "fp8" ? 1 : dtype == "tf32" || dtype == "fp32" ? 4 : 2; }
+  static std::size_t elem(const std::string& dtype) { return element_bytes(LtMatmul::input_type(dtype)); }
 
   // The GEMMs a task runs: (m, n, k, batch, element bytes) each.
   static std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::size_t>> gemm_shapes(
@@ -217,73 +207,32 @@ class Runner {
     }
   }
 
-  Matmul& matmul(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, const std::string& dtype) {
+  // The cached plan of a GEMM; FP8 shapes cuBLASLt cannot run (k not a multiple of 16, m of 8; Transformer Engine
+  // pads them) run in bf16, with a note.
+  const LtMatmul& matmul(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, const std::string& dtype) {
     const auto key = std::make_tuple(m, n, k, batch, dtype);
-    if (bf16_instead_.count(key)) return matmul(m, n, k, batch, "bf16");
     auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second;
-    Matmul mm;
-    const bool fp8 = dtype == "fp8", tf32 = dtype == "tf32" || dtype == "fp32";
-    const cudaDataType_t in = fp8 ? CUDA_R_8F_E4M3 : tf32 ? CUDA_R_32F : dtype == "fp16" ? CUDA_R_16F : CUDA_R_16BF;
-    const cudaDataType_t outt = fp8 ? CUDA_R_16BF : in;
-    mm.in_bytes = elem(dtype);
-    mm.out_bytes = fp8 ? 2 : elem(dtype);
-    cublasLtMatmulDesc_t op = nullptr;
-    ORRERY_CUBLAS(cublasLtMatmulDescCreate(&op, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    mm.op.reset(op);
-    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    ORRERY_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    ORRERY_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    const auto layout = [&](cudaDataType_t t, std::int64_t rows, std::int64_t cols) {
-      cublasLtMatrixLayout_t l = nullptr;
-      ORRERY_CUBLAS(cublasLtMatrixLayoutCreate(&l, t, static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols), rows));
-      if (batch > 1) {
-        const int count = static_cast<int>(batch);
-        const std::int64_t stride = rows * cols;
-        ORRERY_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
-        ORRERY_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
-      }
-      return std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LtDeleter>(l);
-    };
-    mm.a = layout(in, k, m);
-    mm.b = layout(in, k, n);
-    mm.d = layout(outt, m, n);
-    cublasLtMatmulPreference_t pref = nullptr;
-    ORRERY_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
-    std::size_t ws = kWorkspace;
-    ORRERY_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
-    cublasLtMatmulHeuristicResult_t h{};
-    int found = 0;
-    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt_, op, mm.a.get(), mm.b.get(), mm.d.get(),
-                                                                 mm.d.get(), pref, 1, &h, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (fp8 && (status != CUBLAS_STATUS_SUCCESS || found < 1)) {
-      // cuBLASLt's FP8 kernels need k a multiple of 16 (and m of 8); Transformer Engine pads such shapes. Run it
-      // in bf16 instead and say so.
+    if (it != cache_.end()) return *it->second;
+    std::unique_ptr<LtMatmul> plan = LtMatmul::plan(lt_, m, n, k, batch, dtype, kWorkspace);
+    if (!plan && dtype == "fp8") {
       std::fprintf(stderr, "orrery-execute: FP8 GEMM %lld x %lld x %lld unsupported; timed in bf16\n",
                    static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k));
-      bf16_instead_.insert(key);
-      return matmul(m, n, k, batch, "bf16");
+      plan = LtMatmul::plan(lt_, m, n, k, batch, "bf16", kWorkspace);
     }
-    ORRERY_CUBLAS(status);
-    if (found < 1) fail_call("cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__, "no algorithm for a workload GEMM");
-    (void)in;
-    mm.algo = h.algo;
-    return cache_.emplace(key, std::move(mm)).first->second;
+    if (!plan) fail_call("cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__, "no algorithm for a workload GEMM");
+    return *cache_.emplace(key, std::move(plan)).first->second;
   }
 
   void gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, const std::string& dtype, cudaStream_t s) {
-    Matmul& mm = matmul(m, n, k, batch, dtype);
-    const float alpha = 1, beta = 0;
-    ORRERY_CUBLAS(cublasLtMatmul(lt_, mm.op.get(), &alpha, a_, mm.a.get(), b_, mm.b.get(), &beta, d_, mm.d.get(), d_,
-                                 mm.d.get(), &mm.algo, workspaces_.at(s), kWorkspace, s));
+    matmul(m, n, k, batch, dtype).run(lt_, a_, b_, d_, workspaces_.at(s), s);
   }
 
   void stream_bytes(std::size_t read, std::size_t written, cudaStream_t s) {
     const std::size_t rv = read / 16, wv = written / 16;
     if (rv == 0 && wv == 0) return;
     const std::size_t n = std::max(rv, wv);
-    const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((n + 255) / 256, 132 * 8));
+    // Four blocks of 256 threads per SM with grid-stride loops, the grid memory_bench.cu measures bandwidth with.
+    const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((n + 255) / 256, sm_count_ * 4));
     // Each task starts where the last one stopped in the 1 GiB buffers, so small tasks do not find their data in L2.
     const std::size_t cap = kStreamCap / 16;
     const std::size_t offset = cursor_;
@@ -319,11 +268,12 @@ class Runner {
   cudaStream_t memory_stream_ = nullptr, origin_stream_ = nullptr;
   cudaEvent_t origin_ = nullptr;
   std::size_t cursor_ = 0;
+  std::size_t sm_count_ = 1;
   void *a_ = nullptr, *b_ = nullptr, *d_ = nullptr, *read_ = nullptr, *write_ = nullptr;
   std::map<std::string, cudaStream_t> streams_;
   std::map<std::string, std::deque<std::pair<void*, std::int64_t>>> live_;
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string>, Matmul> cache_;
-  std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string>> bf16_instead_;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string>, std::unique_ptr<LtMatmul>>
+      cache_;
 };
 
 }  // namespace

@@ -1,11 +1,8 @@
 #pragma once
-// GEMM through cuBLASLt, timed per call: D[m x n] = A[m x k] B[k x n] in cuBLAS's column-major "TN" form (A stored
-// k x m and transposed, B stored k x n), the layout cuBLASLt requires for FP8 and the one Megatron's forward GEMMs
-// reduce to. Accumulation in FP32 for every dtype, alpha 1, beta 0; the algorithm is cuBLASLt's first heuristic
-// choice with a 32 MiB workspace (Transformer Engine's default on Hopper).
-//   bf16, fp16: inputs and output in that type.   tf32: FP32 data, CUBLAS_COMPUTE_32F_FAST_TF32.
-//   fp8: E4M3 inputs, BF16 output, fast accumulation as Transformer Engine's forward GEMMs (compute capability 8.9+).
-// Backward GEMMs run as NN and NT in Megatron; one layout stands for all three here (a known approximation).
+// GEMM through cuBLASLt (lt_matmul.h: TN, the layout cuBLASLt requires for FP8 and the one Megatron's forward GEMMs
+// reduce to; FP32 accumulation) with a 32 MiB workspace (Transformer Engine's default on Hopper), on pseudo-random
+// operands. Backward GEMMs run as NN and NT in Megatron; one layout stands for all three here (a known
+// approximation).
 
 #include <cublasLt.h>
 

@@ -59,10 +59,8 @@ LoweringContext::LoweringContext(const Scenario& s)
     sb.grad = sb.param;
     sb.optimizer = sb.param == 4 ? (adam ? 8 : 4) : (adam ? 12 : 8);
   }
-  if (training.framework == Framework::kPytorch) {
-    // fp32 parameters and gradients, AdamW moments in fp32; no master copy (the parameters are the master).
-    sb = {4, 4, 8};
-  }
+  // PyTorch's recipe keeps fp32 parameters (they are the master copy) and fp32 gradients under autocast.
+  if (training.framework == Framework::kPytorch) sb = state_bytes(Precision::kFp32, training.optimizer);
   param_bytes = sb.param;
   grad_bytes = sb.grad;
   optimizer_bytes = sb.optimizer;

@@ -112,12 +112,17 @@ class Emitter {
   /// One side of a point-to-point transfer (the p2p group kinds pair it with the peer's other side).
   TaskId p2p(const char* label, Stream stream, GroupKind group, Bytes bytes, std::initializer_list<TaskId> deps = {});
 
-  void save(TaskId task, Bytes bytes) {
-    if (task >= 0) builder_.alloc_at_start(task, MemoryKind::kActivations, bytes);
+  /// `bytes` of `kind` allocated when `task` starts / freed when it ends; nothing for a task the weight-gradient
+  /// mode dropped (id < 0).
+  void allocate(TaskId task, MemoryKind kind, Bytes bytes) {
+    if (task >= 0) builder_.alloc_at_start(task, kind, bytes);
   }
-  void release(TaskId task, Bytes bytes) {
-    if (task >= 0) builder_.free_at_end(task, MemoryKind::kActivations, bytes);
+  void deallocate(TaskId task, MemoryKind kind, Bytes bytes) {
+    if (task >= 0) builder_.free_at_end(task, kind, bytes);
   }
+  /// Activations saved for the backward pass, and their release.
+  void save(TaskId task, Bytes bytes) { allocate(task, MemoryKind::kActivations, bytes); }
+  void release(TaskId task, Bytes bytes) { deallocate(task, MemoryKind::kActivations, bytes); }
   void depend(TaskId after, TaskId before) {
     if (after >= 0) builder_.depend(after, before);
   }

@@ -122,16 +122,16 @@ Bytes DataParallelLowering::chunk_grad_bytes(int chunk) const {
 
 TaskId DataParallelLowering::emit_optimizer(Emitter& emit, const std::vector<TaskId>& after) {
   if (ctx_.training.framework == Framework::kPytorch) {
-    // torch.optim.AdamW(fused=True): one multi-tensor pass reading parameter, gradient, exp_avg and exp_avg_sq
-    // (fp32) and writing all but the gradient; then zero_grad(set_to_none=True) frees the gradients.
+    // torch.optim.AdamW(fused=True): one multi-tensor pass reading parameter, gradient and both moments and writing
+    // all but the gradient; then zero_grad(set_to_none=True) frees the gradients.
     emit.at(-1, -1, -1, Phase::kOptimizer);
-    TaskId start = emit.optimizer("optimizer_wait", 0, 0);
+    const TaskId start = emit.optimizer("optimizer_wait", 0, 0);
     for (TaskId t : after) emit.depend(start, t);
-    const TaskId adam = emit.optimizer("adamw", 16 * local_params_, 12 * local_params_);
-    const TaskId free = emit.optimizer("zero_grad", 0, 0);
-    emit.builder().free_at_end(free, MemoryKind::kGradients, 4 * local_params_);
-    (void)adam;
-    return free;
+    const Bytes kept = local_params_ * (ctx_.param_bytes + ctx_.optimizer_bytes);
+    emit.optimizer("adamw", kept + local_params_ * ctx_.grad_bytes, kept);
+    const TaskId zero_grad = emit.optimizer("zero_grad", 0, 0);
+    emit.deallocate(zero_grad, MemoryKind::kGradients, local_params_ * ctx_.grad_bytes);
+    return zero_grad;
   }
   const std::int64_t dense = local_params_ - local_expert_params_;
   const std::int64_t n = distributed_optimizer_ ? dense / ranks_of(false) + local_expert_params_ / ranks_of(true)

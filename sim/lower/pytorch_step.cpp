@@ -29,13 +29,6 @@ Bytes PytorchStepLowering::saved_per_layer() const {
 
 // ---- building blocks ----
 
-void PytorchStepLowering::alloc(TaskId task, MemoryKind kind, Bytes bytes) {
-  if (task >= 0) emit_.builder().alloc_at_start(task, kind, bytes);
-}
-
-void PytorchStepLowering::free_at_end(TaskId task, MemoryKind kind, Bytes bytes) {
-  if (task >= 0) emit_.builder().free_at_end(task, kind, bytes);
-}
 
 AttentionShape PytorchStepLowering::attention(bool backward) const {
   AttentionShape a;
@@ -73,7 +66,7 @@ TaskId PytorchStepLowering::rmsnorm_bwd(TaskId grad, bool saved_input) {
     emit_.set_phase(Phase::kBackwardWeight);
     emit_.elementwise("rmsnorm_weight", 2 * x, x, {grad});                 // dy * normalised
     const TaskId w = emit_.elementwise("rmsnorm_weight", x, kF32 * h_);   // summed over tokens -> weight .grad
-    if (emit_.microbatch() <= 0) alloc(w, MemoryKind::kGradients, kF32 * h_);
+    if (emit_.microbatch() <= 0) emit_.allocate(w, MemoryKind::kGradients, kF32 * h_);
     emit_.set_phase(p);
   }
   TaskId t = emit_.elementwise("rmsnorm_weight", x, x, {grad});          // dy * weight
@@ -98,24 +91,24 @@ TaskId PytorchStepLowering::linear_fwd(const char* label, TaskId input, std::int
   }
   // autocast's weight cache: the bf16 copy lives until this linear's backward has used it.
   const TaskId w = emit_.elementwise("autocast_weight", kF32 * n * k, kBf16 * n * k);
-  alloc(w, MemoryKind::kWeights, kBf16 * n * k);
+  emit_.allocate(w, MemoryKind::kWeights, kBf16 * n * k);
   return emit_.gemm(label, GemmShape{T_, n, k, 1, DType::kBf16}, {x, w});
 }
 
 TaskId PytorchStepLowering::linear_bwd(const char* label, TaskId grad, std::int64_t n, std::int64_t k, bool cast_input,
                                        bool release_input) {
   const TaskId dgrad = emit_.gemm(label, GemmShape{T_, k, n, 1, DType::kBf16}, {grad});
-  free_at_end(dgrad, MemoryKind::kWeights, kBf16 * n * k);  // the cached bf16 weight
+  emit_.deallocate(dgrad, MemoryKind::kWeights, kBf16 * n * k);  // the cached bf16 weight
   const Phase p = emit_.phase();
   emit_.set_phase(Phase::kBackwardWeight);
   const TaskId wgrad = emit_.gemm(label, GemmShape{n, k, T_, 1, DType::kBf16});
   if (release_input) emit_.release(wgrad, kBf16 * T_ * k);  // the saved (cast) input
-  alloc(wgrad, MemoryKind::kGradients, kBf16 * n * k);  // the bf16 weight gradient
+  emit_.allocate(wgrad, MemoryKind::kGradients, kBf16 * n * k);  // the bf16 weight gradient
   // The bf16 weight gradient is cast and accumulated into the fp32 .grad, which the first micro-batch creates.
   const bool first = emit_.microbatch() <= 0;
   const TaskId acc = emit_.elementwise("grad_accumulate", kBf16 * n * k + (first ? 0 : kF32 * n * k), kF32 * n * k);
-  if (first) alloc(acc, MemoryKind::kGradients, kF32 * n * k);
-  free_at_end(acc, MemoryKind::kGradients, kBf16 * n * k);
+  if (first) emit_.allocate(acc, MemoryKind::kGradients, kF32 * n * k);
+  emit_.deallocate(acc, MemoryKind::kGradients, kBf16 * n * k);
   emit_.set_phase(p);
   if (!cast_input) return dgrad;
   return emit_.elementwise("autocast_input", kBf16 * T_ * k, kF32 * T_ * k, {dgrad});  // the cast's backward
@@ -231,7 +224,7 @@ TaskId PytorchStepLowering::embedding_backward(TaskId grad) {
   emit_.set_phase(Phase::kBackwardWeight);
   TaskId t = emit_.elementwise("embedding", 0, kF32 * V_ * h_, {grad});
   const bool separate = !ctx_.model.tie_word_embeddings && emit_.microbatch() <= 0;
-  if (separate) alloc(t, MemoryKind::kGradients, kF32 * V_ * h_);
+  if (separate) emit_.allocate(t, MemoryKind::kGradients, kF32 * V_ * h_);
   t = emit_.elementwise("embedding", kF32 * T_ * h_ + 8 * T_, kF32 * T_ * h_);
   t = emit_.elementwise("grad_accumulate", 2 * kF32 * V_ * h_, kF32 * V_ * h_);
   emit_.set_phase(p);

@@ -24,14 +24,17 @@ namespace orrery {
 
 class PytorchStepLowering {
  public:
+  /// Emits into `emit`'s program at its current (micro-batch, layer, phase); tokens T = micro-batch x sequence.
   explicit PytorchStepLowering(Emitter& emit);
 
-  TaskId embedding_forward(TaskId after);
-  TaskId embedding_backward(TaskId grad);
-  TaskId layer_forward(TaskId input);
-  TaskId layer_backward(TaskId grad);
-  TaskId head_forward(TaskId input);
-  TaskId head_backward(TaskId after);
+  // Each emits one unit's tasks with their memory effects (bytes) after `input`/`grad`/`after` and returns the task
+  // whose end makes the unit's output (fp32 hidden states, or their gradient) ready.
+  TaskId embedding_forward(TaskId after);   // fp32 row gather
+  TaskId embedding_backward(TaskId grad);   // zeroed fp32 table, scatter-add, accumulation into .grad
+  TaskId layer_forward(TaskId input);       // one decoder layer, saving saved_per_layer() bytes
+  TaskId layer_backward(TaskId grad);       // its backward, releasing them; weight gradients into fp32 .grad
+  TaskId head_forward(TaskId input);        // final norm, LM head, fp32 logits, log-softmax and NLL
+  TaskId head_backward(TaskId after);       // their backward down to the final norm's input gradient
 
   /// Bytes autograd keeps from one layer's forward until its backward, T = b s tokens:
   ///   two RMSNorms: input 4Th, 1/rms 4T, normalised 4Th each;  casts of the five linears' fp32 inputs 2Th each;
@@ -40,9 +43,6 @@ class PytorchStepLowering {
   Bytes saved_per_layer() const;
 
  private:
-  /// Memory effects on a task that was emitted (ids < 0 are ignored).
-  void alloc(TaskId task, MemoryKind kind, Bytes bytes);
-  void free_at_end(TaskId task, MemoryKind kind, Bytes bytes);
   /// The causal self-attention of one layer in bf16 (SDPA's fused kernel), forward or backward.
   AttentionShape attention(bool backward) const;
   TaskId rmsnorm_fwd(TaskId input, bool save_input);

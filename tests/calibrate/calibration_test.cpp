@@ -257,6 +257,11 @@ TEST_CASE("a cluster may name its profile; predict uses it unless --profile is g
   CHECK(profiled.cluster.profile->gpu == "NVIDIA H100 SXM5 80GB");
   const Prediction a = predict(plain), b = predict(profiled);
   CHECK(a.report.iteration_time != Approx(b.report.iteration_time).epsilon(1e-4));
+  // The same file given as `--profile` (cost parameters) prices the same step the same way.
+  const CostParams params = cost_params_with_profile((test::data_dir() / "profiles" / "constructed-h100-grid.json").string());
+  PredictOptions options;
+  options.params = &params;
+  CHECK(predict(plain, options).report.iteration_time == b.report.iteration_time);
   bool warned = false;
   for (const std::string& w : b.report.warnings) warned = warned || w.find("does not cover") != std::string::npos;
   CHECK(warned);  // the grid stops at 8192, and the LM head's n = 128256 is outside it

@@ -13,6 +13,7 @@
 #include <iostream>
 #include <memory>
 
+#include "calibrate/bench/raw_profile_writer.h"
 #include "calibrate/kineto_trace.h"
 #include "calibrate/timeline_compare.h"
 #include "models/json_fields.h"
@@ -30,12 +31,6 @@ struct CompareArgs {
   std::string kineto, measured, scenario, profile;
   int skip_steps = 1, misses = 10;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t h = v.size() / 2;
-  return v.empty() ? 0 : v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
 
 int class_of(const Task& t) {
   if (t.is_rendezvous() || t.kind == TaskKind::kSendRecv) return static_cast<int>(KernelClass::kCommunication);
@@ -129,13 +124,13 @@ void run_compare(const CompareArgs& a) {
                            a.skip_steps, trace.kernels.size());
   std::cout << fmt::format("predicted  {} ({})\n\n", a.scenario, scenario.name);
   std::cout << fmt::format("{:<34} {:>12} {:>12} {:>9}\n", "per step", "measured s", "predicted s", "error");
-  const double measured_step = median(step_time);
+  const double measured_step = bench::median(step_time);
   std::cout << fmt::format("{:<34} {:>12.6f} {:>12.6f} {:>9}\n", "step time (ProfilerStep)", measured_step,
                            p.report.iteration_time, error_pct(p.report.iteration_time, measured_step));
   // Indexed by KernelClass.
   const char* labels[4] = {"GEMM kernels", "attention kernels", "communication kernels", "other kernels"};
   for (int c = 0; c < 4; ++c) {
-    const double m = median(by_class[c]);
+    const double m = bench::median(by_class[c]);
     std::cout << fmt::format("{:<34} {:>12.6f} {:>12.6f} {:>9}\n", labels[c], m, predicted[c], error_pct(predicted[c], m));
   }
   // Per decoder layer, when the trace carries tools/pytorch_train_step.py's layer annotations.
@@ -163,10 +158,10 @@ void run_compare(const CompareArgs& a) {
         bwd.push_back(b);
       }
       const auto [pf, pb] = predicted_layer[layer];
-      std::cout << fmt::format("{:<34} {:>12.6f} {:>12.6f} {:>9}\n", fmt::format("layer {} forward", layer), median(fwd),
-                               pf, error_pct(pf, median(fwd)));
+      std::cout << fmt::format("{:<34} {:>12.6f} {:>12.6f} {:>9}\n", fmt::format("layer {} forward", layer), bench::median(fwd),
+                               pf, error_pct(pf, bench::median(fwd)));
       std::cout << fmt::format("{:<34} {:>12.6f} {:>12.6f} {:>9}\n", fmt::format("layer {} backward", layer),
-                               median(bwd), pb, error_pct(pb, median(bwd)));
+                               bench::median(bwd), pb, error_pct(pb, bench::median(bwd)));
     }
   }
   if (trace.memcpy_time > 0) {
