@@ -29,10 +29,7 @@ Timeline parse_timeline(const nlohmann::json& doc, const std::string& path) {
     x.stream = r.optional_string("stream").value_or("");
     x.kind = r.require_string("kind");
     bool known = false;
-    for (TaskKind k : {TaskKind::kGemm, TaskKind::kAttention, TaskKind::kElementwise, TaskKind::kOptimizer,
-                       TaskKind::kCollective, TaskKind::kSendRecv, TaskKind::kHostSync, TaskKind::kHostOp}) {
-      known = known || x.kind == to_string(k);
-    }
+    for (TaskKind k : kTaskKinds) known = known || x.kind == to_string(k);
     require(known, r.field("kind"), x.kind, "must be a task kind the simulator writes (gemm, attention, elementwise, ...)");
     x.name = r.require_string("name");
     x.phase = r.optional_string("phase").value_or("");

@@ -69,7 +69,7 @@ Seconds RooflineComputeModel::attention(const AttentionShape& s) const {
 
 Seconds RooflineComputeModel::elementwise(const ElementwiseShape& s) const {
   if (s.bytes() <= 0) return 0.0;
-  return memory_time(s.bytes()) + params_.kernel_overhead;
+  return memory_time(s.bytes()) + static_cast<double>(s.kernels) * params_.kernel_overhead;
 }
 
 }  // namespace orrery

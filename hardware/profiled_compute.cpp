@@ -147,6 +147,15 @@ Seconds ProfiledComputeModel::attention(const AttentionShape& a) const {
 }
 
 Seconds ProfiledComputeModel::elementwise(const ElementwiseShape& s) const {
+  if (s.kernels > 1) {
+    // Separate launches of equal shares: one measured copy of a share, that many times.
+    ElementwiseShape one = s;
+    one.kernels = 1;
+    one.bytes_read /= s.kernels;
+    one.bytes_written /= s.kernels;
+    one.flops /= static_cast<double>(s.kernels);
+    return static_cast<double>(s.kernels) * elementwise(one);
+  }
   const Bytes bytes = s.bytes();
   const CopySample* lo = nullptr;
   const CopySample* hi = nullptr;

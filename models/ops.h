@@ -60,10 +60,13 @@ struct AttentionShape {
 };
 
 /// A memory-bound kernel (norm, activation, residual, softmax, optimizer update): its HBM traffic and FLOPs.
+/// `kernels` > 1 stands for that many launches sharing the traffic evenly (e.g. the per-chunk copies of a
+/// list-based torch.distributed collective); each launch pays the per-kernel overhead.
 struct ElementwiseShape {
   Bytes bytes_read = 0;
   Bytes bytes_written = 0;
   Flops flops = 0;
+  std::int64_t kernels = 1;
   Bytes bytes() const { return bytes_read + bytes_written; }
   bool operator==(const ElementwiseShape&) const = default;
 };

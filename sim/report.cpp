@@ -69,7 +69,9 @@ Breakdown breakdown_of(const Program& program, const InstanceRun& run, Nanosecon
   for (std::size_t i = 0; i < program.tasks.size(); ++i) {
     const Task& t = program.tasks[i];
     const TaskTiming& tm = run.timings[i];
-    if (t.is_compute()) {
+    if (t.kind == TaskKind::kCommCopy) {
+      add(tm.start, tm.end, kDp);  // a data-parallel collective's copies (sim/lower/sharded_params.h)
+    } else if (t.is_compute()) {
       add(tm.start, tm.end, t.phase == Phase::kOptimizer ? kOptimizerCompute : kCompute);
     } else if (spans_stages(t.group)) {
       // Waiting for another stage is pipeline bubble; a send waiting for its receiver occupies only its own stream.

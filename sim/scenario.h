@@ -21,8 +21,9 @@ enum class AttentionBackend { kFlash, kUnfused };
 enum class Schedule { k1F1B, kGPipe, kZbH1, kDualPipe };  // 1F1B is interleaved when vpp > 1
 enum class Optimizer { kAdam, kSgd };
 /// Which software runs the step: Megatron-LM/Megatron-Core (fused kernels, bf16 parameters with fp32 master
-/// weights) or plain PyTorch eager on a Hugging Face model (sim/lower/pytorch_step.h).
-enum class Framework { kMegatron, kPytorch };
+/// weights), plain PyTorch eager on a Hugging Face model (sim/lower/pytorch_step.h), or Megatron-DeepSpeed with
+/// the ZeRO stage 3 of DeepSpeed 0.3 (2021), per-parameter and unoverlapped (sim/lower/sharded_params.h).
+enum class Framework { kMegatron, kPytorch, kDeepSpeed03 };
 /// How context parallelism exchanges keys and values (Megatron-Core `--cp-comm-type`): ring attention, Ulysses
 /// all-to-all, or an all-gather of K and V (sim/lower/context_parallel.h).
 enum class CpCommType { kP2p, kAllToAll, kAllGather };

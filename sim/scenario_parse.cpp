@@ -159,7 +159,7 @@ TrainingSpec parse_training(const json& value, const ModelSpec& model) {
       {"flash", AttentionBackend::kFlash}, {"unfused", AttentionBackend::kUnfused}};
   t.attention_backend = parse_enum(in, "attention_backend", AttentionBackend::kFlash, kBackends);
   static constexpr std::pair<const char*, Framework> kFrameworks[] = {
-      {"megatron", Framework::kMegatron}, {"pytorch", Framework::kPytorch}};
+      {"megatron", Framework::kMegatron}, {"pytorch", Framework::kPytorch}, {"deepspeed-0.3", Framework::kDeepSpeed03}};
   t.framework = parse_enum(in, "framework", Framework::kMegatron, kFrameworks);
   t.moe_load_imbalance = in.double_or("moe_load_imbalance", 1.0, true);
   if (t.moe_load_imbalance < 1.0) {

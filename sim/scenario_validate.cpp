@@ -269,6 +269,26 @@ void check_framework(const Scenario& s) {
          "training", "packing or offload", "runs without document packing or CPU offload");
 }
 
+// training.framework "deepspeed-0.3" is Megatron-DeepSpeed with DeepSpeed 0.3's ZeRO-3 (sim/lower/sharded_params.h).
+void check_deepspeed(const Scenario& s) {
+  if (s.training.framework != Framework::kDeepSpeed03) return;
+  const ParallelPlan& p = s.parallel;
+  const std::string rule = "training.framework \"deepspeed-0.3\" ";
+  if (p.zero_stage != 3) {
+    throw Error::not_modelled("parallel.zero_stage", std::to_string(p.zero_stage),
+                              rule + "lowers DeepSpeed 0.3's ZeRO stage 3 only; use framework megatron for stages 0-2");
+  }
+  // DeepSpeed's PipelineEngine asserts ZeRO stage < 2 (deepspeed/runtime/pipe/engine.py).
+  require(p.pp == 1, "parallel.pp", std::to_string(p.pp), rule + "with ZeRO-3 needs pp 1: DeepSpeed's pipeline engine refuses ZeRO stages 2 and 3");
+  const auto refuse = [&](bool bad, const std::string& field, const std::string& value, const std::string& why) {
+    if (bad) throw Error::not_modelled(field, value, rule + why);
+  };
+  refuse(p.cp != 1, "parallel.cp", std::to_string(p.cp), "has no context parallelism");
+  refuse(s.model.is_moe(), "model", s.model.name, "lowers dense models only");
+  refuse(s.training.precision == Precision::kFp8, "training.precision", "fp8", "predates FP8 training");
+  refuse(p.schedule != Schedule::k1F1B, "parallel.schedule", "not 1f1b", "runs a plain forward and backward per micro-batch");
+}
+
 void check_stragglers(const Scenario& s) {
   std::set<int> seen;
   for (std::size_t i = 0; i < s.stragglers.size(); ++i) {
@@ -295,6 +315,7 @@ void validate_scenario(Scenario& s) {
   check_packing(s);
   check_offload(s);
   check_framework(s);
+  check_deepspeed(s);
   s.cluster.gpu.peak_for(gemm_dtype(s.training.precision));  // the GPU must have the precision's GEMM path
   if (s.training.precision == Precision::kFp16 && s.cluster.gpu.peak_fp16 <= 0) {
     throw Error::invalid("training.precision", "fp16", "is not supported by the GPU " + s.cluster.gpu.name);

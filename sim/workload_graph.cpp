@@ -38,6 +38,7 @@ const char* to_string(TaskKind kind) {
     case TaskKind::kSendRecv: return "send_recv";
     case TaskKind::kHostSync: return "host_sync";
     case TaskKind::kHostOp: return "host_op";
+    case TaskKind::kCommCopy: return "comm_copy";
   }
   return "?";
 }
@@ -126,6 +127,7 @@ std::size_t hash_op(const Op& op) {
   } else if (const auto* e = std::get_if<ElementwiseShape>(&op)) {
     mix(h, e->bytes_read);
     mix(h, e->bytes_written);
+    mix(h, e->kernels);
   } else if (std::holds_alternative<HostSyncShape>(op)) {
     mix(h, 7);
   } else if (const auto* o = std::get_if<HostOpShape>(&op)) {

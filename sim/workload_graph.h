@@ -20,7 +20,15 @@
 
 namespace orrery {
 
-enum class TaskKind : std::uint8_t { kGemm, kAttention, kElementwise, kOptimizer, kCollective, kSendRecv, kHostSync, kHostOp };
+/// kCommCopy: a memory-bound kernel a collective library runs on the compute path around its transfer (a
+/// list-based torch.distributed collective's per-rank chunk copies, its zero-filled output); the report counts it
+/// as that communication's time, not as compute.
+enum class TaskKind : std::uint8_t {
+  kGemm, kAttention, kElementwise, kOptimizer, kCollective, kSendRecv, kHostSync, kHostOp, kCommCopy
+};
+inline constexpr TaskKind kTaskKinds[] = {TaskKind::kGemm,       TaskKind::kAttention, TaskKind::kElementwise,
+                                          TaskKind::kOptimizer,  TaskKind::kCollective, TaskKind::kSendRecv,
+                                          TaskKind::kHostSync,   TaskKind::kHostOp,    TaskKind::kCommCopy};
 
 enum class Phase : std::uint8_t { kForward, kBackwardInput, kBackwardWeight, kRecompute, kOptimizer };
 

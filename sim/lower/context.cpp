@@ -128,6 +128,13 @@ TaskId Emitter::elementwise(const char* label, Bytes read, Bytes written, std::i
   return builder_.add(base(TaskKind::kElementwise, label, Stream::kCompute), ElementwiseShape{read, written, 0.0}, deps);
 }
 
+TaskId Emitter::comm_copies(const char* label, Bytes read, Bytes written, std::int64_t kernels,
+                            std::initializer_list<TaskId> deps) {
+  if (dropped()) return -1;
+  return builder_.add(base(TaskKind::kCommCopy, label, Stream::kCompute), ElementwiseShape{read, written, 0.0, kernels},
+                      deps);
+}
+
 TaskId Emitter::optimizer(const char* label, Bytes read, Bytes written, std::initializer_list<TaskId> deps) {
   if (dropped()) return -1;
   return builder_.add(base(TaskKind::kOptimizer, label, Stream::kCompute), ElementwiseShape{read, written, 0.0}, deps);

@@ -115,11 +115,12 @@ TaskId PytorchStepLowering::linear_bwd(const char* label, TaskId grad, std::int6
 }
 
 TaskId PytorchStepLowering::rope(TaskId input, std::int64_t e) {
-  // q * cos + rotate_half(q) * sin with fp32 cos/sin: bf16 in, fp32 out.
-  TaskId t = emit_.elementwise("rope_mul", kBf16 * e, kF32 * e, {input});
-  t = emit_.elementwise("rope_neg", kBf16 * e / 2, kBf16 * e / 2);
-  t = emit_.elementwise("rope_cat", kBf16 * e, kBf16 * e);
-  t = emit_.elementwise("rope_mul", kBf16 * e, kF32 * e);
+  // q * cos + rotate_half(q) * sin with fp32 cos/sin: bf16 in, fp32 out. Eager kernels run in stream order, so
+  // only the first needs its input as a dependency.
+  emit_.elementwise("rope_mul", kBf16 * e, kF32 * e, {input});
+  emit_.elementwise("rope_neg", kBf16 * e / 2, kBf16 * e / 2);
+  emit_.elementwise("rope_cat", kBf16 * e, kBf16 * e);
+  emit_.elementwise("rope_mul", kBf16 * e, kF32 * e);
   return emit_.elementwise("rope_add", 2 * kF32 * e, kF32 * e);
 }
 
@@ -127,16 +128,16 @@ TaskId PytorchStepLowering::rope_bwd(TaskId grad, std::int64_t e) {
   // Backward of q * cos + rotate_half(q) * sin with an fp32 gradient and a bf16 q: each mixed-dtype product's
   // gradient is an fp32 multiply then a cast to bf16; rotate_half's cat and slices scatter into zero-filled
   // tensors; neg; and the two bf16 paths are summed.
-  TaskId t = emit_.elementwise("rope_mul", kF32 * e, kF32 * e, {grad});
-  t = emit_.elementwise("rope_cast", kF32 * e, kBf16 * e);
-  t = emit_.elementwise("rope_mul", kF32 * e, kF32 * e);
-  t = emit_.elementwise("rope_cast", kF32 * e, kBf16 * e);
-  t = emit_.elementwise("rope_neg", kBf16 * e / 2, kBf16 * e / 2);
+  emit_.elementwise("rope_mul", kF32 * e, kF32 * e, {grad});
+  emit_.elementwise("rope_cast", kF32 * e, kBf16 * e);
+  emit_.elementwise("rope_mul", kF32 * e, kF32 * e);
+  emit_.elementwise("rope_cast", kF32 * e, kBf16 * e);
+  emit_.elementwise("rope_neg", kBf16 * e / 2, kBf16 * e / 2);
   for (int half = 0; half < 2; ++half) {
-    t = emit_.elementwise("rope_slice_zero", 0, kBf16 * e);
-    t = emit_.elementwise("rope_slice_copy", kBf16 * e / 2, kBf16 * e / 2);
+    emit_.elementwise("rope_slice_zero", 0, kBf16 * e);
+    emit_.elementwise("rope_slice_copy", kBf16 * e / 2, kBf16 * e / 2);
   }
-  t = emit_.elementwise("rope_add", 2 * kBf16 * e, kBf16 * e);
+  emit_.elementwise("rope_add", 2 * kBf16 * e, kBf16 * e);
   return emit_.elementwise("rope_add", 2 * kBf16 * e, kBf16 * e);
 }
 

@@ -4,28 +4,45 @@
 
 namespace orrery {
 
+namespace {
+
+// DeepSpeed's stage3_param_persistence_threshold default (DeepSpeed configuration documentation, ZeRO options):
+// parameters with at most this many elements are not partitioned.
+constexpr std::int64_t kPersistenceThreshold = 100000;
+
+}  // namespace
+
 ShardedParamsLowering::ShardedParamsLowering(const LoweringContext& ctx, int stage)
-    : ctx_(ctx), stage_(stage), active_(ctx.plan.zero_stage == 3 && ctx.data_parallel_ranks() > 1) {}
+    : ctx_(ctx),
+      stage_(stage),
+      active_(ctx.plan.zero_stage == 3 && ctx.data_parallel_ranks() > 1),
+      per_parameter_(ctx.training.framework == Framework::kDeepSpeed03) {}
 
 std::vector<ParamUnit> ShardedParamsLowering::units(int chunk) const {
   std::vector<ParamUnit> out;
   const PipelineLayout& layout = ctx_.layout;
-  auto sum = [](const std::vector<ParamGroup>& g) {
-    std::int64_t n = 0;
-    for (const ParamGroup& x : g) n += x.elements;
-    return n;
+  auto unit = [&](int layer, bool head, const std::vector<ParamGroup>& groups) {
+    ParamUnit u{layer, head, 0, {}};
+    for (const ParamGroup& g : groups) {
+      u.elements += g.elements;
+      // A module's weight is its one large tensor; its bias and norm parameters fall under the threshold.
+      if (per_parameter_ && g.elements > kPersistenceThreshold) u.partitioned.push_back(g.elements);
+    }
+    return u;
   };
-  if (layout.holds_embedding(stage_, chunk)) out.push_back({-1, false, sum(embedding_param_groups(ctx_, chunk))});
+  if (layout.holds_embedding(stage_, chunk)) out.push_back(unit(-1, false, embedding_param_groups(ctx_, chunk)));
   const int first = layout.first_layer_of(stage_, chunk);
   for (int l = first; l < first + layout.layers_in(stage_, chunk); ++l) {
-    out.push_back({l, false, sum(layer_param_groups(ctx_, l, chunk))});
+    out.push_back(unit(l, false, layer_param_groups(ctx_, l, chunk)));
   }
-  if (layout.holds_head(stage_, chunk)) out.push_back({-1, true, sum(head_param_groups(ctx_, chunk))});
+  if (layout.holds_head(stage_, chunk)) out.push_back(unit(-1, true, head_param_groups(ctx_, chunk)));
   return out;
 }
 
 Bytes ShardedParamsLowering::param_bytes(const ParamUnit& u) const { return u.elements * ctx_.param_bytes; }
-Bytes ShardedParamsLowering::grad_bytes(const ParamUnit& u) const { return u.elements * ctx_.grad_bytes; }
+Bytes ShardedParamsLowering::grad_bytes(const ParamUnit& u) const {
+  return u.elements * (per_parameter_ ? ctx_.param_bytes : ctx_.grad_bytes);
+}
 
 TaskId ShardedParamsLowering::issue_gather(Emitter& emit, const ParamUnit& unit) {
   // All-gather output: the unit's full (TP-local) parameters; the gathered copy lives until released. The host
@@ -37,8 +54,49 @@ TaskId ShardedParamsLowering::issue_gather(Emitter& emit, const ParamUnit& unit)
   return ag;
 }
 
+TaskId ShardedParamsLowering::gather_per_parameter(Emitter& emit, const ParamUnit& unit, int passes) {
+  const std::int64_t ranks = ctx_.data_parallel_ranks();
+  // The gathered parameters are held from the first gather until release() frees them.
+  TaskId last = emit.elementwise("param_gather_buffer", 0, 0);
+  emit.allocate(last, MemoryKind::kWeights, param_bytes(unit));
+  for (int pass = 0; pass < passes; ++pass) {
+    for (std::int64_t elements : unit.partitioned) {
+      const Bytes bytes = elements * ctx_.param_bytes;
+      // torch.zeros of the full parameter, then torch.cuda.synchronize(): nothing issued before overlaps.
+      const TaskId zero = emit.comm_copies("param_gather_zero", 0, bytes, 1, {emit.last_compute()});
+      const TaskId ag = emit.collective("param_gather", Stream::kDp, GroupKind::kDp, CollectiveKind::kAllGather, bytes,
+                                        {zero});
+      // ProcessGroupNCCL copies each rank's chunk from its flat buffer into the list's views: one launch per rank.
+      last = emit.comm_copies("param_gather_copies", bytes, bytes, ranks, {ag, zero});
+    }
+  }
+  return last;
+}
+
+void ShardedParamsLowering::reduce_per_parameter(Emitter& emit, const ParamUnit& unit, TaskId grads_done) {
+  const std::int64_t ranks = ctx_.data_parallel_ranks();
+  // DeepSpeed 0.3 reduces the fp16 gradients in their own type, not in an fp32 buffer.
+  TaskId after = grads_done;
+  for (std::int64_t elements : unit.partitioned) {
+    const Bytes bytes = elements * ctx_.param_bytes;
+    // ProcessGroupNCCL flattens the list of per-rank input views: one copy launch per rank.
+    const TaskId flat = emit.comm_copies("grad_scatter_copies", bytes, bytes, ranks, {after});
+    const TaskId rs = emit.collective("grad_reduce", Stream::kDpReduce, GroupKind::kDp, CollectiveKind::kReduceScatter,
+                                      bytes, {flat});
+    // handle.wait() before the gradient is partitioned: the compute stream waits for the reduce-scatter.
+    after = emit.elementwise("grad_scatter_wait", 0, 0, {rs, flat});
+  }
+}
+
 TaskId ShardedParamsLowering::gather(Emitter& emit, const std::vector<ParamUnit>& units, std::size_t i, bool backward) {
   if (!active_) return -1;
+  if (per_parameter_) {
+    // The backward of a fully recomputed transformer layer gathers twice: for the recomputed forward, then for
+    // the backward. The embedding and head sit outside Megatron's checkpointed layers.
+    const int passes = backward && units[i].layer >= 0 && ctx_.training.recompute == Recompute::kFull ? 2 : 1;
+    if (backward) emit.allocate(emit.elementwise("grad_buffer", 0, 0), MemoryKind::kGradients, grad_bytes(units[i]));
+    return gather_per_parameter(emit, units[i], passes);
+  }
   auto key = [](const ParamUnit& u) { return std::make_pair(u.layer, u.head); };
   TaskId own = -1;
   auto it = std::find_if(prefetched_.begin(), prefetched_.end(), [&](const auto& p) { return p.first == key(units[i]); });
@@ -70,6 +128,14 @@ void ShardedParamsLowering::release(Emitter& emit, const ParamUnit& unit) {
 void ShardedParamsLowering::reduce(Emitter& emit, const ParamUnit& unit, TaskId grads_done) {
   if (!active_) return;
   release(emit, unit);
+  if (per_parameter_) {
+    const Phase saved = emit.phase();
+    emit.set_phase(Phase::kBackwardWeight);
+    reduce_per_parameter(emit, unit, grads_done);
+    emit.deallocate(emit.elementwise("grad_release", 0, 0), MemoryKind::kGradients, grad_bytes(unit));
+    emit.set_phase(saved);
+    return;
+  }
   const Phase saved = emit.phase();
   emit.set_phase(Phase::kBackwardWeight);
   const TaskId rs = emit.collective("grad_reduce", Stream::kDpReduce, GroupKind::kDp, CollectiveKind::kReduceScatter,

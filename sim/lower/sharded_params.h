@@ -4,6 +4,18 @@
 // head) all-gathers its parameters right before it runs, forward and again backward, and frees them after; the
 // next unit's gather is issued as the current one starts (prefetch), so it overlaps with compute. After a unit's
 // backward its full gradients are reduce-scattered to their owners and freed. Every micro-batch repeats this.
+//
+// training.framework "deepspeed-0.3" lowers the ZeRO-3 of DeepSpeed 0.3 (2021; the ZeRO-3 that Narayanan et al.,
+// SC21, Table 2 compare against), which worked per parameter tensor and without overlap. Each parameter above
+// stage3_param_persistence_threshold (1e5 elements, DeepSpeed's default) is gathered on its own before its module
+// runs, forward, again in the recomputed forward of full recompute, and backward; smaller ones stay whole on every
+// rank. A gather (partition_parameters.py, _allgather_param) zero-fills a full-size buffer, calls
+// torch.cuda.synchronize(), then torch.distributed.all_gather with a list of one view per rank, which PyTorch's
+// ProcessGroupNCCL serves with one NCCL all-gather into a flat buffer and one copy kernel per rank's chunk. A
+// gradient reduce-scatter (_reduce_scatter_gradient) passes one input view per rank: one copy per chunk into a
+// flat buffer, the NCCL reduce-scatter, and a wait on it before the gradients are partitioned. So every gather
+// and reduce-scatter sits on the compute path, and each costs dp x cp copy launches: O(ranks) launches per
+// parameter, which is why its time per iteration grows with the data-parallel size (SC21, Fig. 10).
 
 #include <vector>
 
@@ -17,6 +29,8 @@ struct ParamUnit {
   int layer = -1;  // -1: embedding or head
   bool head = false;
   std::int64_t elements = 0;  // local (TP-sharded) elements, before ZeRO sharding
+  /// deepspeed-0.3 only: local elements of each parameter gathered on its own (above the persistence threshold).
+  std::vector<std::int64_t> partitioned;
 };
 
 class ShardedParamsLowering {
@@ -40,10 +54,15 @@ class ShardedParamsLowering {
   Bytes param_bytes(const ParamUnit& u) const;
   Bytes grad_bytes(const ParamUnit& u) const;
   TaskId issue_gather(Emitter& emit, const ParamUnit& unit);
+  /// deepspeed-0.3: the per-parameter gathers of `unit`, `passes` times, serialised after the compute issued so far.
+  TaskId gather_per_parameter(Emitter& emit, const ParamUnit& unit, int passes);
+  /// deepspeed-0.3: the per-parameter gradient reduce-scatters of `unit` after `grads_done`, each waited for.
+  void reduce_per_parameter(Emitter& emit, const ParamUnit& unit, TaskId grads_done);
 
   const LoweringContext& ctx_;
   int stage_;
   bool active_ = false;
+  bool per_parameter_ = false;  // deepspeed-0.3
   // Gathers issued ahead of their unit (prefetch), by unit identity (layer, head flag).
   std::vector<std::pair<std::pair<int, bool>, TaskId>> prefetched_;
 };

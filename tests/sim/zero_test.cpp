@@ -86,3 +86,77 @@ TEST_CASE("ZeRO-3 hides the parameter gathers behind compute when the network ke
   const Prediction one = predict(zero(1, 8, "bf16"));
   CHECK(p.report.per_stage[0].weights < one.report.per_stage[0].weights);
 }
+
+namespace {
+
+// A GPT-2-style model (biases, LayerNorm, learned positions) whose module sizes are easy to count by hand.
+Scenario deepspeed03(int dp) {
+  return test::scenario(std::string(R"({"model": {"model_type": "gpt2", "num_hidden_layers": 2, "hidden_size": 1024,
+      "num_attention_heads": 16, "intermediate_size": 4096, "vocab_size": 51200, "max_position_embeddings": 1024},
+      "cluster": {"preset": "dgx-a100-80gb", "num_gpus": )") + std::to_string(dp) +
+                        R"(}, "parallel": {"dp": )" + std::to_string(dp) + R"(, "zero_stage": 3},
+      "training": {"seq_length": 1024, "micro_batch_size": 1, "global_batch_size": )" + std::to_string(dp) +
+                        R"(, "precision": "fp16", "recompute": "full", "framework": "deepspeed-0.3"}})");
+}
+
+}  // namespace
+
+TEST_CASE("DeepSpeed 0.3's ZeRO-3 gathers each large parameter on its own, three times with full recompute",
+          "[sim][zero][deepspeed]") {
+  const int dp = 16;
+  const WorkloadGraph g = test::lowered(deepspeed03(dp));
+  const double h = 1024, L = 2;
+  // Above DeepSpeed's persistence threshold (1e5 elements): per layer QKV (3h^2 + 3h), the attention projection
+  // (h^2 + h), fc1 (4h^2 + 4h) and fc2 (4h^2 + h); the word (51200 x h) and position (1024 x h) embeddings, the
+  // LM head being the word embedding (GPT-2 ties them). LayerNorms (2h) and the final norm stay whole everywhere.
+  const double layer = 12 * h * h + 9 * h;
+  const double embedding = (51200 + 1024) * h;
+  int gathers = 0, scatters = 0;
+  double copy_launches = 0;
+  for (const Task& t : g.programs[0].tasks) {
+    const Op& op = g.programs[0].ops[static_cast<std::size_t>(t.op)];
+    if (const auto* c = std::get_if<CollectiveOp>(&op); c && t.group == GroupKind::kDp) {
+      gathers += c->kind == CollectiveKind::kAllGather;
+      scatters += c->kind == CollectiveKind::kReduceScatter;
+    }
+    if (const auto* e = std::get_if<ElementwiseShape>(&op); e && e->kernels > 1) copy_launches += static_cast<double>(e->kernels);
+  }
+  // Forward, recomputed forward and backward for the 4 L layer weights; forward and backward for the two
+  // embedding tables, which sit outside the checkpointed layers.
+  CHECK(gathers == 3 * 4 * 2 + 2 * 2);
+  CHECK(scatters == 4 * 2 + 2);
+  // torch.distributed's list-based all_gather and reduce_scatter copy one chunk per rank.
+  CHECK(copy_launches == Approx(dp * (gathers + scatters)));
+  const auto [gathered, scattered] = dp_gather_scatter_bytes(g);
+  CHECK(gathered == Approx(2 * (3 * L * layer + 2 * embedding)));  // fp16 parameters
+  CHECK(scattered == Approx(2 * (L * layer + embedding)));          // fp16 gradients
+}
+
+TEST_CASE("DeepSpeed 0.3's ZeRO-3 overlaps nothing: the step is the sum of its tasks", "[sim][zero][deepspeed]") {
+  // Every gather follows a device synchronize and every reduce-scatter is waited for before the next kernel, so
+  // the simulated step equals the plain sum of the priced durations of its tasks.
+  const Prediction p = predict(deepspeed03(64));
+  const Program& prog = p.graph.programs[0];
+  double sum = 0;
+  for (const Task& t : prog.tasks) sum += p.durations.op_seconds[0][static_cast<std::size_t>(t.op)];
+  CHECK(p.report.iteration_time == Approx(sum).epsilon(0.01));
+  CHECK(p.report.breakdown.exposed_dp_comm > 0.2 * p.report.iteration_time);
+}
+
+TEST_CASE("DeepSpeed 0.3's ZeRO-3 pays one copy launch per rank and chunk, so its step grows with dp",
+          "[sim][zero][deepspeed]") {
+  // Doubling dp at a fixed micro-batch per rank adds (gathers + reduce-scatters) x dp launches, each at the
+  // per-kernel overhead; the network time per rank stays about the same (ring volume (n-1)/n of the tensor).
+  const double t32 = predict(deepspeed03(32)).report.iteration_time;
+  const double t64 = predict(deepspeed03(64)).report.iteration_time;
+  const double collectives = (3 * 4 * 2 + 2 * 2) + (4 * 2 + 2);
+  const double added = collectives * 32 * default_cost_params().compute.kernel_overhead;
+  CHECK(t64 - t32 == Approx(added).epsilon(0.25));
+}
+
+TEST_CASE("framework deepspeed-0.3 refuses what DeepSpeed 0.3's ZeRO-3 cannot run", "[sim][zero][deepspeed][errors]") {
+  const std::string base = R"({"model": {"preset": "gpt-sc21-1.7b"}, "cluster": {"preset": "dgx-a100-80gb", "num_gpus": 16},
+      "training": {"seq_length": 1024, "framework": "deepspeed-0.3"}, "parallel": )";
+  CHECK_THAT(test::scenario_error(base + R"({"zero_stage": 2}})"), Catch::Contains("parallel.zero_stage"));
+  CHECK_THAT(test::scenario_error(base + R"({"zero_stage": 3, "pp": 2}})"), Catch::Contains("parallel.pp"));
+}
