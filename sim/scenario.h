@@ -85,6 +85,14 @@ struct TrainingSpec {
   std::int64_t global_batch_size = 0;  // 0 = micro_batch_size x dp
   Precision precision = Precision::kBf16;
   Recompute recompute = Recompute::kNone;
+  /// Megatron-Core --recompute-modules, with recompute "selective" (--recompute-granularity selective): which
+  /// submodules' outputs are dropped in the forward pass and recomputed in the backward. Megatron's default is
+  /// core_attn alone.
+  struct RecomputeModules {
+    bool core_attn = true;   // the attention core (Korthikanti et al. Section 5)
+    bool layernorm = false;  // the outputs of the input and pre-MLP norms
+    bool moe_act = false;    // the routed experts' activation outputs
+  } recompute_modules;
   Optimizer optimizer = Optimizer::kAdam;
   AttentionBackend attention_backend = AttentionBackend::kFlash;
   Framework framework = Framework::kMegatron;

@@ -152,6 +152,32 @@ TrainingSpec parse_training(const json& value, const ModelSpec& model) {
   static constexpr std::pair<const char*, Recompute> kRecompute[] = {
       {"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}};
   t.recompute = parse_enum(in, "recompute", Recompute::kNone, kRecompute);
+  if (const json* modules = in.raw("recompute_modules")) {
+    const std::string field = in.field("recompute_modules");
+    if (t.recompute != Recompute::kSelective) {
+      throw Error::invalid(field, describe_json(*modules),
+                           "needs training.recompute \"selective\" (Megatron applies --recompute-modules only with "
+                           "--recompute-granularity selective)");
+    }
+    if (!modules->is_array()) throw Error::invalid(field, describe_json(*modules), "must be a list of module names");
+    t.recompute_modules = {false, false, false};
+    for (const json& m : *modules) {
+      const std::string name = m.is_string() ? m.get<std::string>() : describe_json(m);
+      if (name == "core_attn") {
+        t.recompute_modules.core_attn = true;
+      } else if (name == "layernorm") {
+        t.recompute_modules.layernorm = true;
+      } else if (name == "moe_act") {
+        t.recompute_modules.moe_act = true;
+      } else if (name == "mlp" || name == "moe" || name == "shared_experts" || name == "mla_up_proj") {
+        throw Error::not_modelled(field, name, "recomputing the " + name + " module is not lowered yet");
+      } else {
+        throw Error::invalid(field, name,
+                             "must name Megatron-Core recompute modules: core_attn, layernorm, moe_act, mlp, moe, "
+                             "shared_experts, mla_up_proj");
+      }
+    }
+  }
   static constexpr std::pair<const char*, Optimizer> kOptimizers[] = {
       {"adam", Optimizer::kAdam}, {"adamw", Optimizer::kAdam}, {"sgd", Optimizer::kSgd}};
   t.optimizer = parse_enum(in, "optimizer", Optimizer::kAdam, kOptimizers);

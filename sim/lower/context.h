@@ -151,6 +151,19 @@ class Emitter {
   WeightGradMode weight_grad_mode_ = WeightGradMode::kInline;
 };
 
+/// Sets the emitter's phase for a block (a weight gradient, a recompute) and restores it when the block ends.
+class PhaseScope {
+ public:
+  PhaseScope(Emitter& emit, Phase phase) : emit_(emit), saved_(emit.phase()) { emit_.set_phase(phase); }
+  ~PhaseScope() { emit_.set_phase(saved_); }
+  PhaseScope(const PhaseScope&) = delete;
+  PhaseScope& operator=(const PhaseScope&) = delete;
+
+ private:
+  Emitter& emit_;
+  Phase saved_;
+};
+
 /// Megatron-LM's vocabulary padding: the next multiple of make_vocab_size_divisible_by (128) x tp
 /// (megatron/training/tokenizer: _vocab_size_with_padding).
 std::int64_t padded_vocab_size(std::int64_t vocab, int tp, int divisible_by = 128);

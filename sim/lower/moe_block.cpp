@@ -69,7 +69,15 @@ Bytes TransformerLayerLowering::moe_saved() const {
   return saved;
 }
 
-TaskId TransformerLayerLowering::moe_fwd(TaskId input, bool save, std::vector<ParamUse>* params) {
+Bytes TransformerLayerLowering::moe_down_input_saved() const {
+  const MoeSizes z = moe_sizes(ctx_);
+  return z.received * z.width * linear_input_bytes(ctx_);
+}
+
+bool TransformerLayerLowering::moe_has_shared() const { return moe_sizes(ctx_).shared > 0; }
+
+TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy, std::vector<ParamUse>* params) {
+  const bool save = policy.modules;
   const MoeSizes z = moe_sizes(ctx_);
   const ModelSpec& m = ctx_.model;
   const ParallelPlan& p = ctx_.plan;
@@ -81,7 +89,7 @@ TaskId TransformerLayerLowering::moe_fwd(TaskId input, bool save, std::vector<Pa
   if (z.shared > 0) {
     const TaskId cast = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(groups_, "shared_experts"), input);
     TaskId up = -1;
-    shared = mlp_fwd("shared_expert_up", "shared_expert_down", cast, z.shared, save, &up);
+    shared = mlp_fwd("shared_expert_up", "shared_expert_down", cast, z.shared, save, &up, policy.norm_outputs);
     record(params, "shared_experts", up, true);
   }
   const TaskId router = emit_.gemm("router", GemmShape{z.tokens, E, h, 1, ctx_.act_dtype}, {input});
@@ -118,7 +126,7 @@ TaskId TransformerLayerLowering::moe_fwd(TaskId input, bool save, std::vector<Pa
   x = activation_fwd(up, z.received, z.width, save);
   if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", z.received * z.width, x);
   const TaskId down = emit_.gemm("experts", GemmShape{z.rows, h, z.width, z.local_experts, ctx_.gemm_dtype, true}, {x});
-  if (save) emit_.save(down, z.received * z.width * linear_input_bytes(ctx_));
+  if (save && policy.expert_activation_outputs) emit_.save(down, moe_down_input_saved());
   x = down;
   if (p.etp > 1) {
     x = emit_.collective("moe_combine", Stream::kEp, GroupKind::kExpertTp, CollectiveKind::kReduceScatter,
@@ -137,7 +145,7 @@ TaskId TransformerLayerLowering::moe_fwd(TaskId input, bool save, std::vector<Pa
   return x;
 }
 
-TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* params) {
+TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* params, bool recompute_activation) {
   const MoeSizes z = moe_sizes(ctx_);
   const ModelSpec& m = ctx_.model;
   const ParallelPlan& p = ctx_.plan;
@@ -168,8 +176,15 @@ TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* par
   }
   if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", z.received * h, x);
   x = emit_.gemm("experts", GemmShape{z.rows, z.width, h, z.local_experts, ctx_.gemm_dtype, true}, {x});
+  if (recompute_activation) {
+    // Megatron's moe_act recompute: the activation runs again from its saved input for the weight gradient.
+    PhaseScope scope(emit_, Phase::kRecompute);
+    const TaskId again = emit_.elementwise("mlp_activation", activation_saved(z.received, z.width),
+                                           z.received * z.width * ctx_.act_bytes);
+    emit_.save(again, moe_down_input_saved());
+  }
   weight_grad("experts", GemmShape{z.width, h, z.rows, z.local_experts, ctx_.gemm_dtype, true},
-              z.received * z.width * linear_input_bytes(ctx_), nullptr, params);
+              moe_down_input_saved(), nullptr, params);
   x = activation_bwd(x, z.received, z.width);  // also the probabilities' gradient, from the saved up outputs
   emit_.release(x, z.received * 4);
   if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", z.received * z.up, x);

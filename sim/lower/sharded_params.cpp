@@ -128,20 +128,15 @@ void ShardedParamsLowering::release(Emitter& emit, const ParamUnit& unit) {
 void ShardedParamsLowering::reduce(Emitter& emit, const ParamUnit& unit, TaskId grads_done) {
   if (!active_) return;
   release(emit, unit);
+  PhaseScope scope(emit, Phase::kBackwardWeight);
   if (per_parameter_) {
-    const Phase saved = emit.phase();
-    emit.set_phase(Phase::kBackwardWeight);
     reduce_per_parameter(emit, unit, grads_done);
     emit.deallocate(emit.elementwise("grad_release", 0, 0), MemoryKind::kGradients, grad_bytes(unit));
-    emit.set_phase(saved);
     return;
   }
-  const Phase saved = emit.phase();
-  emit.set_phase(Phase::kBackwardWeight);
   const TaskId rs = emit.collective("grad_reduce", Stream::kDpReduce, GroupKind::kDp, CollectiveKind::kReduceScatter,
                                     grad_bytes(unit), {grads_done});
-  emit.builder().free_at_end(rs, MemoryKind::kGradients, grad_bytes(unit));
-  emit.set_phase(saved);
+  emit.deallocate(rs, MemoryKind::kGradients, grad_bytes(unit));
 }
 
 }  // namespace orrery

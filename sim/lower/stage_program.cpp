@@ -147,7 +147,7 @@ class StageLowering {
   }
 
   Bytes layer_saved_bytes(int layer) {
-    return TransformerLayerLowering(emit_, layer).saved_bytes(save_policy(ctx_.training.recompute));
+    return TransformerLayerLowering(emit_, layer).saved_bytes(save_policy(ctx_.training));
   }
 
   void forward(const ScheduleStep& step, TaskId input, std::vector<ParamUse>* params) {
@@ -163,7 +163,7 @@ class StageLowering {
           if (u.layer >= 0) return eager.layer_forward(x);
           return u.head ? eager.head_forward(x) : eager.embedding_forward(x);
         }
-        if (u.layer >= 0) return TransformerLayerLowering(emit_, u.layer).forward(x, save_policy(ctx_.training.recompute), params);
+        if (u.layer >= 0) return TransformerLayerLowering(emit_, u.layer).forward(x, save_policy(ctx_.training), params);
         return u.head ? edges.head_forward(x, params) : edges.embedding_forward(x, params);
       });
       if (offloaded(units, i)) {

@@ -8,28 +8,13 @@
 
 namespace orrery {
 
-namespace {
 
-// Restores the emitter's phase when a backward block has emitted its weight-gradient task.
-class PhaseScope {
- public:
-  PhaseScope(Emitter& emit, Phase phase) : emit_(emit), saved_(emit.phase()) { emit_.set_phase(phase); }
-  ~PhaseScope() { emit_.set_phase(saved_); }
-  PhaseScope(const PhaseScope&) = delete;
-  PhaseScope& operator=(const PhaseScope&) = delete;
-
- private:
-  Emitter& emit_;
-  Phase saved_;
-};
-
-}  // namespace
-
-SavePolicy save_policy(Recompute recompute) {
-  switch (recompute) {
-    case Recompute::kNone: return {true, true, true};
-    case Recompute::kSelective: return {true, true, false};
-    case Recompute::kFull: return {true, false, false};
+SavePolicy save_policy(const TrainingSpec& training) {
+  const TrainingSpec::RecomputeModules& m = training.recompute_modules;
+  switch (training.recompute) {
+    case Recompute::kNone: return {};
+    case Recompute::kSelective: return {true, true, !m.core_attn, !m.layernorm, !m.moe_act};
+    case Recompute::kFull: return {true, false, false, false, false};
   }
   return {};
 }
@@ -125,6 +110,9 @@ Bytes TransformerLayerLowering::saved_bytes(const SavePolicy& s) const {
     total += (mla_ ? mla_projection_saved() : column_saved()) + core_inputs_saved() + row_saved(attn_features_) +
              residual_saved() + norm_saved() + residual_saved();
     total += moe_ ? moe_saved() : mlp_saved(m.intermediate_size);
+    // Norm outputs dropped: the QKV and MLP-up (or shared-expert-up) inputs; expert activations: the down inputs.
+    if (!s.norm_outputs) total -= (mla_ ? 0 : column_saved()) + (!moe_ || moe_has_shared() ? column_saved() : 0);
+    if (moe_ && !s.expert_activation_outputs) total -= moe_down_input_saved();
     if (m.qk_norm && !mla_) total += ctx_.tokens * (m.num_attention_heads + m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
   }
   if (s.attention_internals) total += core_internals_saved();
@@ -232,9 +220,9 @@ Bytes TransformerLayerLowering::mlp_saved(std::int64_t intermediate) const {
 }
 
 TaskId TransformerLayerLowering::mlp_fwd(const char* up, const char* down, TaskId input, std::int64_t intermediate,
-                                         bool save, TaskId* up_task) {
+                                         bool save, TaskId* up_task, bool save_input) {
   const std::int64_t up_features = (ctx_.model.gated_mlp ? 2 : 1) * intermediate;
-  TaskId u = column_fwd(up, input, up_features, save);
+  TaskId u = column_fwd(up, input, up_features, save && save_input);
   if (up_task) *up_task = u;
   TaskId a = activation_fwd(u, ctx_.tokens, intermediate / ctx_.tp, save);
   return row_fwd(down, a, intermediate, save);
@@ -256,7 +244,7 @@ TaskId TransformerLayerLowering::forward(TaskId input, const SavePolicy& save, s
   if (mla_) {
     q = mla_fwd(x, save.modules, params);
   } else {
-    q = column_fwd("qkv", x, qkv_features_, save.modules);
+    q = column_fwd("qkv", x, qkv_features_, save.modules && save.norm_outputs);
     record(params, "qkv", q, true);
     const Bytes qk = ctx_.tokens * (m.num_attention_heads + m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
     if (m.qk_norm) {
@@ -274,10 +262,10 @@ TaskId TransformerLayerLowering::forward(TaskId input, const SavePolicy& save, s
   record(params, "post_attention_norm", y, true);
   TaskId dn = -1;
   if (moe_) {
-    dn = moe_fwd(y, save.modules, params);
+    dn = moe_fwd(y, save, params);
   } else {
     TaskId up = -1;
-    dn = mlp_fwd("mlp_up", "mlp_down", y, m.intermediate_size, save.modules, &up);
+    dn = mlp_fwd("mlp_up", "mlp_down", y, m.intermediate_size, save.modules, &up, save.norm_outputs);
     record(params, "mlp_up", up, true);
     record(params, "mlp_down", dn, true);
   }
@@ -395,9 +383,19 @@ TaskId TransformerLayerLowering::activation_bwd(TaskId grad, std::int64_t rows, 
   return t;
 }
 
+TaskId TransformerLayerLowering::recompute_norm(const char* label) {
+  // Megatron's layernorm recompute (CheckpointWithoutOutput): the norm runs again from its saved input, and its
+  // output lives until the linear that reads it has its weight gradient.
+  PhaseScope scope(emit_, Phase::kRecompute);
+  const TaskId t = emit_.elementwise(label, norm_saved(), norm_saved());
+  emit_.save(t, column_saved());
+  return t;
+}
+
 TaskId TransformerLayerLowering::backward(TaskId grad_output, std::vector<ParamUse>* params) {
   const ModelSpec& m = ctx_.model;
   const Recompute policy = ctx_.training.recompute;
+  const SavePolicy saved = save_policy(ctx_.training);
   if (policy == Recompute::kFull) {
     // Megatron's uniform full recompute with one layer per checkpoint: the whole layer forward runs again from
     // its saved input when the backward pass reaches it.
@@ -406,8 +404,11 @@ TaskId TransformerLayerLowering::backward(TaskId grad_output, std::vector<ParamU
   }
   TaskId w = -1;
   TaskId g = residual_bwd("mlp_residual", grad_output);
+  if (policy == Recompute::kSelective && !saved.norm_outputs && (!moe_ || moe_has_shared())) {
+    recompute_norm("post_attention_norm");
+  }
   if (moe_) {
-    g = moe_bwd(g, params);
+    g = moe_bwd(g, params, policy == Recompute::kSelective && !saved.expert_activation_outputs);
   } else {
     TaskId up = -1, down = -1;
     g = mlp_bwd("mlp_up", "mlp_down", g, m.intermediate_size, &up, &down);
@@ -419,7 +420,7 @@ TaskId TransformerLayerLowering::backward(TaskId grad_output, std::vector<ParamU
   g = residual_bwd("attention_residual", g);
   g = row_bwd("attention_proj", g, attn_features_, &w);
   record(params, "attention_proj", w, false);
-  if (policy == Recompute::kSelective) {
+  if (policy == Recompute::kSelective && !saved.attention_internals) {
     // Selective recompute (Korthikanti et al. Section 5): only the attention core runs again.
     PhaseScope scope(emit_, Phase::kRecompute);
     core_fwd(g, false, true);
@@ -435,6 +436,7 @@ TaskId TransformerLayerLowering::backward(TaskId grad_output, std::vector<ParamU
       emit_.release(g, qk);
       record(params, "qk_norm", g, false);
     }
+    if (policy == Recompute::kSelective && !saved.norm_outputs) recompute_norm("input_norm");
     g = column_bwd("qkv", g, qkv_features_, &w);
     record(params, "qkv", w, false);
   }

@@ -20,11 +20,14 @@ struct SavePolicy {
   bool layer_input = true;
   bool modules = true;
   bool attention_internals = true;
+  bool norm_outputs = true;               // the input and pre-MLP norms' outputs (the next linears' inputs)
+  bool expert_activation_outputs = true;  // the routed experts' activation outputs (the down projection's input)
 };
 
-/// What a layer's forward keeps under a recompute policy: everything (none), all but the attention core's
-/// internals (selective, recomputed in the backward), only the layer input (full, the whole layer recomputed).
-SavePolicy save_policy(Recompute recompute);
+/// What a layer's forward keeps under the training spec's recompute policy: everything (none); with selective,
+/// all but what training.recompute_modules drops (the attention core's internals by default), recomputed in the
+/// backward; only the layer input (full, the whole layer recomputed).
+SavePolicy save_policy(const TrainingSpec& training);
 
 class TransformerLayerLowering {
  public:
@@ -51,14 +54,17 @@ class TransformerLayerLowering {
   // `rows` tokens of `width` (the per-rank intermediate size; gated MLPs read twice that).
   TaskId activation_fwd(TaskId input, std::int64_t rows, std::int64_t width, bool save);
   // A dense (TP-sharded) MLP of `intermediate` width: the layer's own, or shared experts.
+  // `save_input`: whether the up projection keeps its input (the pre-MLP norm's output) for the backward.
   TaskId mlp_fwd(const char* up, const char* down, TaskId input, std::int64_t intermediate, bool save,
-                 TaskId* up_task = nullptr);
+                 TaskId* up_task = nullptr, bool save_input = true);
   TaskId mlp_bwd(const char* up, const char* down, TaskId grad, std::int64_t intermediate, TaskId* up_wgrad,
                  TaskId* down_wgrad);
   // The routed-expert MLP (sim/lower/moe_block.cpp): router, dispatch, grouped expert GEMMs, combine, shared
   // experts. `input` is the pre-MLP norm output (sequence-parallel shard); returns the block output.
-  TaskId moe_fwd(TaskId input, bool save, std::vector<ParamUse>* params);
-  TaskId moe_bwd(TaskId grad, std::vector<ParamUse>* params);
+  TaskId moe_fwd(TaskId input, const SavePolicy& save, std::vector<ParamUse>* params);
+  // `recompute_activation`: the experts' activation outputs were dropped (recompute module moe_act) and run again
+  // before the down projection's weight gradient.
+  TaskId moe_bwd(TaskId grad, std::vector<ParamUse>* params, bool recompute_activation = false);
   // Multi-head latent attention's projections (sim/lower/mla_block.cpp): from the normed input to rotary-applied
   // per-head q and k (and v), and back.
   TaskId mla_fwd(TaskId input, bool save, std::vector<ParamUse>* params);
@@ -70,6 +76,8 @@ class TransformerLayerLowering {
   TaskId core_bwd(TaskId grad);
   TaskId residual_bwd(const char* label, TaskId grad);
   TaskId activation_bwd(TaskId grad, std::int64_t rows, std::int64_t width);
+  // The norm `label` run again in the backward (recompute module layernorm); keeps the next linear's input.
+  TaskId recompute_norm(const char* label);
 
   // Sizes (bytes) of what each block saves.
   Bytes norm_saved() const;
@@ -81,6 +89,8 @@ class TransformerLayerLowering {
   Bytes activation_saved(std::int64_t rows, std::int64_t width) const;
   Bytes mlp_saved(std::int64_t intermediate) const;
   Bytes moe_saved() const;
+  Bytes moe_down_input_saved() const;  // the routed experts' activation outputs, the down projection's input
+  bool moe_has_shared() const;
   Bytes mla_projection_saved() const;
 
   GemmShape linear(std::int64_t m, std::int64_t n, std::int64_t k) const;

@@ -63,7 +63,7 @@ LayerCost probe(const LoweringContext& ctx, const CostModels& models, int layer,
 LayerCost probe_layer(const LoweringContext& ctx, const CostModels& models, int layer, int microbatch) {
   return probe(ctx, models, layer, microbatch, [&](Emitter& emit) {
     TransformerLayerLowering lowering(emit, layer);
-    const TaskId out = lowering.forward(-1, save_policy(ctx.training.recompute));
+    const TaskId out = lowering.forward(-1, save_policy(ctx.training));
     emit.at(microbatch, 0, layer, Phase::kBackwardInput);
     lowering.backward(out);
   });

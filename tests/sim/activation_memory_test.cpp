@@ -11,13 +11,13 @@ namespace {
 
 // Bytes the forward pass of layer 1 of micro-batch 0 keeps (allocations minus frees) in a 2-layer GPT-3-shaped
 // model, pipeline stage 0.
-double layer_bytes(int tp, bool sp, const char* recompute) {
+double layer_bytes(int tp, bool sp, const char* recompute, const std::string& extra = "") {
   const std::string text = std::string(R"({"model": {"preset": "gpt3-175b", "num_hidden_layers": 2},
       "cluster": {"preset": "dgx-a100-80gb", "num_gpus": )") +
                            std::to_string(tp) + R"(}, "parallel": {"tp": )" + std::to_string(tp) +
                            R"(, "sequence_parallel": )" + (sp ? "true" : "false") +
                            R"(}, "training": {"seq_length": 2048, "micro_batch_size": 1, "global_batch_size": 1,
-      "recompute": ")" + recompute + R"(", "attention_backend": "unfused"}})";
+      "recompute": ")" + recompute + R"(", "attention_backend": "unfused")" + extra + "}}";
   const WorkloadGraph g = test::lowered(test::scenario(text));
   double bytes = 0;
   for (const Task& t : g.programs[0].tasks) {
@@ -45,4 +45,58 @@ TEST_CASE("activations per layer reproduce Korthikanti et al. Table 2", "[sim][m
   CHECK(layer_bytes(8, true, "selective") == Approx(sbh * 34 / t));
   // Row 6, full activation recompute: 2 sbh.
   CHECK(layer_bytes(8, false, "full") == Approx(2 * sbh));
+}
+
+TEST_CASE("Megatron's recompute modules drop what they recompute", "[sim][memory][recompute]") {
+  const double s = 2048, b = 1, h = 12288, t = 8;
+  const double sbh = s * b * h;
+  // core_attn is Megatron's default module: the same bytes as row 5.
+  CHECK(layer_bytes(8, true, "selective", R"(, "recompute_modules": ["core_attn"])") == Approx(sbh * 34 / t));
+  // layernorm also drops the two norm outputs the QKV and MLP-up linears keep (2 bytes each, sharded by SP).
+  CHECK(layer_bytes(8, true, "selective", R"(, "recompute_modules": ["core_attn", "layernorm"])") ==
+        Approx(sbh * (34 - 2 * 2) / t));
+  // Without SP each norm output is whole on every TP rank: 2 sbh each (row 4's 10 + 24/t becomes 6 + 24/t).
+  CHECK(layer_bytes(8, false, "selective", R"(, "recompute_modules": ["core_attn", "layernorm"])") ==
+        Approx(sbh * (6 + 24 / t)));
+}
+
+TEST_CASE("moe_act recompute drops the experts' activation outputs and runs the activation again",
+          "[sim][memory][recompute]") {
+  // Mixtral-shaped (top-2 of 8 experts, expert width 14336), one EP rank: each token's 2 copies keep their
+  // activation output, s k w bytes x 2 (bf16).
+  auto graph = [](const char* modules) {
+    return test::lowered(test::scenario(std::string(R"({"model": {"preset": "mixtral-8x7b", "num_hidden_layers": 2},
+        "cluster": {"preset": "dgx-h100", "num_gpus": 1}, "training": {"seq_length": 2048, "micro_batch_size": 1,
+        "global_batch_size": 1, "recompute": "selective", "recompute_modules": )") + modules + "}}"));
+  };
+  auto saved = [](const WorkloadGraph& g) {
+    double bytes = 0;
+    for (const Task& t : g.programs[0].tasks) {
+      if (t.layer != 1 || t.phase != Phase::kForward) continue;
+      if (t.start_kind == MemoryKind::kActivations) bytes += static_cast<double>(t.start_bytes);
+      if (t.end_kind == MemoryKind::kActivations) bytes += static_cast<double>(t.end_bytes);
+    }
+    return bytes;
+  };
+  auto recomputed = [](const WorkloadGraph& g) {
+    int n = 0;
+    for (const Task& t : g.programs[0].tasks) n += t.layer == 1 && t.phase == Phase::kRecompute && std::string(t.label) == "mlp_activation";
+    return n;
+  };
+  const WorkloadGraph base = graph(R"(["core_attn"])");
+  const WorkloadGraph act = graph(R"(["core_attn", "moe_act"])");
+  CHECK(saved(base) - saved(act) == Approx(2048.0 * 2 * 14336 * 2));
+  CHECK(recomputed(base) == 0);
+  CHECK(recomputed(act) == 1);
+}
+
+TEST_CASE("recompute_modules follows Megatron's rules", "[sim][recompute][errors]") {
+  const std::string base = R"({"model": {"preset": "gpt-sc21-1.7b"}, "cluster": {"preset": "dgx-a100-80gb", "num_gpus": 8},
+      "training": {"seq_length": 1024, )";
+  CHECK_THAT(test::scenario_error(base + R"("recompute": "full", "recompute_modules": ["layernorm"]}})"),
+             Catch::Contains("training.recompute_modules") && Catch::Contains("selective"));
+  CHECK_THAT(test::scenario_error(base + R"("recompute": "selective", "recompute_modules": ["attention"]}})"),
+             Catch::Contains("training.recompute_modules") && Catch::Contains("core_attn"));
+  CHECK_THAT(test::scenario_error(base + R"("recompute": "selective", "recompute_modules": ["mlp"]}})"),
+             Catch::Contains("not modelled yet"));
 }

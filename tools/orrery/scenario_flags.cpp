@@ -56,6 +56,8 @@ void ScenarioFlags::add_to(CLI::App& app) {
   app.add_flag("--fp16", fp16, "same as --precision fp16");
   app.add_option("--recompute,--recompute-granularity", recompute, "none, selective or full")->check(kNotEmpty);
   app.add_flag("--recompute-activations", recompute_activations, "Megatron's flag for selective recompute");
+  app.add_option("--recompute-modules", recompute_modules,
+                 "with selective recompute: core_attn, layernorm, moe_act (Megatron-Core's names)");
   app.add_option("--attention-backend", attention_backend, "flash or unfused")->check(kNotEmpty);
 }
 
@@ -130,6 +132,7 @@ void ScenarioFlags::apply(json& doc) const {
   if (recompute && recompute_activations) throw Error::invalid("--recompute-activations", "and --recompute", "give the policy once");
   set(doc, "training", "recompute", recompute);
   if (recompute_activations) set(doc, "training", "recompute", std::optional<std::string>("selective"));
+  if (!recompute_modules.empty()) doc["training"]["recompute_modules"] = recompute_modules;
   set(doc, "training", "attention_backend", attention_backend);
 }
 
@@ -137,7 +140,7 @@ bool ScenarioFlags::any() const {
   return !model.empty() || !cluster.empty() || num_gpus || tp || pp || dp || cp || ep || etp || vpp ||
          layers_per_virtual_stage || zero_stage || decoder_first || decoder_last || sequence_parallel ||
          distributed_optimizer || overlap_grad_reduce || overlap_param_gather || tp_comm_overlap || overlap_p2p_comm ||
-         account_for_embedding || account_for_loss || schedule || cp_comm_type || precision || recompute || attention_backend ||
+         account_for_embedding || account_for_loss || schedule || cp_comm_type || precision || recompute || !recompute_modules.empty() || attention_backend ||
          seq_length || micro_batch_size || global_batch_size || bf16 || fp16 || recompute_activations;
 }
 

@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace orrery::cli {
 
@@ -20,6 +21,7 @@ struct ScenarioFlags {
   std::optional<std::string> schedule, cp_comm_type, precision, recompute, attention_backend;
   std::optional<std::int64_t> seq_length, micro_batch_size, global_batch_size;
   bool bf16 = false, fp16 = false, recompute_activations = false;
+  std::vector<std::string> recompute_modules;
 
   /// Registers the flags on a CLI11 (sub)command.
   void add_to(CLI::App& app);
