@@ -3,7 +3,7 @@
 namespace orrery {
 
 RankLayout::RankLayout(const ParallelPlan& plan)
-    : tp_(plan.tp), cp_(plan.cp), dp_(plan.dp), pp_(plan.pp), ep_(plan.ep), etp_(plan.etp) {}
+    : tp_(plan.tp), cp_(plan.cp), dp_(plan.dp), pp_(plan.pp), ep_(plan.ep), etp_(plan.etp), cp_a2a_(plan.cp_a2a_size()) {}
 
 RankCoord RankLayout::coord(int rank) const {
   RankCoord c;
@@ -33,6 +33,12 @@ std::vector<int> RankLayout::group_members(GroupKind kind, int rank) const {
       break;
     case GroupKind::kCp:
       for (int x = 0; x < cp_; ++x) with([&](RankCoord& c) { c.cp = x; });
+      break;
+    case GroupKind::kCpA2a:  // Megatron-Core's hierarchical CP groups: the inner level is consecutive CP ranks
+      for (int x = 0; x < cp_a2a_; ++x) with([&](RankCoord& c) { c.cp = me.cp / cp_a2a_ * cp_a2a_ + x; });
+      break;
+    case GroupKind::kCpP2p:
+      for (int x = me.cp % cp_a2a_; x < cp_; x += cp_a2a_) with([&](RankCoord& c) { c.cp = x; });
       break;
     case GroupKind::kEp:
     case GroupKind::kExpertTp:

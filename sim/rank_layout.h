@@ -32,6 +32,7 @@ class RankLayout {
 
  private:
   int tp_, cp_, dp_, pp_, ep_, etp_;
+  int cp_a2a_;  // hierarchical CP's all-to-all group size (1 without it)
 };
 
 }  // namespace orrery

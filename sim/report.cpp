@@ -35,7 +35,9 @@ int comm_activity(const Task& t) {
   if (t.kind == TaskKind::kHostOp) return kOffload;
   switch (t.group) {
     case GroupKind::kTp: return kTp;
-    case GroupKind::kCp: return kCp;
+    case GroupKind::kCp:
+    case GroupKind::kCpA2a:
+    case GroupKind::kCpP2p: return kCp;
     case GroupKind::kEp:
     case GroupKind::kExpertTp: return kEp;
     case GroupKind::kPpForwardSend:

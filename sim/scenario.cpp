@@ -40,6 +40,7 @@ const char* to_string(CpCommType c) {
     case CpCommType::kP2p: return "p2p";
     case CpCommType::kAllToAll: return "a2a";
     case CpCommType::kAllGather: return "allgather";
+    case CpCommType::kA2aP2p: return "a2a+p2p";
   }
   return "?";
 }

@@ -25,8 +25,9 @@ enum class Optimizer { kAdam, kSgd };
 /// the ZeRO stage 3 of DeepSpeed 0.3 (2021), per-parameter and unoverlapped (sim/lower/sharded_params.h).
 enum class Framework { kMegatron, kPytorch, kDeepSpeed03 };
 /// How context parallelism exchanges keys and values (Megatron-Core `--cp-comm-type`): ring attention, Ulysses
-/// all-to-all, or an all-gather of K and V (sim/lower/context_parallel.h).
-enum class CpCommType { kP2p, kAllToAll, kAllGather };
+/// all-to-all, an all-gather of K and V, or hierarchical: all-to-all inside groups of the first
+/// `hierarchical_context_parallel_sizes` entry and a ring across them (sim/lower/context_parallel.h).
+enum class CpCommType { kP2p, kAllToAll, kAllGather, kA2aP2p };
 /// How tokens reach their experts (Megatron-Core `--moe-token-dispatcher-type`): all-to-all over the EP group, or
 /// an all-gather of every token and a reduce-scatter of the outputs (sim/lower/moe_block.cpp).
 enum class MoeDispatcher { kAllToAll, kAllGather };
@@ -49,6 +50,11 @@ struct ParallelPlan {
   int zero_stage = 0;  // DeepSpeed's term: 1 is Megatron's distributed optimizer, 3 is FSDP
   Schedule schedule = Schedule::k1F1B;
   CpCommType cp_comm_type = CpCommType::kP2p;
+  /// Megatron-Core --hierarchical-context-parallel-sizes with cp_comm_type a2a+p2p: {all-to-all group size,
+  /// ring size}, their product cp; empty otherwise.
+  std::vector<int> hierarchical_context_parallel_sizes;
+  /// The all-to-all (inner) group size of hierarchical CP; 1 without it.
+  int cp_a2a_size() const { return hierarchical_context_parallel_sizes.empty() ? 1 : hierarchical_context_parallel_sizes[0]; }
   MoeDispatcher moe_token_dispatcher_type = MoeDispatcher::kAllToAll;
   // Megatron overlap switches; on by default as the Megatron-Core training recipes set them (DESIGN.md).
   bool overlap_grad_reduce = true;

@@ -70,12 +70,30 @@ ParallelPlan parse_parallel(const json& value) {
       {"1f1b", Schedule::k1F1B}, {"gpipe", Schedule::kGPipe},
       {"zb-h1", Schedule::kZbH1}, {"dualpipe", Schedule::kDualPipe}};
   p.schedule = parse_enum(in, "schedule", Schedule::k1F1B, kSchedules);
-  if (in.has("cp_comm_type") && in.optional_string("cp_comm_type").value_or("") == "a2a+p2p") {
-    throw Error::not_modelled("parallel.cp_comm_type", "a2a+p2p", "hierarchical context parallelism");
-  }
-  static constexpr std::pair<const char*, CpCommType> kCpCommTypes[] = {
-      {"p2p", CpCommType::kP2p}, {"a2a", CpCommType::kAllToAll}, {"allgather", CpCommType::kAllGather}};
+  static constexpr std::pair<const char*, CpCommType> kCpCommTypes[] = {{"p2p", CpCommType::kP2p},
+                                                                         {"a2a", CpCommType::kAllToAll},
+                                                                         {"allgather", CpCommType::kAllGather},
+                                                                         {"a2a+p2p", CpCommType::kA2aP2p}};
   p.cp_comm_type = parse_enum(in, "cp_comm_type", CpCommType::kP2p, kCpCommTypes);
+  if (const json* sizes = in.raw("hierarchical_context_parallel_sizes")) {
+    const std::string field = in.field("hierarchical_context_parallel_sizes");
+    if (p.cp_comm_type != CpCommType::kA2aP2p) {
+      throw Error::invalid(field, describe_json(*sizes), "applies only with cp_comm_type \"a2a+p2p\"");
+    }
+    if (!sizes->is_array() || sizes->size() != 2) {
+      throw Error::invalid(field, describe_json(*sizes),
+                           "must be two group sizes, [all-to-all size, ring size], as Megatron-Core's a2a+p2p takes");
+    }
+    for (const json& n : *sizes) {
+      if (!n.is_number_integer() || n.get<std::int64_t>() < 1 || n.get<std::int64_t>() > limits::kGpus) {
+        throw Error::invalid(field, describe_json(*sizes), "entries must be positive integers");
+      }
+      p.hierarchical_context_parallel_sizes.push_back(n.get<int>());
+    }
+  } else if (p.cp_comm_type == CpCommType::kA2aP2p) {
+    throw Error::invalid("parallel.hierarchical_context_parallel_sizes", "missing",
+                         "is required with cp_comm_type \"a2a+p2p\" ([all-to-all size, ring size])");
+  }
   static constexpr std::pair<const char*, MoeDispatcher> kDispatchers[] = {{"alltoall", MoeDispatcher::kAllToAll},
                                                                            {"allgather", MoeDispatcher::kAllGather}};
   if (in.has("moe_token_dispatcher_type") && in.optional_string("moe_token_dispatcher_type").value_or("") == "flex") {

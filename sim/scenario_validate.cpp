@@ -100,15 +100,22 @@ void check_context_parallel(const Scenario& s) {
           fmt::format("must be divisible by 2 x cp ({}): the causal load balancing cuts each sequence into 2 cp chunks",
                       2 * p.cp));
   const ModelSpec& m = s.model;
-  if (p.cp_comm_type == CpCommType::kAllToAll) {
-    require((m.num_attention_heads / p.tp) % p.cp == 0, "model.num_attention_heads", str(m.num_attention_heads),
-            fmt::format("/ tp ({}) must be divisible by cp ({}) with cp_comm_type a2a (heads are scattered over CP)",
-                        p.tp, p.cp));
-    require((m.num_kv_heads / p.tp) % p.cp == 0, "model.num_key_value_heads", str(m.num_kv_heads),
-            fmt::format("/ tp ({}) must be divisible by cp ({}) with cp_comm_type a2a (heads are scattered over CP)",
-                        p.tp, p.cp));
+  if (p.cp_comm_type == CpCommType::kA2aP2p) {
+    const auto& h = p.hierarchical_context_parallel_sizes;
+    require(h[0] * h[1] == p.cp, "parallel.hierarchical_context_parallel_sizes", fmt::format("[{}, {}]", h[0], h[1]),
+            fmt::format("must multiply to cp ({})", p.cp));
   }
-  if (p.cp_comm_type == CpCommType::kP2p) {
+  if (p.cp_comm_type == CpCommType::kAllToAll || p.cp_comm_type == CpCommType::kA2aP2p) {
+    const int a2a = p.cp_comm_type == CpCommType::kAllToAll ? p.cp : p.cp_a2a_size();
+    const std::string what = p.cp_comm_type == CpCommType::kAllToAll ? "cp" : "the all-to-all group size";
+    require((m.num_attention_heads / p.tp) % a2a == 0, "model.num_attention_heads", str(m.num_attention_heads),
+            fmt::format("/ tp ({}) must be divisible by {} ({}) with cp_comm_type {} (heads are scattered over it)",
+                        p.tp, what, a2a, to_string(p.cp_comm_type)));
+    require((m.num_kv_heads / p.tp) % a2a == 0, "model.num_key_value_heads", str(m.num_kv_heads),
+            fmt::format("/ tp ({}) must be divisible by {} ({}) with cp_comm_type {} (heads are scattered over it)",
+                        p.tp, what, a2a, to_string(p.cp_comm_type)));
+  }
+  if (p.cp_comm_type == CpCommType::kP2p || (p.cp_comm_type == CpCommType::kA2aP2p && p.cp / p.cp_a2a_size() > 1)) {
     for (int layer = 0; layer < m.num_layers; ++layer) {
       require(m.layer_window(layer) == 0, "parallel.cp_comm_type", "p2p",
               "cannot run sliding-window attention (Transformer Engine's ring attention supports only full causal "

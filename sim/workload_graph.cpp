@@ -84,6 +84,8 @@ const char* to_string(GroupKind kind) {
     case GroupKind::kAmax: return "amax";
     case GroupKind::kExpertTp: return "expert_tp";
     case GroupKind::kExpertDp: return "expert_dp";
+    case GroupKind::kCpA2a: return "cp_a2a";
+    case GroupKind::kCpP2p: return "cp_p2p";
     case GroupKind::kPpForwardSend: return "pp_forward_send";
     case GroupKind::kPpForwardRecv: return "pp_forward_recv";
     case GroupKind::kPpBackwardSend: return "pp_backward_send";

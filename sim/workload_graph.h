@@ -63,12 +63,14 @@ enum class GroupKind : std::uint8_t {
   kAmax,           // all tp x cp x dp ranks of one pipeline stage (FP8 amax reduction, Megatron's amax group)
   kExpertTp,       // expert tensor parallelism (ETP) inside an expert-parallel rank
   kExpertDp,       // ranks holding the same expert shard: their gradients are reduced together
+  kCpA2a,          // hierarchical CP: the all-to-all group (consecutive CP ranks)
+  kCpP2p,          // hierarchical CP: the ring across all-to-all groups
   kPpForwardSend,
   kPpForwardRecv,
   kPpBackwardSend,
   kPpBackwardRecv,
 };
-inline constexpr int kNumGroupKinds = 14;
+inline constexpr int kNumGroupKinds = 16;
 
 enum class MemoryKind : std::uint8_t { kWeights, kGradients, kOptimizer, kActivations, kOther };
 inline constexpr int kNumMemoryKinds = 5;

@@ -28,13 +28,13 @@ AttentionShape half_block(const AttentionShape& local) {
   return a;
 }
 
-TaskId ring_forward(Emitter& emit, const AttentionShape& local, TaskId qkv) {
-  const int cp = emit.ctx().plan.cp;
+// Ring attention over the `cp` ranks of `group`.
+TaskId ring_forward(Emitter& emit, const AttentionShape& local, TaskId qkv, int cp, GroupKind group) {
   const Sizes z = sizes(local);
   TaskId out = emit.attention("attention", local, {qkv});
   TaskId block = qkv;  // the key/value block this rank passes on next
   for (int step = 1; step < cp; ++step) {
-    block = emit.collective("cp_kv", Stream::kCp, GroupKind::kCp, CollectiveKind::kSendRecv, z.kv, {block});
+    block = emit.collective("cp_kv", Stream::kCp, group, CollectiveKind::kSendRecv, z.kv, {block});
     out = emit.attention("attention", half_block(local), {block});
     // TE rescales the running output with each block's log-sum-exp (flash_attn_fwd_out_correction).
     out = emit.elementwise("cp_out_correction", z.o + z.o_fp32, z.o_fp32, {out});
@@ -42,8 +42,7 @@ TaskId ring_forward(Emitter& emit, const AttentionShape& local, TaskId qkv) {
   return out;
 }
 
-TaskId ring_backward(Emitter& emit, const AttentionShape& local, TaskId grad) {
-  const int cp = emit.ctx().plan.cp;
+TaskId ring_backward(Emitter& emit, const AttentionShape& local, TaskId grad, int cp, GroupKind group) {
   const Sizes z = sizes(local);
   AttentionShape diagonal = local;
   diagonal.backward = true;
@@ -53,12 +52,11 @@ TaskId ring_backward(Emitter& emit, const AttentionShape& local, TaskId grad) {
   TaskId block = grad;
   for (int step = 1; step < cp; ++step) {
     // The key/value block travels on with the dK/dV accumulated for it so far.
-    block = emit.collective("cp_kv_dkv", Stream::kCp, GroupKind::kCp, CollectiveKind::kSendRecv, 2 * z.kv,
-                            {block, computed});
+    block = emit.collective("cp_kv_dkv", Stream::kCp, group, CollectiveKind::kSendRecv, 2 * z.kv, {block, computed});
     computed = emit.attention("attention", half, {block});
   }
   // The last dK/dV go home to the rank that owns those tokens.
-  return emit.collective("cp_dkv", Stream::kCp, GroupKind::kCp, CollectiveKind::kSendRecv, z.kv, {computed});
+  return emit.collective("cp_dkv", Stream::kCp, group, CollectiveKind::kSendRecv, z.kv, {computed});
 }
 
 // Ulysses: the attention of whole sequences with heads / cp of them on each rank.
@@ -87,6 +85,26 @@ TaskId a2a_backward(Emitter& emit, const AttentionShape& local, TaskId grad) {
   TaskId in = emit.collective("cp_a2a", Stream::kCp, GroupKind::kCp, CollectiveKind::kAllToAll, z.o, {grad});
   TaskId a = emit.attention("attention", whole, {in});
   return emit.collective("cp_a2a", Stream::kCp, GroupKind::kCp, CollectiveKind::kAllToAll, z.q + z.kv, {a});
+}
+
+// Hierarchical: an all-to-all inside the a2a group gives each rank a2a x its tokens for heads / a2a, which then go
+// round the ring of the p2p group; the output comes back by the reverse all-to-all.
+TaskId hierarchical_forward(Emitter& emit, const AttentionShape& local, TaskId qkv) {
+  const ParallelPlan& p = emit.ctx().plan;
+  const int a2a = p.cp_a2a_size(), ring = p.cp / a2a;
+  const Sizes z = sizes(local);
+  TaskId in = emit.collective("cp_a2a", Stream::kCp, GroupKind::kCpA2a, CollectiveKind::kAllToAll, z.q + z.kv, {qkv});
+  TaskId a = ring_forward(emit, whole_sequences(local, a2a), in, ring, GroupKind::kCpP2p);
+  return emit.collective("cp_a2a", Stream::kCp, GroupKind::kCpA2a, CollectiveKind::kAllToAll, z.o, {a});
+}
+
+TaskId hierarchical_backward(Emitter& emit, const AttentionShape& local, TaskId grad) {
+  const ParallelPlan& p = emit.ctx().plan;
+  const int a2a = p.cp_a2a_size(), ring = p.cp / a2a;
+  const Sizes z = sizes(local);
+  TaskId in = emit.collective("cp_a2a", Stream::kCp, GroupKind::kCpA2a, CollectiveKind::kAllToAll, z.o, {grad});
+  TaskId a = ring_backward(emit, whole_sequences(local, a2a), in, ring, GroupKind::kCpP2p);
+  return emit.collective("cp_a2a", Stream::kCp, GroupKind::kCpA2a, CollectiveKind::kAllToAll, z.q + z.kv, {a});
 }
 
 // All-gather: local queries against the whole sequence's keys; the load-balanced causal mask keeps half of it.
@@ -119,7 +137,8 @@ TaskId allgather_backward(Emitter& emit, const AttentionShape& local, TaskId gra
 
 TaskId emit_cp_attention_forward(Emitter& emit, const AttentionShape& local, TaskId qkv) {
   switch (emit.ctx().plan.cp_comm_type) {
-    case CpCommType::kP2p: return ring_forward(emit, local, qkv);
+    case CpCommType::kP2p: return ring_forward(emit, local, qkv, emit.ctx().plan.cp, GroupKind::kCp);
+    case CpCommType::kA2aP2p: return hierarchical_forward(emit, local, qkv);
     case CpCommType::kAllToAll: return a2a_forward(emit, local, qkv);
     case CpCommType::kAllGather: return allgather_forward(emit, local, qkv);
   }
@@ -128,13 +147,14 @@ TaskId emit_cp_attention_forward(Emitter& emit, const AttentionShape& local, Tas
 
 TaskId emit_cp_attention_backward(Emitter& emit, const AttentionShape& local, TaskId grad) {
   switch (emit.ctx().plan.cp_comm_type) {
-    case CpCommType::kP2p: return ring_backward(emit, local, grad);
+    case CpCommType::kP2p: return ring_backward(emit, local, grad, emit.ctx().plan.cp, GroupKind::kCp);
+    case CpCommType::kA2aP2p: return hierarchical_backward(emit, local, grad);
     case CpCommType::kAllToAll: return a2a_backward(emit, local, grad);
     case CpCommType::kAllGather: return allgather_backward(emit, local, grad);
   }
   return grad;
 }
 
-int cp_extra_tasks_per_layer(const ParallelPlan& plan) { return plan.cp > 1 ? 3 * plan.cp + 2 : 0; }
+int cp_extra_tasks_per_layer(const ParallelPlan& plan) { return plan.cp > 1 ? 3 * plan.cp + 4 : 0; }
 
 }  // namespace orrery

@@ -15,6 +15,11 @@
 //   back; the backward pass mirrors it.
 // - allgather: K and V are all-gathered over CP, local queries attend the whole sequence (the causal mask keeps
 //   the same pairs as the ring), and the backward pass reduce-scatters dK and dV.
+// - a2a+p2p (hierarchical; Megatron-Core --hierarchical-context-parallel-sizes [a2a, p2p], TE's
+//   AttnFuncWithCPAndKVP2P with a cp_group list): an all-to-all inside each group of a2a consecutive CP ranks
+//   (usually one NVLink domain) turns (s / cp tokens, all heads) into (a2a s / cp tokens, heads / a2a), ring
+//   attention runs over the p2p ranks that share a position in their groups, and an all-to-all turns the output
+//   back; the backward pass mirrors it.
 //
 // Communication runs on the CP stream, so the engine decides how much of it the attention compute hides.
 

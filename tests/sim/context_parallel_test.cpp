@@ -3,6 +3,9 @@
 // arXiv:2309.14509), and the attention work each rank does (1 / cp of the causal total).
 #include <catch2/catch.hpp>
 
+#include <set>
+
+#include "sim/lower/context.h"
 #include "test_support.h"
 
 using namespace orrery;
@@ -103,9 +106,57 @@ TEST_CASE("context-parallel plans Megatron and Transformer Engine refuse", "[sim
   CHECK_THAT(with(R"({"cp": 8, "tp": 2, "cp_comm_type": "a2a"})", R"({"seq_length": 8192, "global_batch_size": 1})", 16),
              Catch::Contains("model.num_key_value_heads (8) / tp (2) must be divisible by cp (8)"));
   CHECK_THAT(with(R"({"cp": 8, "cp_comm_type": "ring"})", R"({"seq_length": 8192, "global_batch_size": 1})"),
-             Catch::Contains("parallel.cp_comm_type (ring) must be one of: p2p, a2a, allgather"));
+             Catch::Contains("parallel.cp_comm_type (ring) must be one of: p2p, a2a, allgather, a2a+p2p"));
   CHECK_THAT(with(R"({"cp": 8, "cp_comm_type": "a2a+p2p"})", R"({"seq_length": 8192, "global_batch_size": 1})"),
-             Catch::Contains("not modelled yet"));
+             Catch::Contains("parallel.hierarchical_context_parallel_sizes"));
+  CHECK_THAT(with(R"({"cp": 8, "cp_comm_type": "a2a+p2p", "hierarchical_context_parallel_sizes": [2, 2]})",
+                  R"({"seq_length": 8192, "global_batch_size": 1})"),
+             Catch::Contains("must multiply to cp (8)"));
+  CHECK_THAT(with(R"({"cp": 8, "cp_comm_type": "p2p", "hierarchical_context_parallel_sizes": [2, 4]})",
+                  R"({"seq_length": 8192, "global_batch_size": 1})"),
+             Catch::Contains("a2a+p2p"));
+  // 8 KV heads cannot be scattered over an all-to-all group of 16.
+  CHECK_THAT(with(R"({"cp": 32, "cp_comm_type": "a2a+p2p", "hierarchical_context_parallel_sizes": [16, 2]})",
+                  R"({"seq_length": 8192, "global_batch_size": 1})", 32),
+             Catch::Contains("must be divisible by the all-to-all group size (16)"));
+}
+
+TEST_CASE("hierarchical CP: all-to-all inside the group, the ring across groups", "[sim][cp]") {
+  // cp 8 as [a2a 2, p2p 4]: the all-to-all moves the rank's Q, K, V in and O out over 2 consecutive CP ranks; the
+  // ring then passes blocks of 2 x s / cp tokens with 8 / 2 KV heads (the same bytes as the rank's own K and V)
+  // p2p - 1 times forward, and again with dK/dV backward.
+  const int cp = 8, a2a = 2, ring = 4;
+  const Scenario s = test::scenario(R"({"model": {"preset": "llama3-8b", "num_hidden_layers": 1},
+      "cluster": {"preset": "dgx-h100", "num_gpus": 8}, "parallel": {"cp": 8, "cp_comm_type": "a2a+p2p",
+      "hierarchical_context_parallel_sizes": [2, 4]}, "training": {"seq_length": 8192, "micro_batch_size": 1,
+      "global_batch_size": 1}})");
+  const WorkloadGraph g = test::lowered(s);
+  const double tokens = 8192.0 / cp;
+  const double qkv = tokens * (32 + 2 * 8) * 128 * 2, o = tokens * 32 * 128 * 2, kv = tokens * 2 * 8 * 128 * 2;
+  double a2a_fwd = 0, ring_fwd = 0, ring_bwd = 0;
+  std::set<int> a2a_sizes, ring_sizes;
+  LoweringContext ctx(s);
+  for (const Task& t : g.programs[0].tasks) {
+    const auto* c = std::get_if<CollectiveOp>(&g.programs[0].ops[static_cast<std::size_t>(t.op)]);
+    if (!c) continue;
+    const bool fwd = t.phase == Phase::kForward;
+    if (t.group == GroupKind::kCpA2a && fwd) a2a_fwd += static_cast<double>(c->bytes);
+    if (t.group == GroupKind::kCpP2p) (fwd ? ring_fwd : ring_bwd) += static_cast<double>(c->bytes);
+    if (t.group == GroupKind::kCpA2a) a2a_sizes.insert(c->placement.size);
+    if (t.group == GroupKind::kCpP2p) ring_sizes.insert(c->placement.size);
+    CHECK(t.group != GroupKind::kCp);
+  }
+  CHECK(a2a_fwd == Approx(qkv + o));
+  CHECK(ring_fwd == Approx((ring - 1) * kv));
+  CHECK(ring_bwd == Approx((ring - 1) * 2 * kv + kv));
+  CHECK(a2a_sizes == std::set<int>{a2a});
+  CHECK(ring_sizes == std::set<int>{ring});
+  // Rank 0's groups: CP ranks {0, 1} all-to-all, {0, 2, 4, 6} in the ring.
+  CHECK(ctx.ranks.group_members(GroupKind::kCpA2a, 0) == std::vector<int>{0, 1});
+  CHECK(ctx.ranks.group_members(GroupKind::kCpP2p, 0) == std::vector<int>{0, 2, 4, 6});
+  // Attention work is still 1/cp of the causal total per rank.
+  const double full_matrix = 2.0 * 32 * 8192.0 * 8192.0 * 256;
+  CHECK(forward_attention(g).model == Approx(full_matrix / cp));
 }
 
 TEST_CASE("context parallelism splits activation memory and lets the ring hide behind attention", "[sim][cp]") {
