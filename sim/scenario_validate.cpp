@@ -278,8 +278,16 @@ void check_framework(const Scenario& s) {
 
 // Recompute modules the lowering does not apply yet to every layer kind.
 void check_recompute_modules(const Scenario& s) {
-  if (s.training.recompute == Recompute::kSelective && s.training.recompute_modules.layernorm && s.model.is_mla()) {
-    throw Error::not_modelled("training.recompute_modules", "layernorm",
+  const TrainingSpec::RecomputeModules& m = s.training.recompute_modules;
+  if (s.training.recompute != Recompute::kSelective) return;
+  const std::string field = "training.recompute_modules";
+  // Megatron-Core's TransformerConfig checks (megatron/core/transformer/transformer_config.py).
+  require(!m.moe_act || s.model.is_moe(), field, "moe_act", "needs MoE layers (Megatron applies it to grouped experts only)");
+  require(!(m.moe_act || m.layernorm) || s.training.precision != Precision::kFp8, field,
+          m.layernorm ? "layernorm" : "moe_act",
+          "cannot run with precision fp8: Megatron-Core refuses layernorm and moe_act recompute under FP8 delayed scaling");
+  if (m.layernorm && s.model.is_mla()) {
+    throw Error::not_modelled(field, "layernorm",
                               "the layernorm recompute of multi-head latent attention layers is not lowered yet");
   }
 }
@@ -302,6 +310,12 @@ void check_deepspeed(const Scenario& s) {
   refuse(s.model.is_moe(), "model", s.model.name, "lowers dense models only");
   refuse(s.training.precision == Precision::kFp8, "training.precision", "fp8", "predates FP8 training");
   refuse(p.schedule != Schedule::k1F1B, "parallel.schedule", "not 1f1b", "runs a plain forward and backward per micro-batch");
+  // What came after spring 2021: sequence parallelism (2022), FlashAttention (2022), TE's activation offload.
+  refuse(p.sequence_parallel, "parallel.sequence_parallel", "true", "predates sequence parallelism");
+  refuse(s.training.attention_backend == AttentionBackend::kFlash, "training.attention_backend", "flash",
+         "predates fused flash attention: use \"unfused\"");
+  refuse(s.training.cpu_offloading_num_layers > 0 || s.training.optimizer_cpu_offload, "training", "CPU offload",
+         "models ZeRO-3 without offload");
 }
 
 void check_stragglers(const Scenario& s) {

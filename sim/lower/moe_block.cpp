@@ -175,14 +175,15 @@ TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* par
                          z.received * h * act, {x});
   }
   if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", z.received * h, x);
-  x = emit_.gemm("experts", GemmShape{z.rows, z.width, h, z.local_experts, ctx_.gemm_dtype, true}, {x});
   if (recompute_activation) {
-    // Megatron's moe_act recompute: the activation runs again from its saved input for the weight gradient.
+    // Megatron's moe_act recompute, hooked on the down projection's output gradient: the activation runs again
+    // from its saved input before the down projection's backward, which needs it for the weight gradient.
     PhaseScope scope(emit_, Phase::kRecompute);
     const TaskId again = emit_.elementwise("mlp_activation", activation_saved(z.received, z.width),
-                                           z.received * z.width * ctx_.act_bytes);
+                                           z.received * z.width * ctx_.act_bytes, {x});
     emit_.save(again, moe_down_input_saved());
   }
+  x = emit_.gemm("experts", GemmShape{z.rows, z.width, h, z.local_experts, ctx_.gemm_dtype, true}, {x});
   weight_grad("experts", GemmShape{z.width, h, z.rows, z.local_experts, ctx_.gemm_dtype, true},
               moe_down_input_saved(), nullptr, params);
   x = activation_bwd(x, z.received, z.width);  // also the probabilities' gradient, from the saved up outputs

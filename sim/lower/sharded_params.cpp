@@ -35,7 +35,17 @@ std::vector<ParamUnit> ShardedParamsLowering::units(int chunk) const {
   for (int l = first; l < first + layout.layers_in(stage_, chunk); ++l) {
     out.push_back(unit(l, false, layer_param_groups(ctx_, l, chunk)));
   }
-  if (layout.holds_head(stage_, chunk)) out.push_back(unit(-1, true, head_param_groups(ctx_, chunk)));
+  if (layout.holds_head(stage_, chunk)) {
+    ParamUnit head = unit(-1, true, head_param_groups(ctx_, chunk));
+    if (per_parameter_ && ctx_.model.tie_word_embeddings && group_elements(head_param_groups(ctx_, chunk), "lm_head") == 0) {
+      // Megatron-DeepSpeed registers the tied word embedding as an external parameter of the head's module, so
+      // DeepSpeed gathers it again there (and holds it while the head runs).
+      const std::int64_t word = ctx_.padded_vocab / ctx_.tp * ctx_.model.hidden_size;
+      head.elements += word;
+      head.external = word;
+    }
+    out.push_back(head);
+  }
   return out;
 }
 
@@ -59,8 +69,10 @@ TaskId ShardedParamsLowering::gather_per_parameter(Emitter& emit, const ParamUni
   // The gathered parameters are held from the first gather until release() frees them.
   TaskId last = emit.elementwise("param_gather_buffer", 0, 0);
   emit.allocate(last, MemoryKind::kWeights, param_bytes(unit));
+  std::vector<std::int64_t> gathered = unit.partitioned;
+  if (unit.external > 0) gathered.push_back(unit.external);
   for (int pass = 0; pass < passes; ++pass) {
-    for (std::int64_t elements : unit.partitioned) {
+    for (std::int64_t elements : gathered) {
       const Bytes bytes = elements * ctx_.param_bytes;
       // torch.zeros of the full parameter, then torch.cuda.synchronize(): nothing issued before overlaps.
       const TaskId zero = emit.comm_copies("param_gather_zero", 0, bytes, 1, {emit.last_compute()});

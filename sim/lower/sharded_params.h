@@ -31,6 +31,9 @@ struct ParamUnit {
   std::int64_t elements = 0;  // local (TP-sharded) elements, before ZeRO sharding
   /// deepspeed-0.3 only: local elements of each parameter gathered on its own (above the persistence threshold).
   std::vector<std::int64_t> partitioned;
+  /// deepspeed-0.3 only: elements of another unit's parameter this unit gathers too (the tied word embedding at
+  /// the head); its gradient is reduced once, with its owner.
+  std::int64_t external = 0;
 };
 
 class ShardedParamsLowering {

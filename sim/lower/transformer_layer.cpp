@@ -418,6 +418,9 @@ TaskId TransformerLayerLowering::backward(TaskId grad_output, std::vector<ParamU
   g = norm_bwd("post_attention_norm", g);
   record(params, "post_attention_norm", g, false);
   g = residual_bwd("attention_residual", g);
+  // Megatron hooks the input norm's recompute on the attention output's gradient: it runs as the attention
+  // backward starts, and its output lives through the core's backward until the QKV weight gradient.
+  if (policy == Recompute::kSelective && !saved.norm_outputs && !mla_) recompute_norm("input_norm");
   g = row_bwd("attention_proj", g, attn_features_, &w);
   record(params, "attention_proj", w, false);
   if (policy == Recompute::kSelective && !saved.attention_internals) {
@@ -436,7 +439,6 @@ TaskId TransformerLayerLowering::backward(TaskId grad_output, std::vector<ParamU
       emit_.release(g, qk);
       record(params, "qk_norm", g, false);
     }
-    if (policy == Recompute::kSelective && !saved.norm_outputs) recompute_norm("input_norm");
     g = column_bwd("qkv", g, qkv_features_, &w);
     record(params, "qkv", w, false);
   }

@@ -154,9 +154,11 @@ Scenario base_scenario(const SearchArgs& a) {
       if (!searched_parallel_key(key)) kept[key] = value;
     }
   }
-  doc["parallel"] = kept;
   auto& t = doc["training"];
   if (!t.is_object()) t = nlohmann::json::object();
+  // deepspeed-0.3 runs ZeRO stage 3 only: the base plan keeps it (candidates of other stages are listed invalid).
+  if (t.contains("framework") && t["framework"] == "deepspeed-0.3") kept["zero_stage"] = 3;
+  doc["parallel"] = kept;
   if (a.seq_length) t["seq_length"] = *a.seq_length;
   if (a.global_batch_size) t["global_batch_size"] = *a.global_batch_size;
   if (!a.precision.empty()) t["precision"] = a.precision;
