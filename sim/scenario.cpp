@@ -45,6 +45,24 @@ const char* to_string(CpCommType c) {
   return "?";
 }
 
+std::vector<std::string> TrainingSpec::recompute_module_names() const {
+  std::vector<std::string> out;
+  if (recompute != Recompute::kSelective) return out;
+  if (recompute_modules.core_attn) out.push_back("core_attn");
+  if (recompute_modules.layernorm) out.push_back("layernorm");
+  if (recompute_modules.moe_act) out.push_back("moe_act");
+  return out;
+}
+
+const char* to_string(Framework f) {
+  switch (f) {
+    case Framework::kMegatron: return "megatron";
+    case Framework::kPytorch: return "pytorch";
+    case Framework::kDeepSpeed03: return "deepspeed-0.3";
+  }
+  return "?";
+}
+
 const char* to_string(MoeDispatcher d) { return d == MoeDispatcher::kAllToAll ? "alltoall" : "allgather"; }
 
 double TrainingSpec::moe_effective_load() const {

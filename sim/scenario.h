@@ -38,6 +38,7 @@ const char* to_string(AttentionBackend a);
 const char* to_string(Schedule s);
 const char* to_string(CpCommType c);
 const char* to_string(MoeDispatcher d);
+const char* to_string(Framework f);
 /// The GEMM data type of a training precision (FP8 runs keep BF16 outside the FP8 GEMMs).
 DType gemm_dtype(Precision p);
 /// The data type of activations and of the model's parameters in memory.
@@ -119,6 +120,8 @@ struct TrainingSpec {
   int cpu_offloading_num_layers = 0;
   /// Token copies the busiest expert rank processes, as a multiple of the balanced mean.
   double moe_effective_load() const;
+  /// Megatron's names of the recomputed modules (empty unless recompute is selective).
+  std::vector<std::string> recompute_module_names() const;
 };
 
 struct Expectation {

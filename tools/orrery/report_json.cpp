@@ -80,7 +80,9 @@ json report_json(const Prediction& p) {
                  {"global_batch_size", s.training.global_batch_size},
                  {"seq_length", s.training.seq_length},
                  {"precision", to_string(s.training.precision)},
-                 {"recompute", to_string(s.training.recompute)}};
+                 {"recompute", to_string(s.training.recompute)},
+                 {"recompute_modules", s.training.recompute_module_names()},
+                 {"framework", to_string(s.training.framework)}};
   out["simulation"] = {{"instances", p.instances.instances.size()},
                        {"tasks_per_iteration", p.graph.num_tasks()},
                        {"events", p.run.events}};

@@ -20,11 +20,17 @@ void print_summary(std::ostream& out, const Prediction& p) {
   const ParallelPlan& pl = s.parallel;
   const ParamCount params = count_parameters(s.model);
   fmt::print(out, "{}\n", r.name);
-  fmt::print(out, "  model    {} ({:.2f} B parameters{}), seq {}, micro-batch {}, global batch {}, {}, recompute {}\n",
+  const auto modules = s.training.recompute_module_names();
+  const bool default_modules = modules == std::vector<std::string>{"core_attn"};
+  fmt::print(out, "  model    {} ({:.2f} B parameters{}), seq {}, micro-batch {}, global batch {}, {}, recompute {}{}{}\n",
              s.model.name, static_cast<double>(params.total) / kBillion,
              s.model.is_moe() ? fmt::format(", {:.2f} B active", static_cast<double>(params.active) / kBillion) : "",
              s.training.seq_length, s.training.micro_batch_size, s.training.global_batch_size,
-             to_string(s.training.precision), to_string(s.training.recompute));
+             to_string(s.training.precision), to_string(s.training.recompute),
+             s.training.recompute == Recompute::kSelective && !default_modules
+                 ? fmt::format(" ({})", modules.empty() ? "no modules" : fmt::format("{}", fmt::join(modules, ", ")))
+                 : "",
+             s.training.framework == Framework::kMegatron ? "" : fmt::format(", framework {}", to_string(s.training.framework)));
   fmt::print(out, "  cluster  {} x {} ({})\n", r.num_gpus, s.cluster.gpu.display_name, s.cluster.name);
   if (!r.profile.empty()) fmt::print(out, "  profile  {} (measured tables price the ops they cover)\n", r.profile);
   fmt::print(out, "  plan     TP {} PP {} DP {} CP {} VPP {}{}{}, {} micro-batches per pipeline, schedule {}\n", pl.tp,
