@@ -54,6 +54,21 @@ def main():
         iteration = json.loads(r.stdout)["iteration_time_s"]
         expect(abs(max(t["end_s"] for t in tl["tasks"]) - iteration) < 1e-9, "timeline ends before the iteration does")
 
+    # A validation gate over nothing, or over a record that fails for a reason other than "not modelled yet", fails.
+    empty = os.path.join(tmp, "no-records")
+    os.mkdir(empty)
+    r = run(orrery, "validate", empty, "--max-mape", "8")
+    expect(r.returncode == 1 and "no record was scored" in r.stderr, f"validate gate over no records: exit {r.returncode}")
+    broken = os.path.join(tmp, "broken")
+    os.mkdir(broken)
+    with open(os.path.join(source, "scenarios", "validation", "kor22-22b-full-recompute.json")) as f:
+        doc = json.load(f)
+    doc["cluster"]["num_gpus"] = 3  # not a multiple of the plan
+    with open(os.path.join(broken, "broken.json"), "w") as f:
+        json.dump(doc, f)
+    r = run(orrery, "validate", broken, "--max-error", "20")
+    expect(r.returncode == 1 and "failed" in r.stderr, f"validate gate over a broken record: exit {r.returncode} {r.stderr[:200]}")
+
     r = run(orrery, "list")
     expect(r.returncode == 0 and "llama3.1-405b" in r.stdout and "gb200-nvl72" in r.stdout and "mi300x" in r.stdout,
            "list lacks presets")

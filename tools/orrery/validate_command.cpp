@@ -110,11 +110,11 @@ void print_table(const std::vector<RecordResult>& results) {
 }
 
 void print_summary_block(const ValidationSummary& s) {
-  fmt::print("\niteration time: MAPE {:.1f}% over {} records", s.mape, s.records);
+  fmt::print("\niteration time: MAPE {:.1f}% over {} record{}", s.mape, s.records, s.records == 1 ? "" : "s");
   if (!s.worst.empty()) fmt::print("; worst {} ({:+.1f}%)", s.worst, s.worst_error_pct);
   fmt::print("; {} not simulated\n", s.failed);
   for (const auto& [prefix, entry] : s.by_prefix) {
-    fmt::print("  {:<20} MAPE {:5.1f}%  ({} records)\n", prefix, entry.first, entry.second);
+    fmt::print("  {:<20} MAPE {:5.1f}%  ({} record{})\n", prefix, entry.first, entry.second, entry.second == 1 ? "" : "s");
   }
 }
 
@@ -147,6 +147,13 @@ int run_validate(const ValidateArgs& a) {
     return std::any_of(a.skip.begin(), a.skip.end(),
                        [&](const std::string& k) { return f.stem().string().find(k) != std::string::npos; });
   });
+  if (!a.explain.empty()) {
+    // Simulate only the named record when a file carries its name (records are named after their files).
+    std::vector<fs::path> named;
+    std::copy_if(files.begin(), files.end(), std::back_inserter(named),
+                 [&](const fs::path& f) { return f.stem().string() == a.explain; });
+    if (!named.empty()) files = named;
+  }
   const CostParams params = cost_params_with_profile(a.profile);
   PredictOptions options;
   options.params = &params;
@@ -174,6 +181,18 @@ int run_validate(const ValidateArgs& a) {
     print_summary_block(summary);
   }
   int status = 0;
+  if (a.max_mape || a.max_error) {
+    // A gate over nothing, or over records that broke, passes nothing: only "not modelled yet" may be skipped.
+    if (summary.records == 0) {
+      fmt::print(stderr, "validate: no record was scored, so the gate cannot pass\n");
+      status = 1;
+    }
+    for (const RecordResult& r : results) {
+      if (r.simulated || r.not_modelled) continue;
+      fmt::print(stderr, "validate: {} failed: {}\n", r.name, r.error);
+      status = 1;
+    }
+  }
   if (a.max_mape && summary.mape > *a.max_mape) {
     fmt::print(stderr, "validate: MAPE {:.1f}% exceeds --max-mape {:.1f}%\n", summary.mape, *a.max_mape);
     status = 1;
