@@ -61,6 +61,7 @@ Bytes TransformerLayerLowering::moe_saved() const {
   const ModelSpec& m = ctx_.model;
   const Bytes in = linear_input_bytes(ctx_);
   Bytes saved = z.tokens * m.moe.num_experts * 4;                          // router probabilities (fp32)
+  saved += moe_router_input_saved();                                       // the router GEMM's input
   saved += z.received * m.hidden_size * in;                                // expert inputs
   saved += activation_saved(z.received, z.width);                          // up/gate outputs
   saved += z.received * z.width * in;                                      // down-projection inputs
@@ -75,6 +76,13 @@ Bytes TransformerLayerLowering::moe_down_input_saved() const {
 }
 
 bool TransformerLayerLowering::moe_has_shared() const { return moe_sizes(ctx_).shared > 0; }
+
+Bytes TransformerLayerLowering::moe_router_input_saved() const {
+  // The pre-MLP norm output, kept for the router's weight gradient; with shared experts their up projection keeps
+  // the same tensor (counted there).
+  const MoeSizes z = moe_sizes(ctx_);
+  return z.shared > 0 ? 0 : z.tokens * ctx_.model.hidden_size * ctx_.act_bytes;
+}
 
 TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy, std::vector<ParamUse>* params) {
   const bool save = policy.modules;
@@ -94,6 +102,7 @@ TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy,
   }
   const TaskId router = emit_.gemm("router", GemmShape{z.tokens, E, h, 1, ctx_.act_dtype}, {input});
   record(params, "router", router, true);
+  if (save && policy.norm_outputs) emit_.save(router, moe_router_input_saved());
   TaskId x = emit_.elementwise("router_topk", z.tokens * E * 4, z.tokens * k * (4 + 8));
   if (save) emit_.save(x, z.tokens * E * 4);
   const Bytes sent = static_cast<Bytes>(std::llround(static_cast<double>(z.copies * h * act) *
@@ -209,7 +218,7 @@ TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* par
   TaskId r = emit_.elementwise("router_topk", z.tokens * E * 4 + z.copies * 4, z.tokens * E * 4, {x});
   emit_.release(r, z.tokens * E * 4);
   r = emit_.gemm("router", GemmShape{z.tokens, h, E, 1, ctx_.act_dtype}, {r});
-  weight_grad("router", GemmShape{E, h, z.tokens, 1, ctx_.act_dtype}, 0, "router", params);
+  weight_grad("router", GemmShape{E, h, z.tokens, 1, ctx_.act_dtype}, moe_router_input_saved(), "router", params);
   const Bytes x_bytes = z.tokens * h * act;
   return emit_.elementwise("moe_grad_sum", (shared >= 0 ? 3 : 2) * x_bytes, x_bytes, {x, r, shared});
 }

@@ -111,7 +111,7 @@ Bytes TransformerLayerLowering::saved_bytes(const SavePolicy& s) const {
              residual_saved() + norm_saved() + residual_saved();
     total += moe_ ? moe_saved() : mlp_saved(m.intermediate_size);
     // Norm outputs dropped: the QKV and MLP-up (or shared-expert-up) inputs; expert activations: the down inputs.
-    if (!s.norm_outputs) total -= (mla_ ? 0 : column_saved()) + (!moe_ || moe_has_shared() ? column_saved() : 0);
+    if (!s.norm_outputs) total -= (mla_ ? 0 : column_saved()) + column_saved();
     if (moe_ && !s.expert_activation_outputs) total -= moe_down_input_saved();
     if (m.qk_norm && !mla_) total += ctx_.tokens * (m.num_attention_heads + m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
   }
@@ -404,9 +404,7 @@ TaskId TransformerLayerLowering::backward(TaskId grad_output, std::vector<ParamU
   }
   TaskId w = -1;
   TaskId g = residual_bwd("mlp_residual", grad_output);
-  if (policy == Recompute::kSelective && !saved.norm_outputs && (!moe_ || moe_has_shared())) {
-    recompute_norm("post_attention_norm");
-  }
+  if (policy == Recompute::kSelective && !saved.norm_outputs) recompute_norm("post_attention_norm");
   if (moe_) {
     g = moe_bwd(g, params, policy == Recompute::kSelective && !saved.expert_activation_outputs);
   } else {

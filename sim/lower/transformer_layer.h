@@ -91,6 +91,7 @@ class TransformerLayerLowering {
   Bytes moe_saved() const;
   Bytes moe_down_input_saved() const;  // the routed experts' activation outputs, the down projection's input
   bool moe_has_shared() const;
+  Bytes moe_router_input_saved() const;  // the pre-MLP norm output the router keeps (0 with shared experts)
   Bytes mla_projection_saved() const;
 
   GemmShape linear(std::int64_t m, std::int64_t n, std::int64_t k) const;

@@ -86,6 +86,8 @@ TEST_CASE("moe_act recompute drops the experts' activation outputs and runs the 
   const WorkloadGraph base = graph(R"(["core_attn"])");
   const WorkloadGraph act = graph(R"(["core_attn", "moe_act"])");
   CHECK(saved(base) - saved(act) == Approx(2048.0 * 2 * 14336 * 2));
+  // layernorm drops both norm outputs: the QKV input and, without shared experts, the router's input (s h x 2).
+  CHECK(saved(base) - saved(graph(R"(["core_attn", "layernorm"])")) == Approx(2 * 2048.0 * 4096 * 2));
   CHECK(recomputed(base) == 0);
   CHECK(recomputed(act) == 1);
 }
