@@ -75,8 +75,6 @@ Bytes TransformerLayerLowering::moe_down_input_saved() const {
   return z.received * z.width * linear_input_bytes(ctx_);
 }
 
-bool TransformerLayerLowering::moe_has_shared() const { return moe_sizes(ctx_).shared > 0; }
-
 Bytes TransformerLayerLowering::moe_router_input_saved() const {
   // The pre-MLP norm output, kept for the router's weight gradient; with shared experts their up projection keeps
   // the same tensor (counted there).

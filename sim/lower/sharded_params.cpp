@@ -36,8 +36,9 @@ std::vector<ParamUnit> ShardedParamsLowering::units(int chunk) const {
     out.push_back(unit(l, false, layer_param_groups(ctx_, l, chunk)));
   }
   if (layout.holds_head(stage_, chunk)) {
-    ParamUnit head = unit(-1, true, head_param_groups(ctx_, chunk));
-    if (per_parameter_ && ctx_.model.tie_word_embeddings && group_elements(head_param_groups(ctx_, chunk), "lm_head") == 0) {
+    const std::vector<ParamGroup> groups = head_param_groups(ctx_, chunk);
+    ParamUnit head = unit(-1, true, groups);
+    if (per_parameter_ && ctx_.model.tie_word_embeddings && group_elements(groups, "lm_head") == 0) {
       // Megatron-DeepSpeed registers the tied word embedding as an external parameter of the head's module, so
       // DeepSpeed gathers it again there (and holds it while the head runs).
       const std::int64_t word = ctx_.padded_vocab / ctx_.tp * ctx_.model.hidden_size;
@@ -69,18 +70,18 @@ TaskId ShardedParamsLowering::gather_per_parameter(Emitter& emit, const ParamUni
   // The gathered parameters are held from the first gather until release() frees them.
   TaskId last = emit.elementwise("param_gather_buffer", 0, 0);
   emit.allocate(last, MemoryKind::kWeights, param_bytes(unit));
-  std::vector<std::int64_t> gathered = unit.partitioned;
-  if (unit.external > 0) gathered.push_back(unit.external);
+  auto gather_one = [&](std::int64_t elements) {
+    const Bytes bytes = elements * ctx_.param_bytes;
+    // torch.zeros of the full parameter, then torch.cuda.synchronize(): nothing issued before overlaps.
+    const TaskId zero = emit.comm_copies("param_gather_zero", 0, bytes, 1, {emit.last_compute()});
+    const TaskId ag = emit.collective("param_gather", Stream::kDp, GroupKind::kDp, CollectiveKind::kAllGather, bytes,
+                                      {zero});
+    // ProcessGroupNCCL copies each rank's chunk from its flat buffer into the list's views: one launch per rank.
+    last = emit.comm_copies("param_gather_copies", bytes, bytes, ranks, {ag, zero});
+  };
   for (int pass = 0; pass < passes; ++pass) {
-    for (std::int64_t elements : gathered) {
-      const Bytes bytes = elements * ctx_.param_bytes;
-      // torch.zeros of the full parameter, then torch.cuda.synchronize(): nothing issued before overlaps.
-      const TaskId zero = emit.comm_copies("param_gather_zero", 0, bytes, 1, {emit.last_compute()});
-      const TaskId ag = emit.collective("param_gather", Stream::kDp, GroupKind::kDp, CollectiveKind::kAllGather, bytes,
-                                        {zero});
-      // ProcessGroupNCCL copies each rank's chunk from its flat buffer into the list's views: one launch per rank.
-      last = emit.comm_copies("param_gather_copies", bytes, bytes, ranks, {ag, zero});
-    }
+    for (std::int64_t elements : unit.partitioned) gather_one(elements);
+    if (unit.external > 0) gather_one(unit.external);
   }
   return last;
 }
@@ -102,11 +103,12 @@ void ShardedParamsLowering::reduce_per_parameter(Emitter& emit, const ParamUnit&
 
 TaskId ShardedParamsLowering::gather(Emitter& emit, const std::vector<ParamUnit>& units, std::size_t i, bool backward) {
   if (!active_) return -1;
+  // The unit's full gradients accumulate until its reduce-scatter.
+  if (backward) emit.allocate(emit.elementwise("grad_buffer", 0, 0), MemoryKind::kGradients, grad_bytes(units[i]));
   if (per_parameter_) {
     // The backward of a fully recomputed transformer layer gathers twice: for the recomputed forward, then for
     // the backward. The embedding and head sit outside Megatron's checkpointed layers.
     const int passes = backward && units[i].layer >= 0 && ctx_.training.recompute == Recompute::kFull ? 2 : 1;
-    if (backward) emit.allocate(emit.elementwise("grad_buffer", 0, 0), MemoryKind::kGradients, grad_bytes(units[i]));
     return gather_per_parameter(emit, units[i], passes);
   }
   auto key = [](const ParamUnit& u) { return std::make_pair(u.layer, u.head); };
@@ -122,11 +124,6 @@ TaskId ShardedParamsLowering::gather(Emitter& emit, const std::vector<ParamUnit>
   if (has_next) {
     const ParamUnit& next = backward ? units[i - 1] : units[i + 1];
     prefetched_.emplace_back(key(next), issue_gather(emit, next));
-  }
-  if (backward) {
-    // The unit's full gradients accumulate until its reduce-scatter.
-    const TaskId buffer = emit.elementwise("grad_buffer", 0, 0);
-    emit.builder().alloc_at_start(buffer, MemoryKind::kGradients, grad_bytes(units[i]));
   }
   return own;
 }

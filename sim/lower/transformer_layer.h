@@ -90,7 +90,6 @@ class TransformerLayerLowering {
   Bytes mlp_saved(std::int64_t intermediate) const;
   Bytes moe_saved() const;
   Bytes moe_down_input_saved() const;  // the routed experts' activation outputs, the down projection's input
-  bool moe_has_shared() const;
   Bytes moe_router_input_saved() const;  // the pre-MLP norm output the router keeps (0 with shared experts)
   Bytes mla_projection_saved() const;
 
