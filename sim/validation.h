@@ -45,7 +45,7 @@ ConventionFlops convention_flops(const Scenario& scenario, const std::string& co
 RecordResult compare_with_expectations(const Prediction& prediction, const std::string& file);
 
 /// The source prefix of a record name: the known multi-part prefixes ("sc21-t1", "sc21-t2", "mlm-readme-2020",
-/// "mbridge-25.11"), otherwise the part before the first '-'.
+/// "mbridge-25.09", "mbridge-25.11"), otherwise the part before the first '-'.
 std::string source_prefix(const std::string& name);
 
 struct ValidationSummary {

@@ -10,7 +10,8 @@
 // balanced routing each rank's experts receive as many; `moe_effective_load` scales that for the busiest rank,
 // which every all-to-all waits for (so the representative rank is the busiest one). The alltoall dispatcher
 // exchanges the per-expert token counts first and reads them on the host to size its buffers
-// (`tokens_per_expert.cpu()`): a host synchronisation per MoE layer and forward pass. Shared experts are a dense,
+// (`tokens_per_expert.cpu()`): a host synchronisation per MoE layer and forward pass, except with drop-and-pad
+// (`moe_pad_expert_input_to_capacity`), whose splits are static. Shared experts are a dense,
 // TP-sharded MLP on the same tokens (SharedExpertMLP), run before the routed experts.
 //
 // The router probabilities weight each copy inside the expert activation (Megatron-Core applies `permuted_probs` in
@@ -111,7 +112,9 @@ TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy,
                          z.tokens * h * act * p.ep, {x});
     x = emit_.elementwise("moe_permute", z.tokens * p.ep * h * act, z.received / p.etp * h * act, {x});
   } else {
-    if (p.ep > 1) {
+    // Drop-and-pad fixes every split at the capacity, so Megatron-Core's alltoall dispatcher skips both the count
+    // exchange and the device-to-host sync (token_dispatcher.py: cuda_sync_point stays "no_sync").
+    if (p.ep > 1 && !ctx_.training.moe_pad_expert_input_to_capacity) {
       const TaskId counts = emit_.collective("moe_token_counts", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllToAll,
                                              E * 8, {x});
       emit_.host_sync("moe_token_counts_item", {counts});

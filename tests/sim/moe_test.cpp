@@ -65,6 +65,23 @@ TEST_CASE("top-k dispatch and combine each move T_loc k h 2 bytes per rank", "[s
     const WorkloadGraph g = test::lowered(mixtral(8, 2, 4, 1));
     CHECK(ep_all_to_all(g, "moe_dispatch", Phase::kForward) == Approx(2048 * k * h * 2));
   }
+  SECTION("drop-and-pad: splits fixed at the capacity, so no count exchange and no host sync") {
+    const WorkloadGraph g = test::lowered(mixtral(8, 1, 8, 1, R"(, "moe_expert_capacity_factor": 1.25,
+        "moe_pad_expert_input_to_capacity": true)"));
+    CHECK(ep_all_to_all(g, "moe_token_counts", Phase::kForward) == 0);
+    CHECK(ep_all_to_all(g, "moe_dispatch", Phase::kForward) == Approx(1.25 * 4096 * k * h * 2));
+    const auto& tasks = g.programs[0].tasks;
+    CHECK(std::none_of(tasks.begin(), tasks.end(), [](const Task& t) {
+      return t.kind == TaskKind::kHostSync && std::string(t.label) == "moe_token_counts_item";
+    }));
+  }
+  SECTION("dropless: one host sync per MoE layer's forward") {
+    const WorkloadGraph g = test::lowered(mixtral(8, 1, 8, 1));
+    const auto& tasks = g.programs[0].tasks;
+    CHECK(std::count_if(tasks.begin(), tasks.end(), [](const Task& t) {
+      return t.kind == TaskKind::kHostSync && std::string(t.label) == "moe_token_counts_item";
+    }) == 1);
+  }
   SECTION("a skewed load: the busiest rank waits for 1.5x the balanced share") {
     const WorkloadGraph g = test::lowered(mixtral(8, 1, 8, 1, R"(, "moe_load_imbalance": 1.5)"));
     CHECK(ep_all_to_all(g, "moe_dispatch", Phase::kForward) == Approx(1.5 * 4096 * k * h * 2));
