@@ -101,6 +101,12 @@ struct TrainingSpec {
     bool moe_act = false;    // the routed experts' activation outputs
   } recompute_modules;
   Optimizer optimizer = Optimizer::kAdam;
+  /// Megatron-Core DDPConfig.grad_reduce_in_fp32 (Megatron-LM --accumulate-allreduce-grads-in-fp32, forced on for
+  /// bf16 by Megatron-LM; Megatron-Bridge/NeMo ddp.grad_reduce_in_fp32): the gradient buffer and its data-parallel
+  /// reduction in fp32. False keeps them in the 16-bit training dtype, as the NeMo and Megatron-Bridge
+  /// performance recipes run; the optimizer then keeps fp32 main gradients of its shard (the fp16 row of
+  /// Megatron-LM's distributed-optimizer table). Only meaningful for bf16/fp8 under Megatron's optimizer.
+  bool grad_reduce_in_fp32 = true;
   AttentionBackend attention_backend = AttentionBackend::kFlash;
   Framework framework = Framework::kMegatron;
   // Routing statistics of mixture-of-experts layers (Megatron-LM --moe-expert-capacity-factor and

@@ -205,6 +205,7 @@ TrainingSpec parse_training(const json& value, const ModelSpec& model) {
   static constexpr std::pair<const char*, Framework> kFrameworks[] = {
       {"megatron", Framework::kMegatron}, {"pytorch", Framework::kPytorch}, {"deepspeed-0.3", Framework::kDeepSpeed03}};
   t.framework = parse_enum(in, "framework", Framework::kMegatron, kFrameworks);
+  t.grad_reduce_in_fp32 = in.bool_or("grad_reduce_in_fp32", true);
   t.moe_load_imbalance = in.double_or("moe_load_imbalance", 1.0, true);
   if (t.moe_load_imbalance < 1.0) {
     throw Error::invalid(in.field("moe_load_imbalance"), fmt::format("{}", t.moe_load_imbalance),

@@ -246,6 +246,17 @@ void check_offload(const Scenario& s) {
   }
 }
 
+// 16-bit gradient buffers are a choice only where Megatron would otherwise keep them in fp32.
+void check_grad_dtype(const Scenario& s) {
+  if (s.training.grad_reduce_in_fp32) return;
+  const Precision p = s.training.precision;
+  require(p == Precision::kBf16 || p == Precision::kFp8, "training.grad_reduce_in_fp32", "false",
+          p == Precision::kFp16 ? "applies to bf16 and fp8 only (fp16 gradients are already 16-bit)"
+                                : "applies to bf16 and fp8 only (fp32 training keeps fp32 gradients)");
+  require(s.training.framework == Framework::kMegatron, "training.grad_reduce_in_fp32", "false",
+          "is a Megatron-Core setting; training.framework must be megatron");
+}
+
 // training.framework "pytorch" is the single-GPU recipe of tools/pytorch_train_step.py on a Llama-style model.
 void check_framework(const Scenario& s) {
   if (s.training.framework != Framework::kPytorch) return;
@@ -343,6 +354,7 @@ void validate_scenario(Scenario& s) {
   check_stragglers(s);
   check_packing(s);
   check_offload(s);
+  check_grad_dtype(s);
   check_framework(s);
   check_deepspeed(s);
   check_recompute_modules(s);

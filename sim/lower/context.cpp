@@ -15,18 +15,21 @@ namespace {
 
 // Bytes per parameter of gradient buffer and optimizer state (before ZeRO sharding), Megatron-LM
 // docs/source/api-guide/dist_optimizer.md table: bf16 params with fp32 grads 2 + 4 + 12 = 18 bytes; fp16 params
-// with fp16 grads 2 + 2 + 16 (fp32 main params, main grads, Adam m and v) = 20; fp32 4 + 4 + 8 = 16.
+// with fp16 grads 2 + 2 + 16 (fp32 main params, main grads, Adam m and v) = 20; fp32 4 + 4 + 8 = 16. bf16 with
+// grad_reduce_in_fp32 off keeps 16-bit gradients as the fp16 row does, and the same 16 bytes of optimizer state.
 struct StateBytes {
   Bytes param, grad, optimizer;
 };
 
-StateBytes state_bytes(Precision precision, Optimizer optimizer) {
+StateBytes state_bytes(Precision precision, Optimizer optimizer, bool grad_reduce_in_fp32) {
   const bool adam = optimizer == Optimizer::kAdam;
   switch (precision) {
     case Precision::kFp32: return {4, 4, adam ? 8 : 4};
     case Precision::kFp16: return {2, 2, adam ? 16 : 12};
     case Precision::kBf16:
-    case Precision::kFp8: return {2, 4, adam ? 12 : 8};
+    case Precision::kFp8:
+      if (!grad_reduce_in_fp32) return {2, 2, adam ? 16 : 12};
+      return {2, 4, adam ? 12 : 8};
   }
   return {2, 4, 12};
 }
@@ -51,7 +54,7 @@ LoweringContext::LoweringContext(const Scenario& s)
   act_dtype = activation_dtype(training.precision);
   gemm_dtype = orrery::gemm_dtype(training.precision);
   act_bytes = dtype_bytes(act_dtype);
-  StateBytes sb = state_bytes(training.precision, training.optimizer);
+  StateBytes sb = state_bytes(training.precision, training.optimizer, training.grad_reduce_in_fp32);
   if (plan.zero_stage >= 2) {
     // DeepSpeed's ZeRO-2/3 reduce gradients in the training precision and keep fp32 master weights and Adam
     // moments (ZeRO, arXiv:1910.02054 Section 3.1: 2 + 2 + K bytes per parameter, K = 12).
@@ -60,7 +63,7 @@ LoweringContext::LoweringContext(const Scenario& s)
     sb.optimizer = sb.param == 4 ? (adam ? 8 : 4) : (adam ? 12 : 8);
   }
   // PyTorch's recipe keeps fp32 parameters (they are the master copy) and fp32 gradients under autocast.
-  if (training.framework == Framework::kPytorch) sb = state_bytes(Precision::kFp32, training.optimizer);
+  if (training.framework == Framework::kPytorch) sb = state_bytes(Precision::kFp32, training.optimizer, true);
   param_bytes = sb.param;
   grad_bytes = sb.grad;
   optimizer_bytes = sb.optimizer;

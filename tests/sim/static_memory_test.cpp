@@ -17,10 +17,11 @@ struct Static {
 };
 
 // Static state of the single pipeline stage of Llama-3-8B at tp 1, per rank.
-Static state(const char* precision, int zero, int dp) {
+Static state(const char* precision, int zero, int dp, const std::string& training_extra = "") {
   const Scenario s = test::scenario(std::string(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": )") +
                                     std::to_string(dp) + R"(}, "parallel": {"zero_stage": )" + std::to_string(zero) +
-                                    R"(}, "training": {"seq_length": 1024, "precision": ")" + precision + R"("}})");
+                                    R"(}, "training": {"seq_length": 1024, "precision": ")" + precision + R"(")" +
+                                    training_extra + "}}");
   const WorkloadGraph g = test::lowered(s);
   const auto& m = g.programs[0].static_memory;
   const double bytes = static_cast<double>(m[0] + m[1] + m[2]);  // weights, gradients, optimizer
@@ -39,4 +40,24 @@ TEST_CASE("bytes per parameter follow Megatron's distributed-optimizer table", "
   CHECK(fp16.bytes / fp16.params == Approx(20));
   const Static fp16_dist = state("fp16", 1, 4);
   CHECK(fp16_dist.bytes / fp16_dist.params == Approx(4 + 16.0 / 4));
+}
+
+TEST_CASE("bf16 gradients (grad_reduce_in_fp32 false) take the fp16 row's 2 + 2 + 16 bytes", "[sim][memory]") {
+  // 16-bit gradient buffer; the optimizer keeps fp32 main params, main grads of its shard and Adam's two moments.
+  const Static plain = state("bf16", 0, 8, R"(, "grad_reduce_in_fp32": false)");
+  CHECK(plain.bytes / plain.params == Approx(20));
+  const Static dist = state("bf16", 1, 8, R"(, "grad_reduce_in_fp32": false)");
+  CHECK(dist.bytes / dist.params == Approx(4 + 16.0 / 8));
+  // FP8 adds the same weight caches either way: the two layouts differ by (4 - 2) - (16 - 12) / d bytes.
+  const Static fp8 = state("fp8", 1, 8), fp8_bf16_grads = state("fp8", 1, 8, R"(, "grad_reduce_in_fp32": false)");
+  CHECK((fp8.bytes - fp8_bf16_grads.bytes) / fp8.params == Approx(2 - 4.0 / 8));
+}
+
+TEST_CASE("grad_reduce_in_fp32 false is refused where gradients are not fp32 by default", "[sim][memory][errors]") {
+  const auto error = [](const char* precision) {
+    return test::scenario_error(std::string(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 8},
+        "training": {"seq_length": 1024, "precision": ")") + precision + R"(", "grad_reduce_in_fp32": false}})");
+  };
+  CHECK_THAT(error("fp32"), Catch::Contains("training.grad_reduce_in_fp32") && Catch::Contains("fp32 gradients"));
+  CHECK_THAT(error("fp16"), Catch::Contains("training.grad_reduce_in_fp32") && Catch::Contains("already 16-bit"));
 }
