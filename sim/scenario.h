@@ -105,7 +105,9 @@ struct TrainingSpec {
   /// bf16 by Megatron-LM; Megatron-Bridge/NeMo ddp.grad_reduce_in_fp32): the gradient buffer and its data-parallel
   /// reduction in fp32. False keeps them in the 16-bit training dtype, as the NeMo and Megatron-Bridge
   /// performance recipes run; the optimizer then keeps fp32 main gradients of its shard (the fp16 row of
-  /// Megatron-LM's distributed-optimizer table). Only meaningful for bf16/fp8 under Megatron's optimizer.
+  /// Megatron-LM's distributed-optimizer table). Only meaningful for bf16/fp8 under Megatron's optimizer, ZeRO
+  /// stage 0 or 1. Counting the fp32 main gradients as resident is pessimistic: Megatron-Core makes them at the
+  /// optimizer step and frees them at the next zero_grad, so they are not live at the activation peak.
   bool grad_reduce_in_fp32 = true;
   AttentionBackend attention_backend = AttentionBackend::kFlash;
   Framework framework = Framework::kMegatron;

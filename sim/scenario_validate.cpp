@@ -255,6 +255,9 @@ void check_grad_dtype(const Scenario& s) {
                                 : "applies to bf16 and fp8 only (fp32 training keeps fp32 gradients)");
   require(s.training.framework == Framework::kMegatron, "training.grad_reduce_in_fp32", "false",
           "is a Megatron-Core setting; training.framework must be megatron");
+  require(s.parallel.zero_stage <= 1, "training.grad_reduce_in_fp32", "false",
+          fmt::format("applies to zero_stage 0 and 1; with stage {} the gradients already take the parameter dtype "
+                      "(ZeRO's 2 + 2 + 12 bytes per parameter)", s.parallel.zero_stage));
 }
 
 // training.framework "pytorch" is the single-GPU recipe of tools/pytorch_train_step.py on a Llama-style model.

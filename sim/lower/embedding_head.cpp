@@ -66,7 +66,7 @@ TaskId EmbeddingHeadLowering::embedding_backward(TaskId grad, std::vector<ParamU
   if (ctx_.plan.sequence_parallel && ctx_.tp > 1) {
     g = emit_.collective("embedding", Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather, hidden_bytes_full_, {g});
   }
-  // Scatter-add of the gradient rows into the fp32 main-gradient table (read-modify-write of touched rows).
+  // Scatter-add of the gradient rows into the main-gradient table (read-modify-write of touched rows).
   const Bytes rows = ctx_.tokens * ctx_.model.hidden_size * ctx_.grad_bytes;
   emit_.set_phase(Phase::kBackwardWeight);
   TaskId w = emit_.elementwise("embedding", hidden_bytes_full_ + rows, rows, {g});

@@ -60,4 +60,26 @@ TEST_CASE("grad_reduce_in_fp32 false is refused where gradients are not fp32 by 
   };
   CHECK_THAT(error("fp32"), Catch::Contains("training.grad_reduce_in_fp32") && Catch::Contains("fp32 gradients"));
   CHECK_THAT(error("fp16"), Catch::Contains("training.grad_reduce_in_fp32") && Catch::Contains("already 16-bit"));
+  const std::string bf16 = R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 8},
+      "training": {"seq_length": 1024, "grad_reduce_in_fp32": false)";
+  CHECK_THAT(test::scenario_error(bf16 + R"(, "framework": "pytorch"}})"), Catch::Contains("Megatron-Core setting"));
+  CHECK_THAT(test::scenario_error(bf16 + R"(}, "parallel": {"zero_stage": 3}})"),
+             Catch::Contains("training.grad_reduce_in_fp32") && Catch::Contains("zero_stage 0 and 1"));
+}
+
+TEST_CASE("bf16 gradient buffers halve the data-parallel gradient reduction", "[sim][memory]") {
+  const auto reduced = [](const std::string& extra) {
+    const WorkloadGraph g = test::lowered(test::scenario(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100",
+        "num_gpus": 8}, "parallel": {"zero_stage": 1}, "training": {"seq_length": 1024)" + extra + "}}"));
+    double bytes = 0;
+    const Program& p = g.programs[0];
+    for (const Task& t : p.tasks) {
+      if (t.stream != Stream::kDpReduce) continue;
+      if (const auto* c = std::get_if<CollectiveOp>(&p.ops[static_cast<std::size_t>(t.op)])) bytes += static_cast<double>(c->bytes);
+    }
+    return bytes;
+  };
+  const double fp32 = reduced(""), bf16 = reduced(R"(, "grad_reduce_in_fp32": false)");
+  REQUIRE(fp32 > 0);
+  CHECK(bf16 == Approx(fp32 / 2));
 }

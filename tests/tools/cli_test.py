@@ -40,6 +40,24 @@ def main():
            f"Megatron flag spellings give a different report: {short.stderr[:200]} {long.stderr[:200]}")
     off = run(orrery, *base, "--tp", "2", "--pp", "2", "--no-overlap-p2p-comm", "--no-tp-comm-overlap")
     expect(off.returncode == 0, f"--no-overlap-* switches: exit {off.returncode}: {off.stderr[:200]}")
+    # bf16 gradient buffers halve the gradient memory; the optimizer adds fp32 main gradients: 12 + 4 = 16 bytes
+    # per parameter instead of 12 (no ZeRO here, so unsharded).
+    default = run(orrery, *base, "--tp", "2")
+    fp32_grads = run(orrery, *base, "--tp", "2", "--accumulate-allreduce-grads-in-fp32")
+    bf16_grads = run(orrery, *base, "--tp", "2", "--no-grad-reduce-in-fp32")
+    expect(fp32_grads.returncode == 0 and fp32_grads.stdout == default.stdout,
+           f"--accumulate-allreduce-grads-in-fp32 is not the default: {fp32_grads.stderr[:200]}")
+    if fp32_grads.returncode == 0 and bf16_grads.returncode == 0:
+        a = json.loads(fp32_grads.stdout)["memory"]["per_stage"][0]
+        b = json.loads(bf16_grads.stdout)["memory"]["per_stage"][0]
+        expect(b["gradients"] * 2 == a["gradients"], f"gradient memory {b['gradients']} is not half of {a['gradients']}")
+        expect(abs(b["optimizer"] / a["optimizer"] - 16 / 12) < 1e-3,
+               f"optimizer memory {b['optimizer']} vs {a['optimizer']}: not 16/12")
+    else:
+        expect(False, f"--no-grad-reduce-in-fp32: exit {bf16_grads.returncode}: {bf16_grads.stderr[:200]}")
+    bad = run(orrery, *base, "--no-grad-reduce-in-fp32", "--precision", "fp32")
+    expect(bad.returncode == 2 and "training.grad_reduce_in_fp32" in bad.stderr,
+           f"--no-grad-reduce-in-fp32 with fp32: exit {bad.returncode}: {bad.stderr[:200]}")
 
     trace, timeline = os.path.join(tmp, "trace.json"), os.path.join(tmp, "timeline.json")
     r = run(orrery, *base, "--pp", "2", "--trace", trace, "--timeline", timeline)

@@ -61,6 +61,8 @@ void ScenarioFlags::add_to(CLI::App& app) {
       ->delimiter(',')
       ->allow_extra_args(false);
   app.add_option("--attention-backend", attention_backend, "flash or unfused")->check(kNotEmpty);
+  add_switch(app, "--grad-reduce-in-fp32,--accumulate-allreduce-grads-in-fp32,!--no-grad-reduce-in-fp32",
+             grad_reduce_in_fp32, "gradient buffer and DP reduction in fp32 (--no-...: bf16)");
 }
 
 namespace {
@@ -136,13 +138,14 @@ void ScenarioFlags::apply(json& doc) const {
   if (recompute_activations) set(doc, "training", "recompute", std::optional<std::string>("selective"));
   if (!recompute_modules.empty()) doc["training"]["recompute_modules"] = recompute_modules;
   set(doc, "training", "attention_backend", attention_backend);
+  set(doc, "training", "grad_reduce_in_fp32", grad_reduce_in_fp32);
 }
 
 bool ScenarioFlags::any() const {
   return !model.empty() || !cluster.empty() || num_gpus || tp || pp || dp || cp || ep || etp || vpp ||
          layers_per_virtual_stage || zero_stage || decoder_first || decoder_last || sequence_parallel ||
          distributed_optimizer || overlap_grad_reduce || overlap_param_gather || tp_comm_overlap || overlap_p2p_comm ||
-         account_for_embedding || account_for_loss || schedule || cp_comm_type || precision || recompute || !recompute_modules.empty() || attention_backend ||
+         account_for_embedding || account_for_loss || schedule || cp_comm_type || precision || recompute || !recompute_modules.empty() || attention_backend || grad_reduce_in_fp32 ||
          seq_length || micro_batch_size || global_batch_size || bf16 || fp16 || recompute_activations;
 }
 
