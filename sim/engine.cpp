@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <queue>
 #include <stdexcept>
 #include <unordered_map>
@@ -69,6 +70,8 @@ class Simulation {
     }
     result_.instances.resize(n);
     running_.resize(n);
+    compute_busy_.assign(n, 0);
+    compute_waiting_.resize(n);
     communicating_.assign(n, 0);
     const bool record_all = total <= opt.record_budget;
     std::vector<bool> stage_seen(g.programs.size(), false);
@@ -148,6 +151,13 @@ class Simulation {
     if (TaskTiming* t = timing(instance, task)) t->ready = now;
     const Task& t = program(static_cast<std::size_t>(instance)).tasks[static_cast<std::size_t>(task)];
     if (!t.is_rendezvous()) {
+      const auto i = static_cast<std::size_t>(instance);
+      if (t.is_compute() && compute_busy_[i]) {
+        // Min-heap on the task index, which is the issue order.
+        compute_waiting_[i].push_back(task);
+        std::push_heap(compute_waiting_[i].begin(), compute_waiting_[i].end(), std::greater<>{});
+        return;
+      }
       start(instance, task, now, duration(instance, task));
       return;
     }
@@ -172,6 +182,7 @@ class Simulation {
     const auto i = static_cast<std::size_t>(instance);
     const Task& t = program(i).tasks[static_cast<std::size_t>(task)];
     apply(i, t.at_start(), now);
+    if (t.is_compute()) compute_busy_[i] = 1;
     if (slowdown_ > 0 && t.is_compute()) {
       RunningCompute& rc = running_[i];
       rc.task = task;
@@ -248,6 +259,16 @@ class Simulation {
     if (TaskTiming* t = timing(instance, task)) t->end = now;
     const Program& p = program(i);
     apply(i, p.tasks[static_cast<std::size_t>(task)].at_end(), now);
+    if (p.tasks[static_cast<std::size_t>(task)].is_compute()) {
+      compute_busy_[i] = 0;
+      std::vector<std::int32_t>& waiting = compute_waiting_[i];
+      if (!waiting.empty()) {
+        std::pop_heap(waiting.begin(), waiting.end(), std::greater<>{});
+        const std::int32_t next = waiting.back();
+        waiting.pop_back();
+        start(instance, next, now, duration(instance, next));
+      }
+    }
     InstanceRun& r = result_.instances[i];
     r.end = std::max(r.end, now);
     auto [begin, end] = boost::out_edges(static_cast<std::uint32_t>(task), p.successors);
@@ -285,6 +306,8 @@ class Simulation {
   const Durations& durations_;
   double slowdown_ = 0.0;
   std::vector<RunningCompute> running_;
+  std::vector<char> compute_busy_;                       // per instance: a compute task is running
+  std::vector<std::vector<std::int32_t>> compute_waiting_;  // per instance: ready compute tasks, a min-heap
   std::vector<int> communicating_;  // transferring communication tasks per instance
   std::vector<std::int64_t> offset_;
   std::vector<std::uint16_t> pending_;

@@ -7,7 +7,9 @@
 // Semantics: a task becomes ready when every predecessor in its program (data and stream order) has ended. A
 // task of a rendezvous group starts when every member instance of its group has made its task of the same group
 // kind and issue order ready (NCCL's matching of calls on a communicator), so one slow member delays the whole
-// group; others start when ready. A task allocates its at_start bytes when it starts and applies its at_end
+// group; others start when ready. A rank runs one compute task at a time: a compute task that becomes ready while
+// another runs (possible only with two compute streams, Stream::kComputeB) waits, and the earliest issued of the
+// waiting ones starts when the GPU frees. A task allocates its at_start bytes when it starts and applies its at_end
 // bytes when it ends.
 
 #include <array>

@@ -63,6 +63,10 @@ struct ParallelPlan {
   bool tp_comm_overlap = true;
   bool tp_comm_overlap_explicit = false;  // given in the scenario (not the default), for the warning below
   bool overlap_p2p_comm = true;
+  /// Megatron-Core overlap_moe_expert_parallel_comm (--overlap-moe-expert-parallel-comm; Megatron-Bridge's
+  /// moe_a2a_overlap): in the steady state each backward runs merged with a forward of another micro-batch, so
+  /// the expert all-to-alls of one hide behind the other's compute. Off by default, as in Megatron-Core.
+  bool overlap_moe_expert_parallel_comm = false;
   // Uneven pipeline splits (Megatron-LM arguments).
   std::optional<int> decoder_first_pipeline_num_layers;
   std::optional<int> decoder_last_pipeline_num_layers;

@@ -125,11 +125,32 @@ void check_context_parallel(const Scenario& s) {
 }
 
 // Expert parallelism as Megatron-Core accepts it (megatron/training/arguments.py, parallel_state.py).
+// Megatron-Core's conditions for overlap_moe_expert_parallel_comm (TransformerConfig checks: EP > 1, the alltoall
+// dispatcher, a virtual pipeline when pp > 1), and what Orrery does not lower with it.
+void check_expert_overlap(const Scenario& s) {
+  const ParallelPlan& p = s.parallel;
+  const std::string field = "parallel.overlap_moe_expert_parallel_comm";
+  require(p.ep > 1, field, "true", "needs ep > 1 (there is no expert all-to-all to hide)");
+  require(p.moe_token_dispatcher_type == MoeDispatcher::kAllToAll, field, "true",
+          "needs moe_token_dispatcher_type alltoall, as Megatron-Core requires");
+  require(p.pp == 1 || p.vpp > 1, field, "true",
+          fmt::format("needs vpp > 1 with pp {} (Megatron-Core merges passes only in the interleaved schedule)", p.pp));
+  require(p.schedule == Schedule::k1F1B, field, "true",
+          fmt::format("runs with the 1f1b schedule, not {}", to_string(p.schedule)));
+  if (p.zero_stage >= 2 || s.training.framework != Framework::kMegatron || s.training.recompute == Recompute::kFull ||
+      s.training.cpu_offloading_num_layers > 0) {
+    throw Error::not_modelled(field, "true",
+                              "expert overlap with ZeRO 2/3, full recompute, activation offload or another framework");
+  }
+}
+
 void check_experts(Scenario& s) {
   const ModelSpec& m = s.model;
   ParallelPlan& p = s.parallel;
   if (!m.is_moe()) {
     require(p.ep == 1, "parallel.ep", str(p.ep), "needs a mixture-of-experts model");
+    require(!p.overlap_moe_expert_parallel_comm, "parallel.overlap_moe_expert_parallel_comm", "true",
+            "needs a mixture-of-experts model");
     p.etp = 1;  // no experts to shard
     return;
   }
@@ -144,6 +165,7 @@ void check_experts(Scenario& s) {
     require(p.sequence_parallel, "parallel.sequence_parallel", "false",
             fmt::format("must be true with tp ({}) in a mixture-of-experts model (Megatron-Core requires it)", p.tp));
   }
+  if (p.overlap_moe_expert_parallel_comm) check_expert_overlap(s);
   const double load = s.training.moe_load_imbalance;
   require(load <= p.ep, "training.moe_load_imbalance", fmt::format("{}", load),
           fmt::format("cannot exceed ep ({}): the busiest rank gets at most all the tokens", p.ep));

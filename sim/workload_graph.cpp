@@ -68,8 +68,22 @@ const char* to_string(Stream stream) {
     case Stream::kPpRecvNext: return "pp_recv_next";
     case Stream::kDeviceToHost: return "device_to_host";
     case Stream::kHostToDevice: return "host_to_device";
+    case Stream::kComputeB: return "compute_b";
+    case Stream::kTpB: return "tp_b";
+    case Stream::kCpB: return "cp_b";
+    case Stream::kEpB: return "ep_b";
   }
   return "?";
+}
+
+Stream overlapped_twin(Stream stream) {
+  switch (stream) {
+    case Stream::kCompute: return Stream::kComputeB;
+    case Stream::kTp: return Stream::kTpB;
+    case Stream::kCp: return Stream::kCpB;
+    case Stream::kEp: return Stream::kEpB;
+    default: return stream;
+  }
 }
 
 const char* to_string(GroupKind kind) {

@@ -34,6 +34,10 @@ enum class Phase : std::uint8_t { kForward, kBackwardInput, kBackwardWeight, kRe
 
 /// Streams of one rank (DESIGN.md): compute, and one per kind of communication so that overlap is modelled.
 /// Point-to-point traffic has a stream per direction and peer, as Megatron's batched isend/irecv lets each progress.
+/// The *B streams carry a backward pass that runs merged with a forward pass of another micro-batch (Megatron-Core's
+/// overlap_moe_expert_parallel_comm): its kernels interleave with the forward's on the one GPU, so each pass's
+/// all-to-alls hide behind the other's compute. The engine runs one compute task per rank at a time across
+/// kCompute and kComputeB, the earliest issued first.
 enum class Stream : std::uint8_t {
   kCompute,
   kTp,
@@ -47,8 +51,15 @@ enum class Stream : std::uint8_t {
   kPpRecvNext,
   kDeviceToHost,  // copy engine towards the host, and the host work that follows it (CPU offload)
   kHostToDevice,  // copy engine towards the GPU
+  kComputeB,
+  kTpB,
+  kCpB,
+  kEpB,
 };
-inline constexpr int kNumStreams = 12;
+inline constexpr int kNumStreams = 16;
+
+/// The stream a merged backward pass uses in place of `stream` (the streams without a twin map to themselves).
+Stream overlapped_twin(Stream stream);
 
 /// The communication group a rendezvous task belongs to. The p2p kinds pair a sender with its receiver: a
 /// kPpForwardSend task of stage s and a kPpForwardRecv task of stage s+1 meet in the same group.
@@ -108,7 +119,7 @@ struct Task {
   MemoryEffect at_start() const { return {start_kind, start_bytes}; }
   MemoryEffect at_end() const { return {end_kind, end_bytes}; }
   bool is_rendezvous() const { return group != GroupKind::kNone; }
-  bool is_compute() const { return stream == Stream::kCompute; }
+  bool is_compute() const { return stream == Stream::kCompute || stream == Stream::kComputeB; }
   /// Non-compute work that takes SMs from compute (NCCL kernels); PCIe copies run on copy engines and do not.
   bool contends_for_sms() const { return !is_compute() && kind != TaskKind::kHostOp; }
 };

@@ -91,6 +91,9 @@ class Emitter {
   void set_phase(Phase phase) { phase_ = phase; }
   Phase phase() const { return phase_; }
   void set_weight_grad_mode(WeightGradMode mode) { weight_grad_mode_ = mode; }
+  /// While set, tasks go to the twin streams (overlapped_twin): a backward pass merged with a forward pass.
+  void set_overlapped(bool overlapped) { overlapped_ = overlapped; }
+  bool overlapped() const { return overlapped_; }
   WeightGradMode weight_grad_mode() const { return weight_grad_mode_; }
   int stage() const { return stage_; }
   int microbatch() const { return microbatch_; }
@@ -131,7 +134,8 @@ class Emitter {
   void depend(TaskId after, TaskId before) {
     if (after >= 0) builder_.depend(after, before);
   }
-  TaskId last_compute() const { return builder_.last_on(Stream::kCompute); }
+  /// The last task on the compute stream the emitter currently writes to.
+  TaskId last_compute() const { return builder_.last_on(overlapped_ ? Stream::kComputeB : Stream::kCompute); }
   TaskId last_on(Stream stream) const { return builder_.last_on(stream); }
   const LoweringContext& ctx() const { return ctx_; }
   ProgramBuilder& builder() { return builder_; }
@@ -149,6 +153,7 @@ class Emitter {
   int microbatch_ = -1, chunk_ = -1, layer_ = -1;
   Phase phase_ = Phase::kForward;
   WeightGradMode weight_grad_mode_ = WeightGradMode::kInline;
+  bool overlapped_ = false;
 };
 
 /// Sets the emitter's phase for a block (a weight gradient, a recompute) and restores it when the block ends.

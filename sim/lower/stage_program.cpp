@@ -43,15 +43,21 @@ class StageLowering {
       if (steps[i].kind == StepKind::kBackward) last_backward[steps[i].chunk] = i;
       if (steps[i].kind == StepKind::kWeight) last_weight[steps[i].chunk] = i;
     }
+    const bool merged = ctx_.plan.overlap_moe_expert_parallel_comm;
     for (const auto& [begin, end] : slots(steps)) {
       // Receives of the whole slot are posted together, with the previous slot's sends; without
       // overlap_p2p_comm the host then waits for all of them (Megatron's batched blocking p2p ops).
       std::vector<TaskId> received;
       for (std::size_t i = begin; i < end; ++i) received.push_back(post_receive(steps[i]));
       wait_for_transfers(received);
+      // With EP overlap the forward and backward of a slot run merged (the backward on the twin streams); the
+      // next slot starts when both have been issued and run, as Megatron-Core runs one merged pair at a time.
+      const TaskId slot_after[] = {builder_.last_on(Stream::kCompute), builder_.last_on(Stream::kComputeB)};
       for (std::size_t i = begin; i < end; ++i) {
         const ScheduleStep& step = steps[i];
         const TaskId input = received[i - begin];
+        const TaskId first = builder_.last() + 1;
+        emit_.set_overlapped(merged && step.kind == StepKind::kBackward);
         if (step.kind == StepKind::kForward) {
           forward(step, input, first_forward[step.chunk] == i ? &first_uses_ : nullptr);
         } else if (step.kind == StepKind::kBackward) {
@@ -61,10 +67,15 @@ class StageLowering {
           step_grads_.clear();
           weight_gradients(step, last_weight[step.chunk] == i ? &grad_ready_ : &step_grads_);
         }
+        emit_.set_overlapped(false);
+        if (merged) {
+          const TaskId head = first_compute_from(first);
+          for (TaskId before : slot_after) emit_.depend(head, before);
+        }
       }
     }
     wait_for_transfers({});
-    dp_.emit_epilogue(emit_, first_uses_, grad_ready_, builder_.last_on(Stream::kCompute));
+    dp_.emit_epilogue(emit_, first_uses_, grad_ready_, last_issued_compute());
     dp_.set_static_memory(builder_, other_memory(memory));
     builder_.add_static_memory(MemoryKind::kWeights, fp8_weight_cache_bytes(ctx_, stage_));
     return builder_.finish();
@@ -75,15 +86,39 @@ class StageLowering {
   bool pytorch() const { return ctx_.training.framework == Framework::kPytorch; }
   bool is_last(int chunk) const { return virtual_stage(chunk) == ctx_.layout.virtual_stages() - 1; }
 
+  // The loss of the step's micro-batch, which its backward through the head starts from.
+  TaskId loss_of(const ScheduleStep& step) const {
+    const auto it = loss_.find(step.microbatch);
+    return it == loss_.end() ? -1 : it->second;
+  }
+
+  // The compute task the host issued last, on either compute stream (-1 if none).
+  TaskId last_issued_compute() const {
+    return std::max(builder_.last_on(Stream::kCompute), builder_.last_on(Stream::kComputeB));
+  }
+
+  // The first compute task at or after `first` (-1 if none).
+  TaskId first_compute_from(TaskId first) const {
+    for (TaskId t = first; t <= builder_.last(); ++t) {
+      if (builder_.task(t).is_compute()) return t;
+    }
+    return -1;
+  }
+
 
   // Groups of steps between which Megatron communicates: one step each, except the steady state of the
   // interleaved schedule, where a forward and the backward after it share one batched send/receive
-  // (schedules.py, forward_backward_pipelining_with_interleaving).
+  // (schedules.py, forward_backward_pipelining_with_interleaving). Without a pipeline, EP overlap merges each
+  // backward with the next micro-batch's forward (Megatron-Core's combined 1F1B in forward_backward_no_pipelining).
   std::vector<std::pair<std::size_t, std::size_t>> slots(const std::vector<ScheduleStep>& steps) const {
     std::vector<std::pair<std::size_t, std::size_t>> out;
+    const bool merge_without_pipeline = ctx_.plan.overlap_moe_expert_parallel_comm && ctx_.plan.pp == 1;
     for (std::size_t i = 0; i < steps.size();) {
-      const bool pair = ctx_.plan.vpp > 1 && i + 1 < steps.size() && steps[i].kind == StepKind::kForward &&
-                        steps[i + 1].kind == StepKind::kBackward;
+      const bool next = i + 1 < steps.size();
+      const bool pair = (ctx_.plan.vpp > 1 && next && steps[i].kind == StepKind::kForward &&
+                         steps[i + 1].kind == StepKind::kBackward) ||
+                        (merge_without_pipeline && next && steps[i].kind == StepKind::kBackward &&
+                         steps[i + 1].kind == StepKind::kForward);
       out.emplace_back(i, i + (pair ? 2 : 1));
       i += pair ? 2 : 1;
     }
@@ -97,7 +132,7 @@ class StageLowering {
     if (step.kind == StepKind::kWeight) return -1;
     if (forward ? virtual_stage(step.chunk) == 0 : is_last(step.chunk)) return -1;
     emit_.at(step.microbatch, step.chunk, -1, forward ? Phase::kForward : Phase::kBackwardInput);
-    const TaskId host = ctx_.plan.overlap_p2p_comm ? -1 : builder_.last_on(Stream::kCompute);
+    const TaskId host = ctx_.plan.overlap_p2p_comm ? -1 : last_issued_compute();
     if (forward) return emit_.p2p("activation", Stream::kPpRecvPrev, GroupKind::kPpForwardRecv, hidden_bytes_, {host});
     return emit_.p2p("gradient", Stream::kPpRecvNext, GroupKind::kPpBackwardRecv, hidden_bytes_, {host});
   }
@@ -117,7 +152,7 @@ class StageLowering {
 
   void send(const char* label, Stream stream, GroupKind group, TaskId data) {
     // Posted by the host after the step's compute, with the next slot's receives.
-    const TaskId host = ctx_.plan.overlap_p2p_comm ? -1 : builder_.last_on(Stream::kCompute);
+    const TaskId host = ctx_.plan.overlap_p2p_comm ? -1 : last_issued_compute();
     const TaskId sent = emit_.p2p(label, stream, group, hidden_bytes_, {data, host});
     if (!ctx_.plan.overlap_p2p_comm) pending_sends_.push_back(sent);
   }
@@ -130,7 +165,7 @@ class StageLowering {
     const TaskId out = emit_unit();
     if (gathered >= 0 && builder_.last() >= first) emit_.depend(first, gathered);
     if (backward) {
-      sharded_.reduce(emit_, units[i], builder_.last_on(Stream::kCompute));
+      sharded_.reduce(emit_, units[i], emit_.last_compute());
     } else {
       sharded_.release(emit_, units[i]);
     }
@@ -174,8 +209,9 @@ class StageLowering {
         builder_.free_at_end(copy, MemoryKind::kActivations, saved);
       }
     }
+    if (is_last(step.chunk)) loss_[step.microbatch] = x;
     emit_.at(step.microbatch, step.chunk, -1, Phase::kForward);
-    emit_fp8_amax_update(emit_, layers_in(units), false, builder_.last_on(Stream::kCompute));
+    emit_fp8_amax_update(emit_, layers_in(units), false, emit_.last_compute());
     if (!is_last(step.chunk)) send("activation", Stream::kPpSendNext, GroupKind::kPpForwardSend, x);
   }
 
@@ -194,7 +230,7 @@ class StageLowering {
       emit_.at(step.microbatch, step.chunk, units[i].layer, Phase::kBackwardInput);
       const Bytes saved = layer_saved_bytes(units[i].layer);
       reload[i] = emit_.host_op("activation_reload", Stream::kHostToDevice, {HostOpShape::Kind::kCopyToDevice, saved},
-                                {builder_.last_on(Stream::kCompute)});
+                                {emit_.last_compute()});
       if (reload[i] >= 0) builder_.alloc_at_start(reload[i], MemoryKind::kActivations, saved);
     };
     for (std::size_t i = units.size(); i-- > 0;) {
@@ -207,16 +243,16 @@ class StageLowering {
         if (pytorch()) {
           PytorchStepLowering eager(emit_);
           if (u.layer >= 0) return eager.layer_backward(g);
-          return u.head ? eager.head_backward(builder_.last_on(Stream::kCompute)) : eager.embedding_backward(g);
+          return u.head ? eager.head_backward(loss_of(step)) : eager.embedding_backward(g);
         }
         if (u.layer >= 0) return TransformerLayerLowering(emit_, u.layer).backward(g, params);
-        return u.head ? edges.head_backward(builder_.last_on(Stream::kCompute), params) : edges.embedding_backward(g, params);
+        return u.head ? edges.head_backward(loss_of(step), params) : edges.embedding_backward(g, params);
       });
       if (reload[i] >= 0 && builder_.last() >= first) emit_.depend(first, reload[i]);
     }
     emit_.set_weight_grad_mode(WeightGradMode::kInline);
     emit_.at(step.microbatch, step.chunk, -1, Phase::kBackwardInput);
-    emit_fp8_amax_update(emit_, layers_in(units), true, builder_.last_on(Stream::kCompute));
+    emit_fp8_amax_update(emit_, layers_in(units), true, emit_.last_compute());
     if (!ctx_.layout.holds_embedding(stage_, step.chunk)) send("gradient", Stream::kPpSendPrev, GroupKind::kPpBackwardSend, g);
     if (params) dp_.after_backward_step(emit_, step.chunk, *params);
   }
@@ -265,6 +301,7 @@ class StageLowering {
   ShardedParamsLowering sharded_;
   Bytes hidden_bytes_ = 0;
   std::vector<TaskId> pending_sends_;  // blocking sends not yet waited for
+  std::map<int, TaskId> loss_;         // per micro-batch: the last task of its forward through the head
   std::vector<ParamUse> first_uses_;
   std::vector<ParamUse> grad_ready_;
   std::vector<ParamUse> step_grads_;  // gradients of a backward step that is not the chunk's last
