@@ -153,9 +153,10 @@ class Simulation {
     if (!t.is_rendezvous()) {
       const auto i = static_cast<std::size_t>(instance);
       if (t.is_compute() && compute_busy_[i]) {
-        // Min-heap on the task index, which is the issue order.
-        compute_waiting_[i].push_back(task);
-        std::push_heap(compute_waiting_[i].begin(), compute_waiting_[i].end(), std::greater<>{});
+        // Per compute stream, a min-heap on the task index, which is the issue order.
+        std::vector<std::int32_t>& heap = compute_waiting_[i][t.stream == Stream::kComputeB ? 1 : 0];
+        heap.push_back(task);
+        std::push_heap(heap.begin(), heap.end(), std::greater<>{});
         return;
       }
       start(instance, task, now, duration(instance, task));
@@ -259,22 +260,28 @@ class Simulation {
     if (TaskTiming* t = timing(instance, task)) t->end = now;
     const Program& p = program(i);
     apply(i, p.tasks[static_cast<std::size_t>(task)].at_end(), now);
-    if (p.tasks[static_cast<std::size_t>(task)].is_compute()) {
+    InstanceRun& r = result_.instances[i];
+    r.end = std::max(r.end, now);
+    // A finished compute task keeps the GPU marked busy while its successors become ready, so they join the
+    // waiting ones; then the other compute stream's earliest issued task runs if it has one (the GPU alternates
+    // between merged passes as Megatron-Core interleaves them), else this stream's.
+    auto [begin, end] = boost::out_edges(static_cast<std::uint32_t>(task), p.successors);
+    for (auto e = begin; e != end; ++e) {
+      const auto next = static_cast<std::int32_t>(boost::target(*e, p.successors));
+      if (--pending_[static_cast<std::size_t>(offset_[i] + next)] == 0) make_ready(instance, next, now);
+    }
+    const Task& done = p.tasks[static_cast<std::size_t>(task)];
+    if (done.is_compute()) {
       compute_busy_[i] = 0;
-      std::vector<std::int32_t>& waiting = compute_waiting_[i];
+      const int same = done.stream == Stream::kComputeB ? 1 : 0;
+      std::vector<std::int32_t>& other = compute_waiting_[i][1 - same];
+      std::vector<std::int32_t>& waiting = other.empty() ? compute_waiting_[i][same] : other;
       if (!waiting.empty()) {
         std::pop_heap(waiting.begin(), waiting.end(), std::greater<>{});
         const std::int32_t next = waiting.back();
         waiting.pop_back();
         start(instance, next, now, duration(instance, next));
       }
-    }
-    InstanceRun& r = result_.instances[i];
-    r.end = std::max(r.end, now);
-    auto [begin, end] = boost::out_edges(static_cast<std::uint32_t>(task), p.successors);
-    for (auto e = begin; e != end; ++e) {
-      const auto next = static_cast<std::int32_t>(boost::target(*e, p.successors));
-      if (--pending_[static_cast<std::size_t>(offset_[i] + next)] == 0) make_ready(instance, next, now);
     }
   }
 
@@ -307,7 +314,8 @@ class Simulation {
   double slowdown_ = 0.0;
   std::vector<RunningCompute> running_;
   std::vector<char> compute_busy_;                       // per instance: a compute task is running
-  std::vector<std::vector<std::int32_t>> compute_waiting_;  // per instance: ready compute tasks, a min-heap
+  // Per instance and compute stream (kCompute, kComputeB): ready compute tasks waiting for the GPU, min-heaps.
+  std::vector<std::array<std::vector<std::int32_t>, 2>> compute_waiting_;
   std::vector<int> communicating_;  // transferring communication tasks per instance
   std::vector<std::int64_t> offset_;
   std::vector<std::uint16_t> pending_;

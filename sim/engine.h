@@ -8,8 +8,9 @@
 // task of a rendezvous group starts when every member instance of its group has made its task of the same group
 // kind and issue order ready (NCCL's matching of calls on a communicator), so one slow member delays the whole
 // group; others start when ready. A rank runs one compute task at a time: a compute task that becomes ready while
-// another runs (possible only with two compute streams, Stream::kComputeB) waits, and the earliest issued of the
-// waiting ones starts when the GPU frees. A task allocates its at_start bytes when it starts and applies its at_end
+// another runs (possible only with two compute streams, Stream::kComputeB) waits; when the GPU frees, the earliest
+// issued waiting task of the other compute stream starts, else that of the same stream (the GPU alternates
+// between two merged passes, as Megatron-Core interleaves their layers). A task allocates its at_start bytes when it starts and applies its at_end
 // bytes when it ends.
 
 #include <array>

@@ -124,7 +124,6 @@ void check_context_parallel(const Scenario& s) {
   }
 }
 
-// Expert parallelism as Megatron-Core accepts it (megatron/training/arguments.py, parallel_state.py).
 // Megatron-Core's conditions for overlap_moe_expert_parallel_comm (TransformerConfig checks: EP > 1, the alltoall
 // dispatcher, a virtual pipeline when pp > 1), and what Orrery does not lower with it.
 void check_expert_overlap(const Scenario& s) {
@@ -137,13 +136,22 @@ void check_expert_overlap(const Scenario& s) {
           fmt::format("needs vpp > 1 with pp {} (Megatron-Core merges passes only in the interleaved schedule)", p.pp));
   require(p.schedule == Schedule::k1F1B, field, "true",
           fmt::format("runs with the 1f1b schedule, not {}", to_string(p.schedule)));
-  if (p.zero_stage >= 2 || s.training.framework != Framework::kMegatron || s.training.recompute == Recompute::kFull ||
-      s.training.cpu_offloading_num_layers > 0) {
-    throw Error::not_modelled(field, "true",
-                              "expert overlap with ZeRO 2/3, full recompute, activation offload or another framework");
+  const TrainingSpec& t = s.training;
+  require(t.precision != Precision::kFp32, "training.precision", "fp32",
+          "cannot run with parallel.overlap_moe_expert_parallel_comm: Megatron-Core needs bf16 or fp16 parameters");
+  require(t.recompute != Recompute::kFull, "training.recompute", "full",
+          "cannot run with parallel.overlap_moe_expert_parallel_comm: Megatron-Core refuses full recompute with it");
+  if (t.cpu_offloading_num_layers > 0) {
+    throw Error::not_modelled("training.cpu_offloading_num_layers", std::to_string(t.cpu_offloading_num_layers),
+                              "activation offload with parallel.overlap_moe_expert_parallel_comm");
+  }
+  if (t.framework != Framework::kMegatron) {
+    throw Error::not_modelled("training.framework", t.framework == Framework::kPytorch ? "pytorch" : "deepspeed-0.3",
+                              "parallel.overlap_moe_expert_parallel_comm outside Megatron-Core");
   }
 }
 
+// Expert parallelism as Megatron-Core accepts it (megatron/training/arguments.py, parallel_state.py).
 void check_experts(Scenario& s) {
   const ModelSpec& m = s.model;
   ParallelPlan& p = s.parallel;

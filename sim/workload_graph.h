@@ -37,7 +37,9 @@ enum class Phase : std::uint8_t { kForward, kBackwardInput, kBackwardWeight, kRe
 /// The *B streams carry a backward pass that runs merged with a forward pass of another micro-batch (Megatron-Core's
 /// overlap_moe_expert_parallel_comm): its kernels interleave with the forward's on the one GPU, so each pass's
 /// all-to-alls hide behind the other's compute. The engine runs one compute task per rank at a time across
-/// kCompute and kComputeB, the earliest issued first.
+/// kCompute and kComputeB, alternating between them when both have work (sim/engine.h). The two passes' all-to-alls (kEp, kEpB) may run at the same
+/// time, each at the full bandwidth its group gets alone: optimistic, since Megatron-Core issues both passes'
+/// dispatch and combine on one communication stream, interleaved layer by layer.
 enum class Stream : std::uint8_t {
   kCompute,
   kTp,

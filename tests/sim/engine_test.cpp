@@ -147,3 +147,27 @@ TEST_CASE("two compute streams share the GPU: one compute task at a time, the ea
   CHECK(s.instances[0].timings[3].end == 2'500'000);  // b1: 1 ms of work at 1 / 1.5 speed
   CHECK(s.instances[0].timings[4].start == 2'500'000);
 }
+
+TEST_CASE("when the GPU frees with both compute streams waiting, the other stream's task runs", "[sim][engine]") {
+  // f1 and f2 on kCompute, b1 and b2 on kComputeB, all ready from the start but for stream order. The GPU
+  // alternates between the streams: f1 0-1, b1 1-2, f2 2-3, b2 3-4 ms (issue order alone would run f2 before b1).
+  ProgramBuilder b(0);
+  b.add(compute("f1"), shape(1));
+  b.add(compute("f2"), shape(2));
+  Task b1 = compute("b1"), b2 = compute("b2");
+  b1.stream = b2.stream = Stream::kComputeB;
+  b.add(b1, shape(3));
+  b.add(b2, shape(4));
+  WorkloadGraph g;
+  g.programs.push_back(b.finish());
+  Durations d{{{1e-3, 1e-3, 1e-3, 1e-3}}};
+  Instantiation inst;
+  inst.instances = {{0, 0, 1, 1.0}};
+  inst.group_of.assign(kNumGroupKinds, -1);
+  const RunResult r = run_engine(g, inst, d);
+  const auto& t = r.instances[0].timings;
+  CHECK(t[0].start == 0);
+  CHECK(t[2].start == 1'000'000);
+  CHECK(t[1].start == 2'000'000);
+  CHECK(t[3].start == 3'000'000);
+}
