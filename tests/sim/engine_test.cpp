@@ -27,6 +27,26 @@ Task collective(GroupKind group) {
 GemmShape shape(std::int64_t id) { return GemmShape{id, 1, 1, 1, DType::kBf16}; }
 CollectiveOp comm() { return CollectiveOp{CollectiveKind::kAllReduce, 1 << 20, {}}; }
 
+// Appends two backward-pass tasks b1, b2 (durations of shapes 3 and 4) on the twin compute stream.
+void add_twin_pair(ProgramBuilder& b) {
+  Task b1 = compute("b1"), b2 = compute("b2");
+  b1.stream = b2.stream = Stream::kComputeB;
+  b.add(b1, shape(3));
+  b.add(b2, shape(4));
+}
+
+// One instance of program 0; `group` (if any) is a one-member group.
+Instantiation one_instance(GroupKind group = GroupKind::kNone) {
+  Instantiation inst;
+  inst.instances = {{0, 0, 1, 1.0}};
+  inst.group_of.assign(kNumGroupKinds, -1);
+  if (group != GroupKind::kNone) {
+    inst.group_of[static_cast<int>(group)] = 0;
+    inst.group_size = {1};
+  }
+  return inst;
+}
+
 }  // namespace
 
 TEST_CASE("a rendezvous collective waits for its slowest member", "[sim][engine]") {
@@ -68,11 +88,7 @@ TEST_CASE("stream order serialises tasks on one stream; other streams overlap", 
   WorkloadGraph g;
   g.programs.push_back(b.finish());
   Durations d{{{1e-3, 3e-3, 1e-3, 1e-3}}};
-  Instantiation inst;
-  inst.instances = {{0, 0, 1, 1.0}};
-  inst.group_of.assign(kNumGroupKinds, -1);
-  inst.group_of[static_cast<int>(GroupKind::kTp)] = 0;
-  inst.group_size = {1};
+  const Instantiation inst = one_instance(GroupKind::kTp);
   const RunResult r = run_engine(g, inst, d);
   const auto& t = r.instances[0].timings;
   CHECK(t[2].start == 1'000'000);  // b after a, alongside the all-reduce
@@ -93,10 +109,7 @@ TEST_CASE("memory effects: allocations at start, frees at end, peak with its com
   WorkloadGraph g;
   g.programs.push_back(b.finish());
   Durations d{{{1e-6, 1e-6, 1e-6}}};
-  Instantiation inst;
-  inst.instances = {{0, 0, 1, 1.0}};
-  inst.group_of.assign(kNumGroupKinds, -1);
-  const RunResult r = run_engine(g, inst, d);
+  const RunResult r = run_engine(g, one_instance(), d);
   CHECK(r.instances[0].peak == 1150);
   CHECK(r.instances[0].at_peak[static_cast<int>(MemoryKind::kWeights)] == 1000);
   CHECK(r.instances[0].at_peak[static_cast<int>(MemoryKind::kActivations)] == 100);
@@ -121,18 +134,11 @@ TEST_CASE("two compute streams share the GPU: one compute task at a time, the ea
   a2a.stream = Stream::kEp;
   const auto x = b.add(a2a, comm(), {f1});
   b.add(compute("f2"), shape(2), {x});
-  Task b1 = compute("b1"), b2 = compute("b2");
-  b1.stream = b2.stream = Stream::kComputeB;
-  b.add(b1, shape(3));
-  b.add(b2, shape(4));
+  add_twin_pair(b);
   WorkloadGraph g;
   g.programs.push_back(b.finish());
   Durations d{{{1e-3, 2e-3, 1e-3, 1e-3, 1e-3}}};
-  Instantiation inst;
-  inst.instances = {{0, 0, 1, 1.0}};
-  inst.group_of.assign(kNumGroupKinds, -1);
-  inst.group_of[static_cast<int>(GroupKind::kEp)] = 0;
-  inst.group_size = {1};
+  const Instantiation inst = one_instance(GroupKind::kEp);
   const RunResult r = run_engine(g, inst, d);
   const auto& t = r.instances[0].timings;
   CHECK(t[0].start == 0);
@@ -154,17 +160,11 @@ TEST_CASE("when the GPU frees with both compute streams waiting, the other strea
   ProgramBuilder b(0);
   b.add(compute("f1"), shape(1));
   b.add(compute("f2"), shape(2));
-  Task b1 = compute("b1"), b2 = compute("b2");
-  b1.stream = b2.stream = Stream::kComputeB;
-  b.add(b1, shape(3));
-  b.add(b2, shape(4));
+  add_twin_pair(b);
   WorkloadGraph g;
   g.programs.push_back(b.finish());
   Durations d{{{1e-3, 1e-3, 1e-3, 1e-3}}};
-  Instantiation inst;
-  inst.instances = {{0, 0, 1, 1.0}};
-  inst.group_of.assign(kNumGroupKinds, -1);
-  const RunResult r = run_engine(g, inst, d);
+  const RunResult r = run_engine(g, one_instance(), d);
   const auto& t = r.instances[0].timings;
   CHECK(t[0].start == 0);
   CHECK(t[2].start == 1'000'000);
