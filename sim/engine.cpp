@@ -47,6 +47,40 @@ struct RunningCompute {
   std::int64_t event = -1;  // seq of the queued completion event that stands for it; any other is superseded
 };
 
+// A stream and its twin (Stream::kComputeB, kTpB, kCpB, kEpB: a backward pass merged with a forward) form one lane,
+// which runs one task at a time, as the one CUDA stream (or the one GPU) they stand for; -1 for the other streams.
+constexpr int kLanes = 4;
+int lane_of(Stream s) {
+  switch (s) {
+    case Stream::kCompute:
+    case Stream::kComputeB: return 0;
+    case Stream::kTp:
+    case Stream::kTpB: return 1;
+    case Stream::kCp:
+    case Stream::kCpB: return 2;
+    case Stream::kEp:
+    case Stream::kEpB: return 3;
+    default: return -1;
+  }
+}
+int side_of(Stream s) {
+  return s == Stream::kComputeB || s == Stream::kTpB || s == Stream::kCpB || s == Stream::kEpB ? 1 : 0;
+}
+
+// One lane of one instance: whether a task runs on it, and the ready tasks waiting for it, per side (min-heaps on
+// the task index, the issue order).
+struct Lane {
+  bool busy = false;
+  std::array<std::vector<std::int32_t>, 2> waiting;
+};
+
+// A complete rendezvous group that found a member's lane busy; it starts when all its members' lanes are free.
+struct DeferredGroup {
+  std::vector<Arrival> members;
+  int lane = 0;
+  int side = 0;
+};
+
 class Simulation {
  public:
   Simulation(const WorkloadGraph& g, const Instantiation& inst, const Durations& d, const RunOptions& opt)
@@ -70,8 +104,7 @@ class Simulation {
     }
     result_.instances.resize(n);
     running_.resize(n);
-    compute_busy_.assign(n, 0);
-    compute_waiting_.resize(n);
+    lanes_.resize(n);
     communicating_.assign(n, 0);
     const bool record_all = total <= opt.record_budget;
     std::vector<bool> stage_seen(g.programs.size(), false);
@@ -151,31 +184,85 @@ class Simulation {
     if (TaskTiming* t = timing(instance, task)) t->ready = now;
     const Task& t = program(static_cast<std::size_t>(instance)).tasks[static_cast<std::size_t>(task)];
     if (!t.is_rendezvous()) {
-      const auto i = static_cast<std::size_t>(instance);
-      if (t.is_compute() && compute_busy_[i]) {
-        // Per compute stream, a min-heap on the task index, which is the issue order.
-        std::vector<std::int32_t>& heap = compute_waiting_[i][t.stream == Stream::kComputeB ? 1 : 0];
-        heap.push_back(task);
-        std::push_heap(heap.begin(), heap.end(), std::greater<>{});
-        return;
-      }
-      start(instance, task, now, duration(instance, task));
+      start_or_wait(instance, task, now);
       return;
     }
     const std::int32_t group = inst_.group(static_cast<std::size_t>(instance), t.group);
     const std::int32_t members = inst_.group_size[static_cast<std::size_t>(group)];
     if (members <= 1) {
-      start(instance, task, now, duration(instance, task));
+      start_or_wait(instance, task, now);
       return;
     }
     const std::uint64_t key = (static_cast<std::uint64_t>(group) << 32) | static_cast<std::uint32_t>(t.group_seq);
     Rendezvous& r = rendezvous_[key];
     r.arrived.push_back({instance, task});
     if (static_cast<std::int32_t>(r.arrived.size()) < members) return;
-    Nanoseconds d = 0;
-    for (const Arrival& a : r.arrived) d = std::max(d, duration(a.instance, a.task));
-    for (const Arrival& a : r.arrived) start(a.instance, a.task, now, d);
+    const int lane = lane_of(t.stream);
+    if (lane >= 0 && !lane_free(r.arrived, lane)) {
+      deferred_.push_back({std::move(r.arrived), lane, side_of(t.stream)});
+    } else {
+      start_group(r.arrived, now);
+    }
     rendezvous_.erase(key);
+  }
+
+  // Starts a task now, or queues it while its lane runs another.
+  void start_or_wait(std::int32_t instance, std::int32_t task, Nanoseconds now) {
+    const Stream stream = program(static_cast<std::size_t>(instance)).tasks[static_cast<std::size_t>(task)].stream;
+    const int lane = lane_of(stream);
+    if (lane >= 0) {
+      Lane& l = lanes_[static_cast<std::size_t>(instance)][static_cast<std::size_t>(lane)];
+      if (l.busy) {
+        std::vector<std::int32_t>& heap = l.waiting[static_cast<std::size_t>(side_of(stream))];
+        heap.push_back(task);
+        std::push_heap(heap.begin(), heap.end(), std::greater<>{});
+        return;
+      }
+    }
+    start(instance, task, now, duration(instance, task));
+  }
+
+  bool lane_free(const std::vector<Arrival>& members, int lane) const {
+    return std::none_of(members.begin(), members.end(), [&](const Arrival& a) {
+      return lanes_[static_cast<std::size_t>(a.instance)][static_cast<std::size_t>(lane)].busy;
+    });
+  }
+
+  // All members start together and take as long as the slowest.
+  void start_group(const std::vector<Arrival>& members, Nanoseconds now) {
+    Nanoseconds d = 0;
+    for (const Arrival& a : members) d = std::max(d, duration(a.instance, a.task));
+    for (const Arrival& a : members) start(a.instance, a.task, now, d);
+  }
+
+  // The lane's task on `instance` ended: the other side's earliest issued waiting task starts if there is one
+  // (the GPU, or the one communication stream, alternates between the merged passes as Megatron-Core interleaves
+  // their layers), else the same side's; then deferred groups of this instance whose members are all free.
+  void release_lane(std::int32_t instance, int lane, int side, Nanoseconds now) {
+    Lane& l = lanes_[static_cast<std::size_t>(instance)][static_cast<std::size_t>(lane)];
+    l.busy = false;
+    for (int s : {1 - side, side}) {
+      std::vector<std::int32_t>& heap = l.waiting[static_cast<std::size_t>(s)];
+      if (heap.empty()) continue;
+      std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
+      const std::int32_t next = heap.back();
+      heap.pop_back();
+      start(instance, next, now, duration(instance, next));
+      return;
+    }
+    for (int s : {1 - side, side}) {
+      for (std::size_t k = 0; k < deferred_.size(); ++k) {
+        DeferredGroup& g = deferred_[k];
+        if (g.lane != lane || g.side != s) continue;
+        const bool member = std::any_of(g.members.begin(), g.members.end(),
+                                        [&](const Arrival& a) { return a.instance == instance; });
+        if (!member || !lane_free(g.members, lane)) continue;
+        const std::vector<Arrival> members = std::move(g.members);
+        deferred_.erase(deferred_.begin() + static_cast<std::ptrdiff_t>(k));
+        start_group(members, now);
+        return;
+      }
+    }
   }
 
   void start(std::int32_t instance, std::int32_t task, Nanoseconds now, Nanoseconds d) {
@@ -183,7 +270,7 @@ class Simulation {
     const auto i = static_cast<std::size_t>(instance);
     const Task& t = program(i).tasks[static_cast<std::size_t>(task)];
     apply(i, t.at_start(), now);
-    if (t.is_compute()) compute_busy_[i] = 1;
+    if (const int lane = lane_of(t.stream); lane >= 0) lanes_[i][static_cast<std::size_t>(lane)].busy = true;
     if (slowdown_ > 0 && t.is_compute()) {
       RunningCompute& rc = running_[i];
       rc.task = task;
@@ -262,27 +349,15 @@ class Simulation {
     apply(i, p.tasks[static_cast<std::size_t>(task)].at_end(), now);
     InstanceRun& r = result_.instances[i];
     r.end = std::max(r.end, now);
-    // A finished compute task keeps the GPU marked busy while its successors become ready, so they join the
-    // waiting ones; then the other compute stream's earliest issued task runs if it has one (the GPU alternates
-    // between merged passes as Megatron-Core interleaves them), else this stream's.
+    // The task's lane stays busy while its successors become ready, so they join the waiting ones before the
+    // lane picks its next task.
     auto [begin, end] = boost::out_edges(static_cast<std::uint32_t>(task), p.successors);
     for (auto e = begin; e != end; ++e) {
       const auto next = static_cast<std::int32_t>(boost::target(*e, p.successors));
       if (--pending_[static_cast<std::size_t>(offset_[i] + next)] == 0) make_ready(instance, next, now);
     }
-    const Task& done = p.tasks[static_cast<std::size_t>(task)];
-    if (done.is_compute()) {
-      compute_busy_[i] = 0;
-      const int same = done.stream == Stream::kComputeB ? 1 : 0;
-      std::vector<std::int32_t>& other = compute_waiting_[i][1 - same];
-      std::vector<std::int32_t>& waiting = other.empty() ? compute_waiting_[i][same] : other;
-      if (!waiting.empty()) {
-        std::pop_heap(waiting.begin(), waiting.end(), std::greater<>{});
-        const std::int32_t next = waiting.back();
-        waiting.pop_back();
-        start(instance, next, now, duration(instance, next));
-      }
-    }
+    const Stream stream = p.tasks[static_cast<std::size_t>(task)].stream;
+    if (const int lane = lane_of(stream); lane >= 0) release_lane(instance, lane, side_of(stream), now);
   }
 
   void apply(std::size_t instance, const MemoryEffect& effect, Nanoseconds now) {
@@ -313,9 +388,8 @@ class Simulation {
   const Durations& durations_;
   double slowdown_ = 0.0;
   std::vector<RunningCompute> running_;
-  std::vector<char> compute_busy_;                       // per instance: a compute task is running
-  // Per instance and compute stream (kCompute, kComputeB): ready compute tasks waiting for the GPU, min-heaps.
-  std::vector<std::array<std::vector<std::int32_t>, 2>> compute_waiting_;
+  std::vector<std::array<Lane, kLanes>> lanes_;  // per instance
+  std::vector<DeferredGroup> deferred_;
   std::vector<int> communicating_;  // transferring communication tasks per instance
   std::vector<std::int64_t> offset_;
   std::vector<std::uint16_t> pending_;

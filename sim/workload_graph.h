@@ -35,11 +35,9 @@ enum class Phase : std::uint8_t { kForward, kBackwardInput, kBackwardWeight, kRe
 /// Streams of one rank (DESIGN.md): compute, and one per kind of communication so that overlap is modelled.
 /// Point-to-point traffic has a stream per direction and peer, as Megatron's batched isend/irecv lets each progress.
 /// The *B streams carry a backward pass that runs merged with a forward pass of another micro-batch (Megatron-Core's
-/// overlap_moe_expert_parallel_comm): its kernels interleave with the forward's on the one GPU, so each pass's
-/// all-to-alls hide behind the other's compute. The engine runs one compute task per rank at a time across
-/// kCompute and kComputeB, alternating between them when both have work (sim/engine.h). The two passes' all-to-alls (kEp, kEpB) may run at the same
-/// time, each at the full bandwidth its group gets alone: optimistic, since Megatron-Core issues both passes'
-/// dispatch and combine on one communication stream, interleaved layer by layer.
+/// overlap_moe_expert_parallel_comm). A stream and its twin form one lane that the engine runs one task at a time,
+/// alternating between the passes when both have work (sim/engine.h): the one GPU, and the one communication stream
+/// Megatron-Core issues both passes' collectives on. So one pass's all-to-alls hide behind the other's compute.
 enum class Stream : std::uint8_t {
   kCompute,
   kTp,

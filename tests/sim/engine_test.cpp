@@ -171,3 +171,28 @@ TEST_CASE("when the GPU frees with both compute streams waiting, the other strea
   CHECK(t[1].start == 2'000'000);
   CHECK(t[3].start == 3'000'000);
 }
+
+TEST_CASE("a stream and its twin are one lane: a group waits until every member's lane is free", "[sim][engine]") {
+  // Two ranks in one EP group, each issuing a forward all-to-all on kEp (2 ms) and a backward one on kEpB (1 ms),
+  // both ready at once. One communication stream carries both: the second group starts when the first ends.
+  ProgramBuilder b(0);
+  Task forward = collective(GroupKind::kEp), backward = collective(GroupKind::kEp);
+  forward.stream = Stream::kEp;
+  backward.stream = Stream::kEpB;
+  b.add(forward, comm());
+  b.add(backward, CollectiveOp{CollectiveKind::kAllToAll, 1 << 10, {}});
+  WorkloadGraph g;
+  g.programs.push_back(b.finish());
+  Durations d{{{2e-3, 1e-3}}};
+  Instantiation inst;
+  inst.instances = {{0, 0, 1, 1.0}, {0, 1, 1, 1.0}};
+  inst.group_of.assign(2 * kNumGroupKinds, -1);
+  for (int i = 0; i < 2; ++i) inst.group_of[static_cast<std::size_t>(i * kNumGroupKinds + static_cast<int>(GroupKind::kEp))] = 0;
+  inst.group_size = {2};
+  const RunResult r = run_engine(g, inst, d);
+  for (const InstanceRun& run : r.instances) {
+    CHECK(run.timings[0].start == 0);
+    CHECK(run.timings[1].start == 2'000'000);
+  }
+  CHECK(r.makespan == 3'000'000);
+}
