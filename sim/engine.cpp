@@ -159,6 +159,9 @@ class Simulation {
       }
       if (text.size() > 2000) break;
     }
+    for (const DeferredGroup& g : deferred_) {
+      text += fmt::format("[group of {} members waits for lane {}] ", g.members.size(), g.lane);
+    }
     return text;
   }
 

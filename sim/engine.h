@@ -7,12 +7,14 @@
 // Semantics: a task becomes ready when every predecessor in its program (data and stream order) has ended. A
 // task of a rendezvous group starts when every member instance of its group has made its task of the same group
 // kind and issue order ready (NCCL's matching of calls on a communicator), so one slow member delays the whole
-// group; others start when ready. A stream and its twin (kComputeB, kTpB, kCpB, kEpB: a backward pass merged with a
-// forward) form one lane that runs one task at a time, as the one GPU or the one communication stream they stand
-// for: a task that becomes ready while its lane runs another waits (a rendezvous group waits until every member's
-// lane is free); when the lane frees, the other side's earliest issued waiting task starts, else the same side's,
-// so the merged passes alternate as Megatron-Core interleaves their layers. A task allocates its at_start bytes when it starts and applies its at_end
-// bytes when it ends.
+// group; others start when ready and their lane is free. A stream and its twin (kComputeB, kTpB, kCpB, kEpB: a
+// backward pass merged with a forward) form one lane that runs one task at a time, as the one GPU or the one
+// communication stream they stand for. A task that finds its lane busy waits; a complete rendezvous group waits
+// while any member's lane is busy, reserving nothing, so later tasks may overtake it. When a lane frees, it takes
+// the other side's earliest issued waiting task, else the same side's, and only then a waiting group, so the merged
+// passes alternate as Megatron-Core interleaves their layers. Unlike a CUDA stream, a lane stays free while a group
+// assembles (slightly optimistic; no issue-order deadlock can arise). A task allocates its at_start bytes when it
+// starts and applies its at_end bytes when it ends.
 
 #include <array>
 #include <cstdint>

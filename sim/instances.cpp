@@ -1,23 +1,64 @@
 #include "sim/instances.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 
 namespace orrery {
 
 namespace {
 
-// The signature that decides which instance a rank belongs to.
-std::vector<int> signature(const RankLayout& layout, int rank, const std::vector<Straggler>& stragglers,
-                           Expansion expansion) {
-  if (expansion == Expansion::kAllRanks) return {rank};
+// A rank's coordinates on every axis its groups are cut along: the dense grid (tp, cp, dp), hierarchical CP's two
+// levels, and the expert grid (etp, ep, edp) that folds the same tp x cp x dp ranks of a stage (rank_layout.h).
+std::array<int, 8> axes(const ParallelPlan& plan, const RankLayout& layout, int rank) {
   const RankCoord c = layout.coord(rank);
-  std::vector<int> sig{c.pp};
+  const int in_stage = c.tp + plan.tp * (c.cp + plan.cp * c.dp);
+  const int a2a = plan.cp_a2a_size();
+  return {c.tp, c.cp, c.dp, c.cp % a2a, c.cp / a2a, in_stage % plan.etp, in_stage / plan.etp % plan.ep,
+          in_stage / (plan.etp * plan.ep)};
+}
+
+// The signature that decides which instance a rank belongs to: its stage, and for each straggler the axes on which
+// it shares the straggler's coordinate, which fixes how every group of the rank relates to the straggler's.
+std::vector<int> signature(const ParallelPlan& plan, const RankLayout& layout, int rank,
+                           const std::vector<Straggler>& stragglers, Expansion expansion) {
+  if (expansion == Expansion::kAllRanks) return {rank};
+  std::vector<int> sig{layout.coord(rank).pp};
+  const std::array<int, 8> mine = axes(plan, layout, rank);
   for (const Straggler& s : stragglers) {
-    const RankCoord sc = layout.coord(s.rank);
-    sig.push_back((c.tp == sc.tp ? 1 : 0) | (c.cp == sc.cp ? 2 : 0) | (c.dp == sc.dp ? 4 : 0));
+    const std::array<int, 8> theirs = axes(plan, layout, s.rank);
+    int same = 0;
+    for (std::size_t a = 0; a < mine.size(); ++a) same |= (mine[a] == theirs[a] ? 1 : 0) << a;
+    sig.push_back(same);
   }
   return sig;
+}
+
+// The instances of `kind`'s group around `rank`: sorted and unique, except for the p2p pairs, whose order names
+// sender and receiver.
+std::vector<int> group_key(const RankLayout& layout, const std::vector<int>& instance_of, GroupKind kind, int rank) {
+  std::vector<int> key;
+  for (int m : layout.group_members(kind, rank)) key.push_back(instance_of[static_cast<std::size_t>(m)]);
+  if (kind < GroupKind::kPpForwardSend) {
+    std::sort(key.begin(), key.end());
+    key.erase(std::unique(key.begin(), key.end()), key.end());
+  }
+  return key;
+}
+
+// Whether every rank's groups meet the same instances as its instance's representative's groups, which is what
+// lets one instance stand for its ranks. The straggler signature ensures it on the dense and expert axes; a plan
+// whose groups cut across them some other way falls back to all ranks rather than mismatch a rendezvous.
+bool consistent(const RankLayout& layout, const std::vector<int>& instance_of, const Instantiation& out) {
+  for (int r = 0; r < layout.num_ranks(); ++r) {
+    const int rep = out.instances[static_cast<std::size_t>(instance_of[static_cast<std::size_t>(r)])].representative_rank;
+    if (rep == r) continue;
+    for (int k = 1; k < kNumGroupKinds; ++k) {
+      const auto kind = static_cast<GroupKind>(k);
+      if (group_key(layout, instance_of, kind, r) != group_key(layout, instance_of, kind, rep)) return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -29,10 +70,13 @@ Instantiation make_instances(const ParallelPlan& plan, const std::vector<Straggl
   std::vector<int> instance_of(static_cast<std::size_t>(n));
   std::map<std::vector<int>, int> by_signature;
   for (int r = 0; r < n; ++r) {
-    auto [it, fresh] = by_signature.emplace(signature(layout, r, stragglers, expansion), static_cast<int>(out.instances.size()));
+    auto [it, fresh] = by_signature.emplace(signature(plan, layout, r, stragglers, expansion), static_cast<int>(out.instances.size()));
     if (fresh) out.instances.push_back({layout.coord(r).pp, r, 0, 1.0});
     ++out.instances[static_cast<std::size_t>(it->second)].rank_count;
     instance_of[static_cast<std::size_t>(r)] = it->second;
+  }
+  if (!stragglers.empty() && expansion == Expansion::kAuto && !consistent(layout, instance_of, out)) {
+    return make_instances(plan, stragglers, Expansion::kAllRanks);
   }
   for (const Straggler& s : stragglers) {
     out.instances[static_cast<std::size_t>(instance_of[static_cast<std::size_t>(s.rank)])].compute_slowdown = s.compute_slowdown;
@@ -45,15 +89,9 @@ Instantiation make_instances(const ParallelPlan& plan, const std::vector<Straggl
     const int rank = out.instances[i].representative_rank;
     for (int k = 1; k < kNumGroupKinds; ++k) {
       const auto kind = static_cast<GroupKind>(k);
-      std::vector<int> members = layout.group_members(kind, rank);
-      if (members.empty()) continue;
-      std::vector<int> key;
-      for (int m : members) key.push_back(instance_of[static_cast<std::size_t>(m)]);
+      const std::vector<int> key = group_key(layout, instance_of, kind, rank);
+      if (key.empty()) continue;
       const bool pair = kind >= GroupKind::kPpForwardSend;
-      if (!pair) {
-        std::sort(key.begin(), key.end());
-        key.erase(std::unique(key.begin(), key.end()), key.end());
-      }
       int family = k;
       if (kind == GroupKind::kPpForwardRecv) family = static_cast<int>(GroupKind::kPpForwardSend);
       if (kind == GroupKind::kPpBackwardRecv) family = static_cast<int>(GroupKind::kPpBackwardSend);

@@ -57,3 +57,25 @@ TEST_CASE("a straggler 10% slower delays its data-parallel group and the iterati
   }
   CHECK(p.run.instances[fast].end == slow_compute + reduce + fast_optimizer);
 }
+
+TEST_CASE("straggler classes of a MoE plan agree with every rank expanded", "[sim][symmetry][stragglers][moe]") {
+  // Expert groups fold the tp x cp x dp ranks of a stage another way (etp, ep, edp), so straggler classes follow
+  // those axes too; where no class split keeps every group consistent, all ranks are simulated.
+  const auto mixtral = [](const char* plan, bool expand) {
+    PredictOptions options;
+    if (expand) options.expansion = Expansion::kAllRanks;
+    return predict(test::scenario(std::string(R"({"model": {"preset": "mixtral-8x7b", "num_hidden_layers": 4},
+        "cluster": {"preset": "dgx-h100", "num_gpus": 32}, "parallel": {"pp": 2, "vpp": 2, "zero_stage": 1, )") +
+                                  plan + R"(}, "training": {"seq_length": 4096, "micro_batch_size": 1,
+        "global_batch_size": 64}, "stragglers": [{"rank": 5, "compute_slowdown": 1.1}]})"), options);
+  };
+  for (const char* plan : {R"("tp": 2, "sequence_parallel": true, "ep": 8)", R"("cp": 2, "ep": 8)",
+                           R"("tp": 2, "sequence_parallel": true, "cp": 2, "ep": 4, "etp": 2)"}) {
+    INFO(plan);
+    const Prediction classes = mixtral(plan, false), all = mixtral(plan, true);
+    CHECK(classes.run.makespan == all.run.makespan);
+    CHECK(classes.report.peak_memory == all.report.peak_memory);
+  }
+  // With tp 2 and ep 8 the classes hold: 8 instances stand for the 32 ranks.
+  CHECK(mixtral(R"("tp": 2, "sequence_parallel": true, "ep": 8)", false).instances.instances.size() == 8);
+}
