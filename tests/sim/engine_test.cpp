@@ -196,3 +196,30 @@ TEST_CASE("a stream and its twin are one lane: a group waits until every member'
   }
   CHECK(r.makespan == 3'000'000);
 }
+
+TEST_CASE("a group waits while one member's lane is busy and starts when it frees", "[sim][engine]") {
+  // Rank 0 runs a 3 ms expert-TP collective of the merged backward (kEpB, a group of its own) when both ranks
+  // reach their 1 ms EP all-to-all (kEp) at time 0: the all-to-all starts on both when rank 0's lane frees, 3-4 ms.
+  Task busy = collective(GroupKind::kExpertTp), a2a = collective(GroupKind::kEp);
+  busy.stream = Stream::kEpB;
+  a2a.stream = Stream::kEp;
+  ProgramBuilder first(0), second(1);
+  first.add(busy, CollectiveOp{CollectiveKind::kAllGather, 1 << 10, {}});
+  first.add(a2a, comm());
+  second.add(a2a, comm());
+  WorkloadGraph g;
+  g.programs.push_back(first.finish());
+  g.programs.push_back(second.finish());
+  Durations d{{{3e-3, 1e-3}, {1e-3}}};
+  Instantiation inst;
+  inst.instances = {{0, 0, 1, 1.0}, {1, 1, 1, 1.0}};
+  inst.group_of.assign(2 * kNumGroupKinds, -1);
+  inst.group_of[static_cast<std::size_t>(GroupKind::kEp)] = 0;
+  inst.group_of[static_cast<std::size_t>(kNumGroupKinds + static_cast<int>(GroupKind::kEp))] = 0;
+  inst.group_of[static_cast<std::size_t>(GroupKind::kExpertTp)] = 1;
+  inst.group_size = {2, 1};
+  const RunResult r = run_engine(g, inst, d);
+  CHECK(r.instances[0].timings[1].start == 3'000'000);
+  CHECK(r.instances[1].timings[0].start == 3'000'000);
+  CHECK(r.makespan == 4'000'000);
+}
