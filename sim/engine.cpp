@@ -47,26 +47,6 @@ struct RunningCompute {
   std::int64_t event = -1;  // seq of the queued completion event that stands for it; any other is superseded
 };
 
-// A stream and its twin (Stream::kComputeB, kTpB, kCpB, kEpB: a backward pass merged with a forward) form one lane,
-// which runs one task at a time, as the one CUDA stream (or the one GPU) they stand for; -1 for the other streams.
-constexpr int kLanes = 4;
-int lane_of(Stream s) {
-  switch (s) {
-    case Stream::kCompute:
-    case Stream::kComputeB: return 0;
-    case Stream::kTp:
-    case Stream::kTpB: return 1;
-    case Stream::kCp:
-    case Stream::kCpB: return 2;
-    case Stream::kEp:
-    case Stream::kEpB: return 3;
-    default: return -1;
-  }
-}
-int side_of(Stream s) {
-  return s == Stream::kComputeB || s == Stream::kTpB || s == Stream::kCpB || s == Stream::kEpB ? 1 : 0;
-}
-
 // One lane of one instance: whether a task runs on it, and the ready tasks waiting for it, per side (min-heaps on
 // the task index, the issue order).
 struct Lane {
@@ -104,7 +84,12 @@ class Simulation {
     }
     result_.instances.resize(n);
     running_.resize(n);
-    lanes_.resize(n);
+    // Lanes matter only when a program merges passes onto twin streams; otherwise stream order already runs one
+    // task per stream at a time, and the run skips the bookkeeping.
+    for (const Program& p : g.programs) {
+      lanes_on_ = lanes_on_ || std::any_of(p.tasks.begin(), p.tasks.end(), [](const Task& t) { return is_twin(t.stream); });
+    }
+    if (lanes_on_) lanes_.resize(n);
     communicating_.assign(n, 0);
     const bool record_all = total <= opt.record_budget;
     std::vector<bool> stage_seen(g.programs.size(), false);
@@ -208,6 +193,10 @@ class Simulation {
     }
     rendezvous_.erase(key);
   }
+
+  // The lane of a task's stream (-1: none, or no twin streams in this run), and which side of it the stream is.
+  int lane_of(Stream s) const { return lanes_on_ ? twin_lane(s) : -1; }
+  static int side_of(Stream s) { return is_twin(s) ? 1 : 0; }
 
   // Starts a task now, or queues it while its lane runs another.
   void start_or_wait(std::int32_t instance, std::int32_t task, Nanoseconds now) {
@@ -391,8 +380,9 @@ class Simulation {
   const Durations& durations_;
   double slowdown_ = 0.0;
   std::vector<RunningCompute> running_;
-  std::vector<std::array<Lane, kLanes>> lanes_;  // per instance
+  std::vector<std::array<Lane, kNumLanes>> lanes_;  // per instance (lanes exist only when lanes_on_)
   std::vector<DeferredGroup> deferred_;
+  bool lanes_on_ = false;  // some task runs on a twin stream
   std::vector<int> communicating_;  // transferring communication tasks per instance
   std::vector<std::int64_t> offset_;
   std::vector<std::uint16_t> pending_;

@@ -146,7 +146,7 @@ void check_expert_overlap(const Scenario& s) {
                               "activation offload with parallel.overlap_moe_expert_parallel_comm");
   }
   if (t.framework != Framework::kMegatron) {
-    throw Error::not_modelled("training.framework", t.framework == Framework::kPytorch ? "pytorch" : "deepspeed-0.3",
+    throw Error::not_modelled("training.framework", to_string(t.framework),
                               "parallel.overlap_moe_expert_parallel_comm outside Megatron-Core");
   }
 }

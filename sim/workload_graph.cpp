@@ -76,14 +76,18 @@ const char* to_string(Stream stream) {
   return "?";
 }
 
-Stream overlapped_twin(Stream stream) {
-  switch (stream) {
-    case Stream::kCompute: return Stream::kComputeB;
-    case Stream::kTp: return Stream::kTpB;
-    case Stream::kCp: return Stream::kCpB;
-    case Stream::kEp: return Stream::kEpB;
-    default: return stream;
+int twin_lane(Stream stream) {
+  if (is_twin(stream)) return static_cast<int>(stream) - static_cast<int>(Stream::kComputeB);
+  for (int lane = 0; lane < kNumLanes; ++lane) {
+    if (kTwinStreams[lane] == stream) return lane;
   }
+  return -1;
+}
+
+Stream overlapped_twin(Stream stream) {
+  const int lane = twin_lane(stream);
+  if (lane < 0 || is_twin(stream)) return stream;
+  return static_cast<Stream>(static_cast<int>(Stream::kComputeB) + lane);
 }
 
 const char* to_string(GroupKind kind) {

@@ -58,8 +58,15 @@ enum class Stream : std::uint8_t {
 };
 inline constexpr int kNumStreams = 16;
 
+/// The streams that have a twin, in lane order; kTwinStreams[i]'s twin is Stream(kComputeB + i).
+inline constexpr Stream kTwinStreams[] = {Stream::kCompute, Stream::kTp, Stream::kCp, Stream::kEp};
+inline constexpr int kNumLanes = 4;
 /// The stream a merged backward pass uses in place of `stream` (the streams without a twin map to themselves).
 Stream overlapped_twin(Stream stream);
+/// The lane of `stream`: its index in kTwinStreams, or that of the stream it is the twin of; -1 for the others.
+int twin_lane(Stream stream);
+/// True for the twin streams (kComputeB, kTpB, kCpB, kEpB).
+inline bool is_twin(Stream stream) { return stream >= Stream::kComputeB; }
 
 /// The communication group a rendezvous task belongs to. The p2p kinds pair a sender with its receiver: a
 /// kPpForwardSend task of stage s and a kPpForwardRecv task of stage s+1 meet in the same group.

@@ -108,7 +108,7 @@ Task Emitter::base(TaskKind kind, const char* label, Stream stream) const {
   Task t;
   t.kind = kind;
   t.phase = phase_;
-  t.stream = overlapped_ ? overlapped_twin(stream) : stream;
+  t.stream = stream_for(stream);
   t.chunk = static_cast<std::int16_t>(chunk_);
   t.layer = layer_;
   t.microbatch = microbatch_;

@@ -93,7 +93,6 @@ class Emitter {
   void set_weight_grad_mode(WeightGradMode mode) { weight_grad_mode_ = mode; }
   /// While set, tasks go to the twin streams (overlapped_twin): a backward pass merged with a forward pass.
   void set_overlapped(bool overlapped) { overlapped_ = overlapped; }
-  bool overlapped() const { return overlapped_; }
   WeightGradMode weight_grad_mode() const { return weight_grad_mode_; }
   int stage() const { return stage_; }
   int microbatch() const { return microbatch_; }
@@ -135,13 +134,15 @@ class Emitter {
     if (after >= 0) builder_.depend(after, before);
   }
   /// The last task on the compute stream the emitter currently writes to.
-  TaskId last_compute() const { return builder_.last_on(overlapped_ ? Stream::kComputeB : Stream::kCompute); }
+  TaskId last_compute() const { return builder_.last_on(stream_for(Stream::kCompute)); }
   TaskId last_on(Stream stream) const { return builder_.last_on(stream); }
   const LoweringContext& ctx() const { return ctx_; }
   ProgramBuilder& builder() { return builder_; }
 
  private:
   Task base(TaskKind kind, const char* label, Stream stream) const;
+  /// The stream a task meant for `stream` goes to: its twin while overlapped.
+  Stream stream_for(Stream stream) const { return overlapped_ ? overlapped_twin(stream) : stream; }
   /// True when the weight-gradient mode drops a task of the current phase.
   bool dropped() const {
     return (weight_grad_mode_ == WeightGradMode::kSkip && phase_ == Phase::kBackwardWeight) ||

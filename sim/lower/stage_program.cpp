@@ -24,7 +24,13 @@ constexpr int kTasksPerLayerStep = 48;
 class StageLowering {
  public:
   StageLowering(const LoweringContext& ctx, int stage)
-      : ctx_(ctx), stage_(stage), builder_(stage), emit_(ctx, builder_, stage), dp_(ctx, stage), sharded_(ctx, stage) {
+      : ctx_(ctx),
+        stage_(stage),
+        builder_(stage),
+        emit_(ctx, builder_, stage),
+        dp_(ctx, stage),
+        sharded_(ctx, stage),
+        loss_(static_cast<std::size_t>(ctx.microbatches), -1) {
     hidden_bytes_ = ctx.tokens_sp * ctx.model.hidden_size * ctx.act_bytes;
   }
 
@@ -87,10 +93,7 @@ class StageLowering {
   bool is_last(int chunk) const { return virtual_stage(chunk) == ctx_.layout.virtual_stages() - 1; }
 
   // The loss of the step's micro-batch, which its backward through the head starts from.
-  TaskId loss_of(const ScheduleStep& step) const {
-    const auto it = loss_.find(step.microbatch);
-    return it == loss_.end() ? -1 : it->second;
-  }
+  TaskId loss_of(const ScheduleStep& step) const { return loss_[static_cast<std::size_t>(step.microbatch)]; }
 
   // The compute task the host issued last, on either compute stream (-1 if none).
   TaskId last_issued_compute() const {
@@ -209,7 +212,7 @@ class StageLowering {
         builder_.free_at_end(copy, MemoryKind::kActivations, saved);
       }
     }
-    if (is_last(step.chunk)) loss_[step.microbatch] = x;
+    if (is_last(step.chunk)) loss_[static_cast<std::size_t>(step.microbatch)] = x;
     emit_.at(step.microbatch, step.chunk, -1, Phase::kForward);
     emit_fp8_amax_update(emit_, layers_in(units), false, emit_.last_compute());
     if (!is_last(step.chunk)) send("activation", Stream::kPpSendNext, GroupKind::kPpForwardSend, x);
@@ -301,7 +304,7 @@ class StageLowering {
   ShardedParamsLowering sharded_;
   Bytes hidden_bytes_ = 0;
   std::vector<TaskId> pending_sends_;  // blocking sends not yet waited for
-  std::map<int, TaskId> loss_;         // per micro-batch: the last task of its forward through the head
+  std::vector<TaskId> loss_;           // per micro-batch: the last task of its forward through the head
   std::vector<ParamUse> first_uses_;
   std::vector<ParamUse> grad_ready_;
   std::vector<ParamUse> step_grads_;  // gradients of a backward step that is not the chunk's last
