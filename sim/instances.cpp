@@ -39,7 +39,7 @@ std::vector<int> signature(const ParallelPlan& plan, const RankLayout& layout, i
 std::vector<int> group_key(const RankLayout& layout, const std::vector<int>& instance_of, GroupKind kind, int rank) {
   std::vector<int> key;
   for (int m : layout.group_members(kind, rank)) key.push_back(instance_of[static_cast<std::size_t>(m)]);
-  if (kind < GroupKind::kPpForwardSend) {
+  if (!is_pipeline_transfer(kind)) {
     std::sort(key.begin(), key.end());
     key.erase(std::unique(key.begin(), key.end()), key.end());
   }
@@ -91,10 +91,9 @@ Instantiation make_instances(const ParallelPlan& plan, const std::vector<Straggl
       const auto kind = static_cast<GroupKind>(k);
       const std::vector<int> key = group_key(layout, instance_of, kind, rank);
       if (key.empty()) continue;
-      const bool pair = kind >= GroupKind::kPpForwardSend;
-      int family = k;
-      if (kind == GroupKind::kPpForwardRecv) family = static_cast<int>(GroupKind::kPpForwardSend);
-      if (kind == GroupKind::kPpBackwardRecv) family = static_cast<int>(GroupKind::kPpBackwardSend);
+      const bool pair = is_pipeline_transfer(kind);
+      // A receive kind follows its send kind in the enum: both name one family.
+      const int family = pair && !is_pipeline_send(kind) ? k - 1 : k;
       auto [it, fresh] = group_ids.emplace(std::make_pair(family, key), static_cast<int>(out.group_size.size()));
       if (fresh) out.group_size.push_back(static_cast<int>(pair ? 2 : key.size()));
       out.group_of[i * kNumGroupKinds + static_cast<std::size_t>(k)] = it->second;

@@ -82,7 +82,8 @@ int PipelineLayout::layers_on_stage(int stage) const {
 PipelineLayout make_pipeline_layout(const ModelSpec& m, const ParallelPlan& p) {
   PipelineLayout out;
   out.pp = p.pp;
-  out.vpp = p.vpp;
+  out.vpp = p.schedule == Schedule::kDualPipe ? 2 : p.vpp;
+  out.mirrored = p.schedule == Schedule::kDualPipe;
   const bool first_last = p.decoder_first_pipeline_num_layers || p.decoder_last_pipeline_num_layers;
   const bool accounting = p.account_for_embedding_in_pipeline_split || p.account_for_loss_in_pipeline_split;
   const bool explicit_layout = !p.pipeline_layout.empty();

@@ -1,6 +1,8 @@
 #include "sim/pipeline_schedule.h"
 
 #include <algorithm>
+#include <array>
+#include <deque>
 
 namespace orrery {
 
@@ -59,23 +61,80 @@ std::vector<ScheduleStep> zb_h1(int pp, int stage, int microbatches) {
   for (int i = 0; i < warmup; ++i) steps.push_back({StepKind::kForward, next_forward++, 0});
   while (next_forward < microbatches) {
     steps.push_back({StepKind::kForward, next_forward++, 0});
-    steps.push_back({StepKind::kBackward, next_backward++, 0});
+    steps.push_back({StepKind::kBackward, next_backward++, 0, true});
     if (next_backward - next_weight > deferred) weight();
   }
   // Cool-down: one W after each B fills the wait for the next gradient.
   while (next_backward < microbatches) {
-    steps.push_back({StepKind::kBackward, next_backward++, 0});
+    steps.push_back({StepKind::kBackward, next_backward++, 0, true});
     if (next_weight < next_backward) weight();
   }
   while (next_weight < microbatches) weight();
   return steps;
 }
 
+// DualPipe's order (see the header). Steps name a direction by phase: 0 the near one, 1 the far one.
+class DualPipeOrder {
+ public:
+  DualPipeOrder(int pp, int stage, int microbatches)
+      : half_pp_(pp / 2), h_(std::min(stage, pp - 1 - stage)), half_m_(microbatches / 2), flip_(stage >= pp / 2) {}
+
+  std::vector<ScheduleStep> steps() {
+    const int outer = half_pp_ - h_ - 1;  // ranks between this one and the middle
+    for (int i = 0; i < 2 * outer; ++i) forward(0);
+    for (int i = 0; i <= h_; ++i) forward(0), forward(1);
+    for (int i = 0; i < outer; ++i) backward(1, true), weight(), forward(1);
+    for (int i = 0; i < half_m_ - 2 * half_pp_ + h_ + 1; ++i) {
+      // The middle ranks run their first pair back to back, which shortens the bubble (DualPipe's note).
+      forward(0, !(i == 0 && outer == 0)), backward(1, false);
+      forward(1, true), backward(0, false);
+    }
+    for (int i = 0; i < outer; ++i) backward(1, false), forward(1, true), backward(0, false);
+    // The second half of these backwards defer their W; an odd h flips before the far one, an even h after.
+    bool split = false;
+    for (int i = 0; i <= h_; ++i) {
+      if (i == (h_ + 1) / 2 && h_ % 2 == 1) split = true;
+      backward(1, split);
+      if (i == (h_ + 1) / 2 && h_ % 2 == 0) split = true;
+      backward(0, split);
+    }
+    for (int i = 0; i < outer; ++i) weight(), backward(0, true);
+    while (!deferred_.empty()) weight();
+    return std::move(out_);
+  }
+
+ private:
+  int direction(int phase) const { return phase ^ (flip_ ? 1 : 0); }
+  int microbatch(int dir, int k) const { return dir * half_m_ + k; }
+
+  void forward(int phase, bool paired = false) {
+    const int d = direction(phase);
+    out_.push_back({StepKind::kForward, microbatch(d, forwards_[static_cast<std::size_t>(d)]++), d, false, paired});
+  }
+  void backward(int phase, bool split) {
+    const int d = direction(phase);
+    const ScheduleStep step{StepKind::kBackward, microbatch(d, backwards_[static_cast<std::size_t>(d)]++), d, split};
+    if (split) deferred_.push_back(step);
+    out_.push_back(step);
+  }
+  void weight() {
+    out_.push_back({StepKind::kWeight, deferred_.front().microbatch, deferred_.front().chunk});
+    deferred_.pop_front();
+  }
+
+  int half_pp_, h_, half_m_;
+  bool flip_;  // on the second half of the ranks the near direction is direction 1
+  std::array<int, 2> forwards_{}, backwards_{};
+  std::deque<ScheduleStep> deferred_;  // B passes whose W has not run, oldest first
+  std::vector<ScheduleStep> out_;
+};
+
 }  // namespace
 
 std::vector<ScheduleStep> pipeline_steps(Schedule schedule, int pp, int vpp, int stage, int microbatches) {
   if (schedule == Schedule::kGPipe) return gpipe(microbatches);
   if (schedule == Schedule::kZbH1) return zb_h1(pp, stage, microbatches);
+  if (schedule == Schedule::kDualPipe) return DualPipeOrder(pp, stage, microbatches).steps();
   if (vpp > 1) return interleaved(pp, vpp, stage, microbatches);
   return one_f_one_b(pp, stage, microbatches);
 }

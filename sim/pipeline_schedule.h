@@ -16,7 +16,11 @@ enum class StepKind { kForward, kBackward, kWeight };
 struct ScheduleStep {
   StepKind kind = StepKind::kForward;
   int microbatch = 0;
-  int chunk = 0;  // model chunk (virtual stage) on this rank
+  int chunk = 0;  // model chunk (virtual stage) on this rank; with DualPipe, the direction (0 from rank 0)
+  /// kBackward only: the input-gradient pass B alone, its weight gradients left to a later kWeight step.
+  bool weight_deferred = false;
+  /// kForward only: runs overlapped with the kBackward right after it (DualPipe's "F&B" pair).
+  bool paired = false;
   bool operator==(const ScheduleStep&) const = default;
 };
 
@@ -32,6 +36,18 @@ struct ScheduleStep {
 ///   them back, running them in the cool-down where it would otherwise wait for gradients. Peak memory stays at
 ///   1F1B's (pp in-flight micro-batches on stage 0), and the bubble shrinks from (pp - 1)(F + B + W) to
 ///   (pp - 1)(F + B - W).
+/// - DualPipe (DeepSeek-V3 technical report, arXiv:2412.19437, Section 3.2.1; the schedule of
+///   github.com/deepseek-ai/DualPipe): pp even; rank s holds model stage s for micro-batches 0 .. m/2 - 1, fed at
+///   rank 0 (chunk 0), and a second copy of stage pp - 1 - s for micro-batches m/2 .. m - 1, fed at rank pp - 1
+///   (chunk 1). With h = min(s, pp - 1 - s), "near" the direction whose entry is on s's half of the pipeline and
+///   "far" the other, each rank runs: 2 (pp/2 - h - 1) near forwards; h + 1 pairs (near forward, far forward);
+///   pp/2 - h - 1 of (far B, its W, far forward); m/2 - pp + h + 1 of (near forward & far backward, far forward &
+///   near backward) as overlapped pairs (the middle ranks run their first pair back to back); pp/2 - h - 1 of (far
+///   backward, far forward & near backward); h + 1 of (far backward, near backward), the second half of them B
+///   only; pp/2 - h - 1 of (W, near B); and the h + 1 remaining W, weight passes first in, first out. Backwards run
+///   in micro-batch order per direction. The bubble is (pp/2 - 1)(F&B + B - 3W), with B a whole backward and F&B an
+///   overlapped pair; pp + 1 micro-batches are in flight on every rank; each rank holds two stages' parameters.
+///   Errors: none here (the scenario checks pp even and m >= 2 pp, m even).
 std::vector<ScheduleStep> pipeline_steps(Schedule schedule, int pp, int vpp, int stage, int microbatches);
 
 }  // namespace orrery

@@ -1,5 +1,7 @@
 #include "sim/rank_layout.h"
 
+#include <algorithm>
+
 namespace orrery {
 
 RankLayout::RankLayout(const ParallelPlan& plan)
@@ -88,7 +90,21 @@ std::vector<int> RankLayout::group_members(GroupKind kind, int rank) const {
       if (pp_ > 1) out = {rank, this->rank({me.tp, me.cp, me.dp, prev})};
       break;
     case GroupKind::kPpBackwardRecv:  // next -> me
+    case GroupKind::kPpReverseForwardRecv:
       if (pp_ > 1) out = {this->rank({me.tp, me.cp, me.dp, next}), rank};
+      break;
+    case GroupKind::kPpReverseForwardSend:  // me -> prev
+      if (pp_ > 1) out = {rank, this->rank({me.tp, me.cp, me.dp, prev})};
+      break;
+    case GroupKind::kPpReverseBackwardSend:  // me -> next
+      if (pp_ > 1) out = {rank, this->rank({me.tp, me.cp, me.dp, next})};
+      break;
+    case GroupKind::kPpReverseBackwardRecv:  // prev -> me
+      if (pp_ > 1) out = {this->rank({me.tp, me.cp, me.dp, prev}), rank};
+      break;
+    case GroupKind::kPipelineMirror:
+      with([&](RankCoord& c) { c.pp = std::min(me.pp, pp_ - 1 - me.pp); });
+      if (pp_ > 1) with([&](RankCoord& c) { c.pp = std::max(me.pp, pp_ - 1 - me.pp); });
       break;
   }
   return out;

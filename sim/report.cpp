@@ -26,8 +26,7 @@ enum Activity : int {
 
 // Groups whose members sit on different pipeline stages: waiting for them is pipeline bubble.
 bool spans_stages(GroupKind g) {
-  return g == GroupKind::kModelParallel || g == GroupKind::kEmbedding || g == GroupKind::kPpForwardRecv ||
-         g == GroupKind::kPpBackwardRecv || g == GroupKind::kPpForwardSend || g == GroupKind::kPpBackwardSend;
+  return g == GroupKind::kModelParallel || g == GroupKind::kEmbedding || is_pipeline_transfer(g);
 }
 
 int comm_activity(const Task& t) {
@@ -43,7 +42,11 @@ int comm_activity(const Task& t) {
     case GroupKind::kPpForwardSend:
     case GroupKind::kPpForwardRecv:
     case GroupKind::kPpBackwardSend:
-    case GroupKind::kPpBackwardRecv: return kPp;
+    case GroupKind::kPpBackwardRecv:
+    case GroupKind::kPpReverseForwardSend:
+    case GroupKind::kPpReverseForwardRecv:
+    case GroupKind::kPpReverseBackwardSend:
+    case GroupKind::kPpReverseBackwardRecv: return kPp;
     default: return kDp;
   }
 }
@@ -77,7 +80,7 @@ Breakdown breakdown_of(const Program& program, const InstanceRun& run, Nanosecon
       add(tm.start, tm.end, t.phase == Phase::kOptimizer ? kOptimizerCompute : kCompute);
     } else if (spans_stages(t.group)) {
       // Waiting for another stage is pipeline bubble; a send waiting for its receiver occupies only its own stream.
-      const bool send = t.group == GroupKind::kPpForwardSend || t.group == GroupKind::kPpBackwardSend;
+      const bool send = is_pipeline_send(t.group);
       if (!send) add(tm.ready, tm.start, kPipelineWait);
       add(tm.start, tm.end, comm_activity(t));
     } else {

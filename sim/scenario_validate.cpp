@@ -27,12 +27,23 @@ void reject_unmodelled(const Scenario& s) {
   // Attention sinks (GPT-OSS) add one learned logit per head to each softmax denominator: its parameters are
   // counted, its cost (one term per query row and head) is below the attention kernel's resolution, so it lowers
   // as ordinary attention.
-  if (p.schedule == Schedule::kDualPipe) {
-    throw Error::not_modelled("parallel.schedule", to_string(p.schedule), "DualPipe (bidirectional pipelining)");
-  }
-  if (p.schedule == Schedule::kZbH1 && p.zero_stage >= 2) {
+  if ((p.schedule == Schedule::kZbH1 || p.schedule == Schedule::kDualPipe) && p.zero_stage >= 2) {
     throw Error::not_modelled("parallel.zero_stage", str(p.zero_stage),
-                              "ZeRO-2/3 with the zb-h1 schedule (gradient sharding per split backward step)");
+                              fmt::format("ZeRO-2/3 with the {} schedule (gradient sharding per split backward step)",
+                                          to_string(p.schedule)));
+  }
+  if (p.schedule == Schedule::kDualPipe && s.training.cpu_offloading_num_layers > 0) {
+    throw Error::not_modelled("training.cpu_offloading_num_layers", str(s.training.cpu_offloading_num_layers),
+                              "activation offload with the dualpipe schedule");
+  }
+  if (p.schedule == Schedule::kDualPipe && !p.overlap_p2p_comm) {
+    // DualPipe posts each chunk's transfers as one batch and waits for its receives; Orrery runs the sends
+    // without waiting for them, which blocking Megatron-style transfers would need.
+    throw Error::not_modelled("parallel.overlap_p2p_comm", "false", "blocking pipeline transfers with dualpipe");
+  }
+  if (p.schedule == Schedule::kDualPipe && s.training.framework != Framework::kMegatron) {
+    throw Error::not_modelled("training.framework", to_string(s.training.framework),
+                              "the dualpipe schedule outside a Megatron-style framework");
   }
 }
 
@@ -192,10 +203,20 @@ void check_pipeline(Scenario& s) {
   if (p.vpp > 1) {
     require(p.pp >= 2, "parallel.vpp", str(p.vpp), "needs pp >= 2 (interleaving splits each pipeline rank's layers)");
     require(p.schedule == Schedule::k1F1B, "parallel.schedule", to_string(p.schedule),
-            "must be 1f1b when vpp > 1 (the interleaved 1F1B schedule; zb-h1 has one model chunk per rank)");
+            "must be 1f1b when vpp > 1 (the interleaved 1F1B schedule; zb-h1 has one model chunk per rank, "
+            "dualpipe two of its own)");
     require(s.num_microbatches() % p.pp == 0, "training.global_batch_size", str(s.training.global_batch_size),
             fmt::format("gives {} micro-batches per pipeline, which the interleaved schedule needs to be a multiple "
                         "of pp ({})", s.num_microbatches(), p.pp));
+  }
+  if (p.schedule == Schedule::kDualPipe) {
+    // DualPipe pairs rank s with rank pp-1-s and feeds half the micro-batches from each end (its step() asserts
+    // an even number of ranks and an even number of micro-batches, at least twice the ranks).
+    require(p.pp >= 2 && p.pp % 2 == 0, "parallel.pp", str(p.pp), "must be even (and at least 2) with dualpipe");
+    const int m = s.num_microbatches();
+    require(m % 2 == 0 && m >= 2 * p.pp, "training.global_batch_size", str(s.training.global_batch_size),
+            fmt::format("gives {} micro-batches per pipeline; dualpipe needs an even number, at least 2 x pp ({})", m,
+                        2 * p.pp));
   }
   make_pipeline_layout(s.model, p);  // throws on a bad split
 }

@@ -66,6 +66,10 @@ const char* to_string(Stream stream) {
     case Stream::kPpRecvPrev: return "pp_recv_prev";
     case Stream::kPpSendPrev: return "pp_send_prev";
     case Stream::kPpRecvNext: return "pp_recv_next";
+    case Stream::kPpReverseSendPrev: return "pp_reverse_send_prev";
+    case Stream::kPpReverseRecvNext: return "pp_reverse_recv_next";
+    case Stream::kPpReverseSendNext: return "pp_reverse_send_next";
+    case Stream::kPpReverseRecvPrev: return "pp_reverse_recv_prev";
     case Stream::kDeviceToHost: return "device_to_host";
     case Stream::kHostToDevice: return "host_to_device";
     case Stream::kComputeB: return "compute_b";
@@ -108,6 +112,11 @@ const char* to_string(GroupKind kind) {
     case GroupKind::kPpForwardRecv: return "pp_forward_recv";
     case GroupKind::kPpBackwardSend: return "pp_backward_send";
     case GroupKind::kPpBackwardRecv: return "pp_backward_recv";
+    case GroupKind::kPipelineMirror: return "pipeline_mirror";
+    case GroupKind::kPpReverseForwardSend: return "pp_reverse_forward_send";
+    case GroupKind::kPpReverseForwardRecv: return "pp_reverse_forward_recv";
+    case GroupKind::kPpReverseBackwardSend: return "pp_reverse_backward_send";
+    case GroupKind::kPpReverseBackwardRecv: return "pp_reverse_backward_recv";
   }
   return "?";
 }

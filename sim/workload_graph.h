@@ -49,6 +49,11 @@ enum class Stream : std::uint8_t {
   kPpRecvPrev,
   kPpSendPrev,
   kPpRecvNext,
+  // DualPipe's reverse direction (chunk 1): activations towards the previous rank, gradients towards the next.
+  kPpReverseSendPrev,
+  kPpReverseRecvNext,
+  kPpReverseSendNext,
+  kPpReverseRecvPrev,
   kDeviceToHost,  // copy engine towards the host, and the host work that follows it (CPU offload)
   kHostToDevice,  // copy engine towards the GPU
   kComputeB,
@@ -56,7 +61,7 @@ enum class Stream : std::uint8_t {
   kCpB,
   kEpB,
 };
-inline constexpr int kNumStreams = 16;
+inline constexpr int kNumStreams = 20;
 
 /// The streams that have a twin, in lane order; kTwinStreams[i]'s twin is Stream(kComputeB + i).
 inline constexpr Stream kTwinStreams[] = {Stream::kCompute, Stream::kTp, Stream::kCp, Stream::kEp};
@@ -69,7 +74,9 @@ int twin_lane(Stream stream);
 inline bool is_twin(Stream stream) { return stream >= Stream::kComputeB; }
 
 /// The communication group a rendezvous task belongs to. The p2p kinds pair a sender with its receiver: a
-/// kPpForwardSend task of stage s and a kPpForwardRecv task of stage s+1 meet in the same group.
+/// kPpForwardSend task of stage s and a kPpForwardRecv task of stage s+1 meet in the same group. The kPpReverse
+/// kinds carry DualPipe's reverse direction, whose forward runs from stage s to s-1; they have kinds of their own so
+/// that each direction's transfers pair in micro-batch order.
 enum class GroupKind : std::uint8_t {
   kNone,
   kTp,
@@ -83,12 +90,24 @@ enum class GroupKind : std::uint8_t {
   kExpertDp,       // ranks holding the same expert shard: their gradients are reduced together
   kCpA2a,          // hierarchical CP: the all-to-all group (consecutive CP ranks)
   kCpP2p,          // hierarchical CP: the ring across all-to-all groups
+  kPipelineMirror,  // DualPipe: stages s and pp-1-s, which hold copies of the same two model stages
   kPpForwardSend,
   kPpForwardRecv,
   kPpBackwardSend,
   kPpBackwardRecv,
+  kPpReverseForwardSend,   // me -> prev
+  kPpReverseForwardRecv,   // next -> me
+  kPpReverseBackwardSend,  // me -> next
+  kPpReverseBackwardRecv,  // prev -> me
 };
-inline constexpr int kNumGroupKinds = 16;
+inline constexpr int kNumGroupKinds = 21;
+/// The point-to-point kinds (pipeline transfers), which pair one sender with one receiver.
+inline bool is_pipeline_transfer(GroupKind g) { return g >= GroupKind::kPpForwardSend; }
+/// The sending side of a point-to-point pair.
+inline bool is_pipeline_send(GroupKind g) {
+  return g == GroupKind::kPpForwardSend || g == GroupKind::kPpBackwardSend || g == GroupKind::kPpReverseForwardSend ||
+         g == GroupKind::kPpReverseBackwardSend;
+}
 
 enum class MemoryKind : std::uint8_t { kWeights, kGradients, kOptimizer, kActivations, kOther };
 inline constexpr int kNumMemoryKinds = 5;

@@ -112,6 +112,11 @@ void DataParallelLowering::before_backward_step(Emitter& emit, int chunk) {
   emit.builder().alloc_at_start(buffer, MemoryKind::kGradients, chunk_grad_bytes(chunk));
 }
 
+std::int64_t DataParallelLowering::optimizer_elements() const {
+  if (!distributed_optimizer_) return local_params_;
+  return (local_params_ - local_expert_params_) / ranks_of(false) + local_expert_params_ / ranks_of(true);
+}
+
 Bytes DataParallelLowering::chunk_grad_bytes(int chunk) const {
   std::int64_t elements = 0;
   for (const GradBucket& b : buckets_) {
@@ -133,9 +138,7 @@ TaskId DataParallelLowering::emit_optimizer(Emitter& emit, const std::vector<Tas
     emit.deallocate(zero_grad, MemoryKind::kGradients, local_params_ * ctx_.grad_bytes);
     return zero_grad;
   }
-  const std::int64_t dense = local_params_ - local_expert_params_;
-  const std::int64_t n = distributed_optimizer_ ? dense / ranks_of(false) + local_expert_params_ / ranks_of(true)
-                                                : local_params_;
+  const std::int64_t n = optimizer_elements();
   const Bytes grads = n * ctx_.grad_bytes;
   emit.at(-1, -1, -1, Phase::kOptimizer);
   TaskId start = emit.optimizer("optimizer_wait", 0, 0);
@@ -185,6 +188,16 @@ void DataParallelLowering::emit_epilogue(Emitter& emit, const std::vector<ParamU
   std::vector<TaskId> done = step_reductions_;
   emit.at(-1, -1, -1, Phase::kBackwardWeight);
   if (reduce_ && zero_stage_ <= 1) emit_gradient_reduction(emit, grad_ready, last_backward, done);
+  if (ctx_.layout.mirrored) {
+    // DualPipe: stages s and pp-1-s hold copies of the same two model stages, whose gradients must agree before
+    // the step. The copies' shards are summed in one all-reduce over the pair after the data-parallel reduction
+    // (the DualPipe repository's example sums them the same way, over all the copies' full gradients).
+    const TaskId mirror = emit.collective("mirror_grad", Stream::kDpReduce, GroupKind::kPipelineMirror,
+                                          CollectiveKind::kAllReduce, optimizer_elements() * ctx_.grad_bytes,
+                                          {last_backward});
+    for (TaskId t : done) emit.depend(mirror, t);
+    if (mirror >= 0) done.push_back(mirror);
+  }
   // Tied embeddings across pipeline stages: the first and last stage all-reduce their copies' gradients
   // (Megatron-Core finalize_model_grads, after the data-parallel reduction).
   const bool first_or_last = stage_ == 0 || stage_ == ctx_.plan.pp - 1;

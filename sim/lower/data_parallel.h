@@ -10,7 +10,8 @@
 // - after the optimizer step, ZeRO 1 all-gathers the updated parameters; with overlap_param_gather the gathers of
 //   the next iteration run during the first micro-batch's forward pass, which waits for each bucket it uses;
 // - routed-expert weights live in buckets of their own, reduced (and their optimizer state sharded) over the
-//   expert-data-parallel group instead (Megatron-Core's expert_parallel_buffers).
+//   expert-data-parallel group instead (Megatron-Core's expert_parallel_buffers);
+// - with DualPipe, the two copies of each model stage (on stages s and pp-1-s) sum their gradient shards.
 
 #include <vector>
 
@@ -57,6 +58,8 @@ class DataParallelLowering {
                                std::vector<TaskId>& done);
   TaskId emit_optimizer(Emitter& emit, const std::vector<TaskId>& after);
   Bytes chunk_grad_bytes(int chunk) const;
+  /// Parameters whose gradients and optimizer state this rank owns: its shard with the distributed optimizer.
+  std::int64_t optimizer_elements() const;
   void emit_bucket_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready, TaskId fallback,
                              std::vector<TaskId>& done, int only_chunk);
 

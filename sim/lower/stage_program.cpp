@@ -49,15 +49,16 @@ class StageLowering {
       if (steps[i].kind == StepKind::kBackward) last_backward[steps[i].chunk] = i;
       if (steps[i].kind == StepKind::kWeight) last_weight[steps[i].chunk] = i;
     }
-    const bool merged = ctx_.plan.overlap_moe_expert_parallel_comm;
+    // Merged passes: Megatron-Core's EP overlap, or DualPipe's overlapped forward-and-backward pairs.
+    const bool merged = ctx_.plan.overlap_moe_expert_parallel_comm || ctx_.plan.schedule == Schedule::kDualPipe;
     for (const auto& [begin, end] : slots(steps)) {
       // Receives of the whole slot are posted together, with the previous slot's sends; without
       // overlap_p2p_comm the host then waits for all of them (Megatron's batched blocking p2p ops).
       std::vector<TaskId> received;
       for (std::size_t i = begin; i < end; ++i) received.push_back(post_receive(steps[i]));
       wait_for_transfers(received);
-      // With EP overlap the forward and backward of a slot run merged (the backward on the twin streams); the
-      // next slot starts when both have been issued and run, as Megatron-Core runs one merged pair at a time.
+      // Merged, the forward and backward of a slot run together (the backward on the twin streams); the next slot
+      // starts when both have been issued and run, as Megatron-Core and DualPipe run one merged pair at a time.
       const TaskId slot_after[] = {builder_.last_on(Stream::kCompute), builder_.last_on(Stream::kComputeB)};
       for (std::size_t i = begin; i < end; ++i) {
         const ScheduleStep& step = steps[i];
@@ -77,6 +78,11 @@ class StageLowering {
         if (merged) {
           const TaskId head = first_compute_from(first);
           for (TaskId before : slot_after) emit_.depend(head, before);
+          // DualPipe waits for all of the slot's transfers before it computes (its _commit_and_wait_comm), so an
+          // overlapped pair starts once both of its inputs have arrived.
+          if (ctx_.plan.schedule == Schedule::kDualPipe) {
+            for (TaskId r : received) emit_.depend(head, r);
+          }
         }
       }
     }
@@ -88,9 +94,8 @@ class StageLowering {
   }
 
  private:
-  int virtual_stage(int chunk) const { return ctx_.layout.virtual_stage(stage_, chunk); }
   bool pytorch() const { return ctx_.training.framework == Framework::kPytorch; }
-  bool is_last(int chunk) const { return virtual_stage(chunk) == ctx_.layout.virtual_stages() - 1; }
+  bool is_last(int chunk) const { return ctx_.layout.holds_head(stage_, chunk); }
 
   // The loss of the step's micro-batch, which its backward through the head starts from.
   TaskId loss_of(const ScheduleStep& step) const { return loss_[static_cast<std::size_t>(step.microbatch)]; }
@@ -113,12 +118,14 @@ class StageLowering {
   // interleaved schedule, where a forward and the backward after it share one batched send/receive
   // (schedules.py, forward_backward_pipelining_with_interleaving). Without a pipeline, EP overlap merges each
   // backward with the next micro-batch's forward (Megatron-Core's combined 1F1B in forward_backward_no_pipelining).
+  // DualPipe's schedule names its overlapped pairs itself.
   std::vector<std::pair<std::size_t, std::size_t>> slots(const std::vector<ScheduleStep>& steps) const {
     std::vector<std::pair<std::size_t, std::size_t>> out;
     const bool merge_without_pipeline = ctx_.plan.overlap_moe_expert_parallel_comm && ctx_.plan.pp == 1;
     for (std::size_t i = 0; i < steps.size();) {
       const bool next = i + 1 < steps.size();
-      const bool pair = (ctx_.plan.vpp > 1 && next && steps[i].kind == StepKind::kForward &&
+      const bool pair = steps[i].paired ||
+                        (ctx_.plan.vpp > 1 && next && steps[i].kind == StepKind::kForward &&
                          steps[i + 1].kind == StepKind::kBackward) ||
                         (merge_without_pipeline && next && steps[i].kind == StepKind::kBackward &&
                          steps[i + 1].kind == StepKind::kForward);
@@ -133,11 +140,34 @@ class StageLowering {
   TaskId post_receive(const ScheduleStep& step) {
     const bool forward = step.kind == StepKind::kForward;
     if (step.kind == StepKind::kWeight) return -1;
-    if (forward ? virtual_stage(step.chunk) == 0 : is_last(step.chunk)) return -1;
+    if (forward ? ctx_.layout.holds_embedding(stage_, step.chunk) : is_last(step.chunk)) return -1;
     emit_.at(step.microbatch, step.chunk, -1, forward ? Phase::kForward : Phase::kBackwardInput);
     const TaskId host = ctx_.plan.overlap_p2p_comm ? -1 : last_issued_compute();
-    if (forward) return emit_.p2p("activation", Stream::kPpRecvPrev, GroupKind::kPpForwardRecv, hidden_bytes_, {host});
-    return emit_.p2p("gradient", Stream::kPpRecvNext, GroupKind::kPpBackwardRecv, hidden_bytes_, {host});
+    const Transfer in = transfer(step.chunk, forward, false);
+    return emit_.p2p(forward ? "activation" : "gradient", in.stream, in.group, hidden_bytes_, {host});
+  }
+
+  struct Transfer {
+    Stream stream;
+    GroupKind group;
+  };
+  // Where a chunk's activations (or gradients) go or come from: activations flow to the next rank and gradients
+  // back, except on DualPipe's reversed chunk, whose transfers have streams and groups of their own.
+  Transfer transfer(int chunk, bool activation, bool send) const {
+    if (!ctx_.layout.reversed(chunk)) {
+      if (activation) {
+        return send ? Transfer{Stream::kPpSendNext, GroupKind::kPpForwardSend}
+                    : Transfer{Stream::kPpRecvPrev, GroupKind::kPpForwardRecv};
+      }
+      return send ? Transfer{Stream::kPpSendPrev, GroupKind::kPpBackwardSend}
+                  : Transfer{Stream::kPpRecvNext, GroupKind::kPpBackwardRecv};
+    }
+    if (activation) {
+      return send ? Transfer{Stream::kPpReverseSendPrev, GroupKind::kPpReverseForwardSend}
+                  : Transfer{Stream::kPpReverseRecvNext, GroupKind::kPpReverseForwardRecv};
+    }
+    return send ? Transfer{Stream::kPpReverseSendNext, GroupKind::kPpReverseBackwardSend}
+                : Transfer{Stream::kPpReverseRecvPrev, GroupKind::kPpReverseBackwardRecv};
   }
 
   // Without overlap_p2p_comm the host blocks until the pending sends and these receives have completed.
@@ -153,10 +183,11 @@ class StageLowering {
     for (TaskId t : all) emit_.depend(wait, t);
   }
 
-  void send(const char* label, Stream stream, GroupKind group, TaskId data) {
+  void send(int chunk, bool activation, TaskId data) {
     // Posted by the host after the step's compute, with the next slot's receives.
     const TaskId host = ctx_.plan.overlap_p2p_comm ? -1 : last_issued_compute();
-    const TaskId sent = emit_.p2p(label, stream, group, hidden_bytes_, {data, host});
+    const Transfer out = transfer(chunk, activation, true);
+    const TaskId sent = emit_.p2p(activation ? "activation" : "gradient", out.stream, out.group, hidden_bytes_, {data, host});
     if (!ctx_.plan.overlap_p2p_comm) pending_sends_.push_back(sent);
   }
 
@@ -215,7 +246,7 @@ class StageLowering {
     if (is_last(step.chunk)) loss_[static_cast<std::size_t>(step.microbatch)] = x;
     emit_.at(step.microbatch, step.chunk, -1, Phase::kForward);
     emit_fp8_amax_update(emit_, layers_in(units), false, emit_.last_compute());
-    if (!is_last(step.chunk)) send("activation", Stream::kPpSendNext, GroupKind::kPpForwardSend, x);
+    if (!is_last(step.chunk)) send(step.chunk, true, x);
   }
 
   void backward(const ScheduleStep& step, TaskId input, std::vector<ParamUse>* params) {
@@ -224,8 +255,8 @@ class StageLowering {
     dp_.before_backward_step(emit_, step.chunk);
     EmbeddingHeadLowering edges(emit_);
     const auto units = sharded_.units(step.chunk);
-    // Zero-bubble schedules leave the weight gradients to a later kWeight step.
-    if (ctx_.plan.schedule == Schedule::kZbH1) emit_.set_weight_grad_mode(WeightGradMode::kSkip);
+    // Zero-bubble steps leave the weight gradients to a later kWeight step.
+    if (step.weight_deferred) emit_.set_weight_grad_mode(WeightGradMode::kSkip);
     // Offloaded activations come back one layer ahead: layer i's copy is issued as layer i + 1's backward starts.
     std::vector<TaskId> reload(units.size(), -1);
     const auto fetch = [&](std::size_t i) {
@@ -256,7 +287,7 @@ class StageLowering {
     emit_.set_weight_grad_mode(WeightGradMode::kInline);
     emit_.at(step.microbatch, step.chunk, -1, Phase::kBackwardInput);
     emit_fp8_amax_update(emit_, layers_in(units), true, emit_.last_compute());
-    if (!ctx_.layout.holds_embedding(stage_, step.chunk)) send("gradient", Stream::kPpSendPrev, GroupKind::kPpBackwardSend, g);
+    if (!ctx_.layout.holds_embedding(stage_, step.chunk)) send(step.chunk, false, g);
     if (params) dp_.after_backward_step(emit_, step.chunk, *params);
   }
 

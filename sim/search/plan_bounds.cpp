@@ -100,7 +100,9 @@ PlanBounds plan_bounds(const Scenario& s, const CostParams& params) {
   };
   const PipelineLayout& layout = ctx.layout;
   const double m = ctx.microbatches;
-  double busiest = 0, last_stage = 0, lightest_fwd = std::numeric_limits<double>::infinity();
+  // DualPipe runs half the micro-batches through each of a rank's two chunks.
+  const double per_chunk = layout.mirrored ? m / 2 : m;
+  double busiest = 0, last_stage = 0, last_stage_weight = 0, lightest_fwd = std::numeric_limits<double>::infinity();
   double lightest_bwd = lightest_fwd;
   std::vector<Bytes> chunk_saved(static_cast<std::size_t>(layout.vpp), 0);  // stage 0, per micro-batch
   for (int stage = 0; stage < p.pp; ++stage) {
@@ -110,10 +112,11 @@ PlanBounds plan_bounds(const Scenario& s, const CostParams& params) {
       const int first = layout.first_layer_of(stage, chunk);
       for (int l = first; l < first + layout.layers_in(stage, chunk); ++l) {
         const LayerCost& c = cost(l);
-        work += m * (c.forward + c.backward);
+        work += per_chunk * (c.forward + c.backward);
         fwd += c.forward;
         bwd_in += c.backward_input;
         if (stage == 0) chunk_saved[static_cast<std::size_t>(chunk)] += c.saved;
+        if (stage == p.pp - 1) last_stage_weight += c.backward - c.backward_input;
       }
       lightest_fwd = std::min(lightest_fwd, fwd);
       lightest_bwd = std::min(lightest_bwd, bwd_in);
@@ -121,12 +124,19 @@ PlanBounds plan_bounds(const Scenario& s, const CostParams& params) {
     busiest = std::max(busiest, work);
     if (stage == p.pp - 1) last_stage = work;
   }
-  // The last stage also runs the LM head and loss for every micro-batch.
+  // The last stage also runs the LM head and loss for every micro-batch (DualPipe: for each direction's half).
   const LayerCost head = probe_head(ctx, models.models(), probe_mb);
-  last_stage += m * (head.forward + head.backward);
+  last_stage += per_chunk * (head.forward + head.backward);
   busiest = std::max(busiest, last_stage);
+  // ZB-H1's last stage keeps p - 1 weight-gradient passes (layers and head) for after its last B, while that
+  // gradient crosses the other stages: they leave the critical path.
+  const double deferred = p.schedule == Schedule::kZbH1
+                              ? (p.pp - 1) * (last_stage_weight + head.backward - head.backward_input)
+                              : 0;
   PlanBounds b;
-  b.time = std::max(busiest, (p.pp - 1) * (lightest_fwd + lightest_bwd) + last_stage);
+  // DualPipe fills one direction's pipeline with the other direction's work: only the work bounds it.
+  b.time = layout.mirrored ? busiest
+                           : std::max(busiest, (p.pp - 1) * (lightest_fwd + lightest_bwd) + last_stage - deferred);
   // The analytical bound assumes the default GEMM model; a measured profile may be faster than it.
   if (!params.profile) b.time = std::max(b.time, iteration_time_lower_bound(s, params));
   // Stage 0's forwards before its first backward all hold their activations (none are freed before it).
@@ -202,7 +212,18 @@ Seconds iteration_time_lower_bound(const Scenario& s, const CostParams& params) 
   }
   const double forward_stage = lightest_stage * mb_tokens / rate;   // one micro-batch through the lightest stage
   const double forward_chunk = lightest_chunk * mb_tokens / rate;   // ... through the lightest virtual stage
-  const double m = s.num_microbatches();
+  // DualPipe: each chunk runs half the micro-batches, and the other direction's work fills the pipeline.
+  const double m = layout.mirrored ? s.num_microbatches() / 2.0 : s.num_microbatches();
+  if (layout.mirrored) return std::max(average, m * passes * forward_stage);
+  if (p.schedule == Schedule::kZbH1) {
+    // The last stage runs all but p - 1 of its weight-gradient passes (one forward's GEMM FLOPs each) before its
+    // last input-gradient pass.
+    const int last = p.pp - 1;
+    const double forward_last =
+        layers_flops(s.model, layout.first_layer_of(last, 0), layout.layers_in(last, 0)) * mb_tokens / rate;
+    const double before_last_b = std::max(0.0, m * passes - (p.pp - 1)) * forward_last;
+    return std::max(average, (p.pp - 1) * 2 * forward_chunk + before_last_b);
+  }
   const Seconds pipeline = (p.pp - 1) * 2 * forward_chunk + m * passes * forward_stage;
   return std::max(average, pipeline);
 }

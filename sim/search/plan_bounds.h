@@ -19,7 +19,9 @@ struct PlanBounds {
 ///   micro-batches under 1F1B, interleaving and ZB-H1, m under GPipe; none with activation offload);
 /// time = max(the busiest stage's compute-stream work, m micro-batches of layer forward + backward), and the
 ///   pipeline's critical path: p - 1 lightest chunks' forwards before the last stage starts, its work, then p - 1
-///   lightest chunks' input-gradient passes. Communication, optimizer, embedding and head only add to these.
+///   lightest chunks' input-gradient passes, less (ZB-H1) the p - 1 weight-gradient passes the last stage runs
+///   after its last one (DualPipe: the busiest stage's work alone, each of its two chunks running half the
+///   micro-batches). Communication, optimizer, embedding and head only add to these.
 /// `s` must be validated (candidate_scenario); then nothing throws.
 PlanBounds plan_bounds(const Scenario& s, const CostParams& params);
 
@@ -32,7 +34,9 @@ Bytes static_memory_lower_bound(const Scenario& s);
 /// full recompute another forward) at the fastest GEMM rate the cost model allows (peak x fitted fraction; the
 /// model only adds tile, wave, short-k and launch costs) and (b) the pipeline's critical path: the last stage
 /// cannot start before p - 1 virtual stages have run the first micro-batch's forward, then does all its own
-/// work, after which the last gradient still crosses p - 1 virtual stages (their input-gradient GEMMs).
+/// work, after which the last gradient still crosses p - 1 virtual stages (their input-gradient GEMMs); under ZB-H1
+/// the last stage's last p - 1 weight-gradient passes run meanwhile and leave its work; DualPipe's ranks fill that
+/// wait with the other direction, so for it (b) is the work alone.
 Seconds iteration_time_lower_bound(const Scenario& s, const CostParams& params);
 
 }  // namespace orrery

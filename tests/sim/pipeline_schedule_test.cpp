@@ -1,7 +1,10 @@
 // Pipeline schedules: orders against the published descriptions.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <array>
 #include <set>
+#include <tuple>
 
 #include "sim/pipeline_schedule.h"
 
@@ -49,4 +52,57 @@ TEST_CASE("interleaved 1F1B runs every (micro-batch, chunk) once each way, in Me
   // The first backward is chunk vpp-1 of micro-batch 0.
   const auto s3 = pipeline_steps(Schedule::k1F1B, pp, vpp, 3, m);
   CHECK(s3[(vpp - 1) * pp + 1] == B(0, 1));
+}
+
+TEST_CASE("DualPipe: the published phases on 2 ranks, worked by hand", "[sim][schedule]") {
+  // pp 2, 4 micro-batches: 0 and 1 enter at rank 0 (chunk 0), 2 and 3 at rank 1 (chunk 1). Rank 0 is a middle
+  // rank (h = 0): one pair of forwards (near, far), then its first main step back to back (F0, B1) and the
+  // overlapped pair F1&B0, then (B1, B0) with the last B split, and its W.
+  ScheduleStep paired = F(3, 1);
+  paired.paired = true;
+  ScheduleStep split = B(1, 0);
+  split.weight_deferred = true;
+  const std::vector<ScheduleStep> rank0{F(0, 0), F(2, 1), F(1, 0), B(2, 1), paired, B(0, 0), B(3, 1), split,
+                                        {StepKind::kWeight, 1, 0}};
+  CHECK(pipeline_steps(Schedule::kDualPipe, 2, 1, 0, 4) == rank0);
+}
+
+TEST_CASE("DualPipe: every pass once, FIFO per direction, p+1 in flight, ranks s and p-1-s mirrored",
+          "[sim][schedule]") {
+  const int pp = 8, m = 20;  // the README's figure: 8 ranks, 20 micro-batches
+  for (int stage = 0; stage < pp; ++stage) {
+    INFO("stage " << stage);
+    const auto steps = pipeline_steps(Schedule::kDualPipe, pp, 1, stage, m);
+    std::set<std::tuple<int, int, int>> seen;
+    int in_flight = 0, most = 0, deferred = 0, weights = 0;
+    std::array<int, 2> next_forward{0, m / 2}, next_backward{0, m / 2};
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const ScheduleStep& s = steps[i];
+      seen.insert({static_cast<int>(s.kind), s.microbatch, s.chunk});
+      CHECK(s.chunk == (s.microbatch < m / 2 ? 0 : 1));
+      if (s.kind == StepKind::kForward) {
+        CHECK(s.microbatch == next_forward[static_cast<std::size_t>(s.chunk)]++);
+        most = std::max(most, ++in_flight);
+        if (s.paired) CHECK((i + 1 < steps.size() && steps[i + 1].kind == StepKind::kBackward));
+      } else if (s.kind == StepKind::kBackward) {
+        CHECK(s.microbatch == next_backward[static_cast<std::size_t>(s.chunk)]++);
+        --in_flight;
+        deferred += s.weight_deferred ? 1 : 0;
+      } else {
+        ++weights;
+        CHECK(weights <= deferred);  // a W follows its B
+      }
+    }
+    CHECK(seen.size() == steps.size());
+    CHECK(weights == deferred);
+    CHECK(steps.size() == static_cast<std::size_t>(2 * m + weights));
+    CHECK(most == pp + 1);  // DeepSeek-V3 report, Table 2: activation memory PP + 1
+    // Rank p-1-s runs rank s's order with the directions swapped.
+    auto mirrored = pipeline_steps(Schedule::kDualPipe, pp, 1, pp - 1 - stage, m);
+    for (ScheduleStep& s : mirrored) {
+      s.chunk = 1 - s.chunk;
+      s.microbatch = (s.microbatch + m / 2) % m;
+    }
+    CHECK(mirrored == steps);
+  }
 }

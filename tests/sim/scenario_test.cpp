@@ -77,12 +77,28 @@ TEST_CASE("features outside the model today say 'not modelled yet:'", "[sim][sce
   CHECK_THAT(scenario_error(with(R"({})", R"({"seq_length": 4096, "global_batch_size": 32, "recompute": "selective",
                                                "recompute_modules": ["mlp"]})")),
              Catch::StartsWith("not modelled yet:"));
-  CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "dualpipe"})")), Catch::StartsWith("not modelled yet:"));
+  CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "dualpipe", "zero_stage": 2})")),
+             Catch::StartsWith("not modelled yet:") && Catch::Contains("dualpipe"));
+  CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "dualpipe", "overlap_p2p_comm": false})")),
+             Catch::StartsWith("not modelled yet:") && Catch::Contains("parallel.overlap_p2p_comm"));
   CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "zb-h1", "zero_stage": 2})")), Catch::StartsWith("not modelled yet:"));
   CHECK_THAT(scenario_error(with(R"({"pp": 2, "vpp": 2, "schedule": "zb-h1"})")), Catch::Contains("parallel.schedule (zb-h1)"));
   CHECK_THAT(scenario_error(R"({"model": "mixtral-8x7b", "cluster": {"preset": "dgx-h100", "num_gpus": 8},
                                  "parallel": {"ep": 8, "zero_stage": 3}})"),
              Catch::StartsWith("not modelled yet:") && Catch::Contains("parallel.zero_stage"));
+}
+
+TEST_CASE("dualpipe needs an even pp, no vpp, and at least 2 x pp micro-batches, even", "[sim][scenario][errors]") {
+  CHECK(scenario(with(R"({"pp": 2, "schedule": "dualpipe"})")).parallel.schedule == Schedule::kDualPipe);
+  CHECK_THAT(scenario_error(with(R"({"pp": 1, "schedule": "dualpipe"})")),
+             Catch::Contains("parallel.pp (1)") && Catch::Contains("even"));
+  CHECK_THAT(scenario_error(with(R"({"pp": 2, "vpp": 2, "schedule": "dualpipe"})")),
+             Catch::Contains("parallel.schedule (dualpipe)"));
+  // pp 4 on 16 GPUs leaves dp 4: a global batch of 16 gives 4 micro-batches, fewer than 2 x pp.
+  CHECK_THAT(scenario_error(with(R"({"pp": 4, "schedule": "dualpipe"})", R"({"seq_length": 4096, "global_batch_size": 16})")),
+             Catch::Contains("training.global_batch_size (16)") && Catch::Contains("at least 2 x pp (8)"));
+  CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "dualpipe"})", R"({"seq_length": 4096, "global_batch_size": 40})")),
+             Catch::Contains("training.global_batch_size (40)") && Catch::Contains("even number"));
 }
 
 TEST_CASE("sequence parallelism with tp 1 is dropped with a warning, as Megatron does", "[sim][scenario]") {

@@ -1,6 +1,7 @@
 // Pipeline schedules executed by the engine against their closed forms: the 1F1B bubble (p-1)/(m+p-1)
 // (PipeDream-Flush; SC21 eq. 1), interleaving dividing it by vpp (SC21 Section 2.2.2), and the activation memory
-// each schedule holds on the first stage, and ZB-H1's bubble (p-1)(F+B-W) (Qi et al., arXiv:2401.10241, Section 3.1).
+// each schedule holds on the first stage, ZB-H1's bubble (p-1)(F+B-W) (Qi et al., arXiv:2401.10241, Section 3.1), and
+// DualPipe's (p/2-1)(F&B+B-3W) with its 2x parameters and p+1 micro-batches in flight (arXiv:2412.19437 Table 2).
 #include <catch2/catch.hpp>
 
 #include "sim/instances.h"
@@ -111,6 +112,53 @@ TEST_CASE("ZB-H1's bubble is (p-1)(F+B-W), smaller than 1F1B's (p-1)(F+B+W)", "[
     return r.result.instances[0].at_peak[static_cast<std::size_t>(MemoryKind::kActivations)];
   };
   CHECK(activations(zb) == activations(one));
+}
+
+TEST_CASE("DualPipe's bubble is (p/2-1)(F&B+B-3W), below ZB-H1's and 1F1B's", "[sim][schedule][engine]") {
+  const int p = 4, m = 16;
+  const Run dual = run(test::scenario(pipeline(p, 1, m, "dualpipe")));
+  const Run zb = run(test::scenario(pipeline(p, 1, m, "zb-h1")));
+  // F, B (input gradients) and W (weight gradients) of one micro-batch on stage 1 under 1F1B's split.
+  double f = 0, b = 0, w = 0;
+  for (const Task& t : zb.graph.programs[1].tasks) {
+    if (t.microbatch != 0) continue;
+    const double d = zb.durations.op_seconds[1][static_cast<std::size_t>(t.op)];
+    (t.phase == Phase::kForward ? f : t.phase == Phase::kBackwardWeight ? w : b) += d;
+  }
+  REQUIRE(w > 0);
+  // Every rank runs each of the m micro-batches once (half of them on each of its two chunks); without
+  // communication an overlapped pair F&B takes F + B + W on the one GPU, and a whole backward B + W.
+  const double pair = f + b + w, whole_backward = b + w;
+  const double makespan = from_nanos(dual.result.makespan);
+  CHECK(makespan == Approx(m * (f + b + w) + (p / 2 - 1) * (pair + whole_backward - 3 * w)).epsilon(0.003));
+  CHECK(makespan < from_nanos(zb.result.makespan));
+}
+
+TEST_CASE("DualPipe holds two stages' parameters and p+1 micro-batches of activations", "[sim][schedule][memory]") {
+  const int p = 4, m = 16;
+  const Run dual = run(test::scenario(pipeline(p, 1, m, "dualpipe")));
+  const Run one = run(test::scenario(pipeline(p, 1, m, "1f1b")));
+  for (int s = 0; s < p; ++s) {
+    INFO("stage " << s);
+    const auto weights = [](const Run& r, int stage) {
+      return r.graph.programs[static_cast<std::size_t>(stage)].static_memory[static_cast<std::size_t>(MemoryKind::kWeights)];
+    };
+    // Rank s holds model stage s and a copy of stage p-1-s.
+    CHECK(weights(dual, s) == weights(one, s) + weights(one, p - 1 - s));
+  }
+  // Activations one micro-batch's forward leaves allocated on a middle stage (the same layers either way).
+  Bytes per_microbatch = 0;
+  for (const Task& t : one.graph.programs[1].tasks) {
+    if (t.microbatch != 0 || t.phase != Phase::kForward) continue;
+    if (t.start_kind == MemoryKind::kActivations) per_microbatch += t.start_bytes;
+    if (t.end_kind == MemoryKind::kActivations) per_microbatch += t.end_bytes;
+  }
+  REQUIRE(per_microbatch > 0);
+  const Bytes peak = dual.result.instances[1].at_peak[static_cast<std::size_t>(MemoryKind::kActivations)];
+  // p+1 forwards are in flight; within an overlapped pair the backward frees layer by layer as the forward
+  // allocates, so the peak lies between p and p+1 micro-batches' activations.
+  CHECK(peak > p * per_microbatch);
+  CHECK(peak <= (p + 1) * per_microbatch);
 }
 
 TEST_CASE("GPipe keeps m micro-batches of activations on stage 0, 1F1B keeps p", "[sim][schedule][memory]") {

@@ -71,7 +71,7 @@ PlanRecord record_from(const json& j, const std::string& path) {
                                    in.field("recompute"));
   c.zero_stage = static_cast<int>(in.require_int("zero_stage", 0, 3));
   c.schedule = enum_of<Schedule>(in.require_string("schedule"),
-                                 {{"1f1b", Schedule::k1F1B}, {"gpipe", Schedule::kGPipe}, {"zb-h1", Schedule::kZbH1}},
+                                 {{"1f1b", Schedule::k1F1B}, {"gpipe", Schedule::kGPipe}, {"zb-h1", Schedule::kZbH1}, {"dualpipe", Schedule::kDualPipe}},
                                  in.field("schedule"));
   r.precision = in.require_string("precision");
   c.fp8 = r.precision == "fp8";
