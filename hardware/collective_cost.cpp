@@ -12,6 +12,7 @@ const char* to_string(CollectiveKind kind) {
     case CollectiveKind::kReduceScatter: return "reduce_scatter";
     case CollectiveKind::kAllToAll: return "all_to_all";
     case CollectiveKind::kSendRecv: return "send_recv";
+    case CollectiveKind::kExpertDispatch: return "expert_dispatch";
   }
   return "?";
 }
@@ -23,7 +24,8 @@ double bus_bandwidth_factor(CollectiveKind kind, int n) {
     case CollectiveKind::kAllGather:
     case CollectiveKind::kReduceScatter:
     case CollectiveKind::kAllToAll: return (nn - 1.0) / nn;
-    case CollectiveKind::kSendRecv: return 1.0;
+    case CollectiveKind::kSendRecv:
+    case CollectiveKind::kExpertDispatch: return 1.0;
   }
   return 1.0;
 }
@@ -67,6 +69,21 @@ BytesPerSecond NcclCollectiveModel::ring_bandwidth(const CollectiveOp& op) const
   return std::min(nvlink, nic * static_cast<double>(p.ranks_per_node));
 }
 
+CollectivePlan NcclCollectiveModel::expert_dispatch(const CollectiveOp& op) const {
+  const GroupPlacement& p = op.placement;
+  const BytesPerSecond nvlink = cluster_.gpu.nvlink_bandwidth * params_.expert_dispatch_efficiency;
+  const BytesPerSecond nic = cluster_.nic_bandwidth_per_gpu() * params_.expert_dispatch_efficiency / p.oversubscription;
+  const double network = static_cast<double>(op.network_bytes);
+  const bool crosses = network > 0 && p.tier != Tier::kNvlink;
+  const Seconds transfer = std::max(static_cast<double>(op.bytes) / nvlink, crosses ? network / nic : 0.0);
+  // One Simple-protocol step, and one network hop when anything crosses domains.
+  const Seconds latency = params_.call_latency + from_us(kRingBase[2] + (crosses ? kRingNetworkHop[2] : 0.0)) +
+                          (crosses ? p.network_latency : 0.0);
+  CollectivePlan plan{"two_level", kProtocols[2], latency + transfer, latency, 0};
+  plan.bus_bandwidth = (static_cast<double>(op.bytes) + network) / plan.time;
+  return plan;
+}
+
 Seconds NcclCollectiveModel::ring_latency(const CollectiveOp& op, int protocol) const {
   const GroupPlacement& p = op.placement;
   const int n = p.size;
@@ -94,6 +111,7 @@ Seconds NcclCollectiveModel::tree_latency(const GroupPlacement& p, int protocol)
 CollectivePlan NcclCollectiveModel::plan(const CollectiveOp& op) const {
   CollectivePlan best;
   const GroupPlacement& p = op.placement;
+  if (op.kind == CollectiveKind::kExpertDispatch) return p.size <= 1 ? best : expert_dispatch(op);
   if (p.size <= 1 || op.bytes <= 0) return best;
   const double bytes = static_cast<double>(op.bytes);
   const double volume = bytes * bus_bandwidth_factor(op.kind, p.size);

@@ -3,6 +3,8 @@
 // group placed on the topology. Sizes follow nccl-tests: all-reduce and reduce-scatter take the input buffer size,
 // all-gather the output size, all-to-all the per-rank buffer, send/recv the message. Bus bandwidth factors:
 // all-reduce 2(n-1)/n; all-gather, reduce-scatter, all-to-all (n-1)/n (nccl-tests doc/PERFORMANCE.md).
+// kExpertDispatch is the MoE flex dispatcher's fused dispatch or combine (DeepEP's normal kernels, HybridEP): its
+// `bytes` are what each rank forwards over NVLink and `network_bytes` what it sends across NVLink domains.
 
 #include <string>
 
@@ -12,7 +14,7 @@
 
 namespace orrery {
 
-enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kSendRecv };
+enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kSendRecv, kExpertDispatch };
 
 const char* to_string(CollectiveKind kind);
 
@@ -20,6 +22,7 @@ struct CollectiveOp {
   CollectiveKind kind = CollectiveKind::kAllReduce;
   Bytes bytes = 0;
   GroupPlacement placement;
+  Bytes network_bytes = 0;  // kExpertDispatch only: bytes per rank that leave its NVLink domain
   bool operator==(const CollectiveOp&) const = default;
 };
 
@@ -53,6 +56,11 @@ class CollectiveCostModel {
 /// each byte across the network once per direction (twice beyond two, as interior nodes of the double binary
 /// tree relay); NVLS moves each byte into and out of the switch once at NVLink x nvls_efficiency. Protocol
 /// bandwidth shares: LL 1/4 (all-reduce) or 1/3, LL128 0.92 (NCCL's own ratios).
+/// kExpertDispatch is not NCCL's: DeepEP's normal kernels send each token once per destination domain over RDMA
+/// (to the GPU of the sender's local index there) while forwarding over NVLink inside the domains, both at once,
+/// so time = latency + max(network bytes / (NIC per GPU x e / oversubscription), NVLink bytes / (NVLink x e)) with
+/// e = expert_dispatch_efficiency: DeepEP's published "bottleneck bandwidth" on H800 with CX7 NICs (docs/legacy.md:
+/// 153-158 GB/s NVLink of ~160 inside a node, 43-58 GB/s RDMA of 50 across 2-8 nodes) is that ratio.
 class NcclCollectiveModel final : public CollectiveCostModel {
  public:
   NcclCollectiveModel(ClusterSpec cluster, NetworkParams params);
@@ -63,6 +71,7 @@ class NcclCollectiveModel final : public CollectiveCostModel {
 
  private:
   BytesPerSecond ring_bandwidth(const CollectiveOp& op) const;
+  CollectivePlan expert_dispatch(const CollectiveOp& op) const;
   Seconds ring_latency(const CollectiveOp& op, int protocol) const;
   Seconds tree_latency(const GroupPlacement& p, int protocol) const;
   ClusterSpec cluster_;

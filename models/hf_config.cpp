@@ -129,6 +129,11 @@ void read_moe(FieldReader& in, ModelSpec& m) {
     moe.first_dense_layers = static_cast<int>(in.int_or("first_k_dense_replace", 0, 0, limits::kLayers));
     auto freq = in.int_or("moe_layer_freq", 1, 1, limits::kLayers);
     moe.router_correction_bias = in.optional_string("topk_method").value_or("") == "noaux_tc";
+    const auto groups = in.int_or("n_group", 0, 0, limits::kExperts);
+    if (groups > 1) {
+      moe.num_groups = static_cast<int>(groups);
+      moe.groups_per_token = static_cast<int>(required_int(in, {"topk_group"}, 1, groups));
+    }
     for (int l = 0; l < m.num_layers; ++l) moe.moe_layers.push_back(l >= moe.first_dense_layers && l % freq == 0);
   } else if (type == "qwen2_moe" || type == "qwen3_moe") {
     auto shared = in.int_or("shared_expert_intermediate_size", 0, 0, limits::kIntermediate);
@@ -310,6 +315,14 @@ void validate_model(const ModelSpec& m, const std::string& path) {
             fmt::format("must not exceed the number of experts ({})", m.moe.num_experts));
     require(static_cast<int>(m.moe.moe_layers.size()) == m.num_layers, field("num_hidden_layers"),
             std::to_string(m.num_layers), "must match the MoE layer map");
+    if (m.moe.num_groups > 0) {
+      require(m.moe.num_experts % m.moe.num_groups == 0, field("n_group"), std::to_string(m.moe.num_groups),
+              fmt::format("must divide the number of experts ({})", m.moe.num_experts));
+      const int reachable = m.moe.groups_per_token * (m.moe.num_experts / m.moe.num_groups);
+      require(m.moe.experts_per_token <= reachable, field("topk_group"), std::to_string(m.moe.groups_per_token),
+              fmt::format("groups hold {} experts, fewer than num_experts_per_tok ({})", reachable,
+                          m.moe.experts_per_token));
+    }
   }
 }
 

@@ -23,6 +23,11 @@ struct MoeSpec {
   std::vector<bool> moe_layers;    // per layer: true where the MLP is routed experts (set by the importer)
   bool router_bias = false;        // a bias on the router logits (GPT-OSS)
   bool router_correction_bias = false;  // DeepSeek-V3's e_score_correction_bias (E numbers, not in the logits GEMM)
+  /// Group-limited routing (DeepSeek-V3 report Section 2.1.2, "node-limited routing"; HF n_group / topk_group,
+  /// Megatron-Core moe_router_num_groups / moe_router_group_topk): the experts form num_groups equal groups and each
+  /// token picks its experts from its best groups_per_token groups. 0: routing is not group-limited.
+  int num_groups = 0;
+  int groups_per_token = 0;
 };
 
 /// Multi-head latent attention (DeepSeek-V2/V3, arXiv:2405.04434 Section 2.1). Zero kv_lora_rank means none.

@@ -63,7 +63,16 @@ const char* to_string(Framework f) {
   return "?";
 }
 
-const char* to_string(MoeDispatcher d) { return d == MoeDispatcher::kAllToAll ? "alltoall" : "allgather"; }
+const char* to_string(MoeDispatcher d) {
+  switch (d) {
+    case MoeDispatcher::kAllToAll: return "alltoall";
+    case MoeDispatcher::kAllGather: return "allgather";
+    case MoeDispatcher::kFlex: return "flex";
+  }
+  return "?";
+}
+
+const char* to_string(FlexBackend b) { return b == FlexBackend::kDeepEP ? "deepep" : "hybridep"; }
 
 double TrainingSpec::moe_effective_load() const {
   if (!moe_expert_capacity_factor) return moe_load_imbalance;

@@ -28,9 +28,12 @@ enum class Framework { kMegatron, kPytorch, kDeepSpeed03 };
 /// all-to-all, an all-gather of K and V, or hierarchical: all-to-all inside groups of the first
 /// `hierarchical_context_parallel_sizes` entry and a ring across them (sim/lower/context_parallel.h).
 enum class CpCommType { kP2p, kAllToAll, kAllGather, kA2aP2p };
-/// How tokens reach their experts (Megatron-Core `--moe-token-dispatcher-type`): all-to-all over the EP group, or
-/// an all-gather of every token and a reduce-scatter of the outputs (sim/lower/moe_block.cpp).
-enum class MoeDispatcher { kAllToAll, kAllGather };
+/// How tokens reach their experts (Megatron-Core `--moe-token-dispatcher-type`): all-to-all over the EP group, an
+/// all-gather of every token and a reduce-scatter of the outputs, or the flex dispatcher's fused kernels (DeepEP or
+/// HybridEP), which send each token once per destination node and rank (sim/lower/moe_block.cpp).
+enum class MoeDispatcher { kAllToAll, kAllGather, kFlex };
+/// The flex dispatcher's kernels (Megatron-Core `--moe-flex-dispatcher-backend`).
+enum class FlexBackend { kDeepEP, kHybridEP };
 
 const char* to_string(Precision p);
 const char* to_string(Recompute r);
@@ -38,6 +41,7 @@ const char* to_string(AttentionBackend a);
 const char* to_string(Schedule s);
 const char* to_string(CpCommType c);
 const char* to_string(MoeDispatcher d);
+const char* to_string(FlexBackend b);
 const char* to_string(Framework f);
 /// The GEMM data type of a training precision (FP8 runs keep BF16 outside the FP8 GEMMs).
 DType gemm_dtype(Precision p);
@@ -57,6 +61,7 @@ struct ParallelPlan {
   /// The all-to-all (inner) group size of hierarchical CP; 1 without it.
   int cp_a2a_size() const { return hierarchical_context_parallel_sizes.empty() ? 1 : hierarchical_context_parallel_sizes[0]; }
   MoeDispatcher moe_token_dispatcher_type = MoeDispatcher::kAllToAll;
+  FlexBackend moe_flex_dispatcher_backend = FlexBackend::kDeepEP;  // with the flex dispatcher only
   // Megatron overlap switches; on by default as the Megatron-Core training recipes set them (DESIGN.md).
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;

@@ -94,12 +94,16 @@ ParallelPlan parse_parallel(const json& value) {
     throw Error::invalid("parallel.hierarchical_context_parallel_sizes", "missing",
                          "is required with cp_comm_type \"a2a+p2p\" ([all-to-all size, ring size])");
   }
-  static constexpr std::pair<const char*, MoeDispatcher> kDispatchers[] = {{"alltoall", MoeDispatcher::kAllToAll},
-                                                                           {"allgather", MoeDispatcher::kAllGather}};
-  if (in.has("moe_token_dispatcher_type") && in.optional_string("moe_token_dispatcher_type").value_or("") == "flex") {
-    throw Error::not_modelled("parallel.moe_token_dispatcher_type", "flex", "the DeepEP (flex) token dispatcher");
-  }
+  static constexpr std::pair<const char*, MoeDispatcher> kDispatchers[] = {
+      {"alltoall", MoeDispatcher::kAllToAll}, {"allgather", MoeDispatcher::kAllGather}, {"flex", MoeDispatcher::kFlex}};
   p.moe_token_dispatcher_type = parse_enum(in, "moe_token_dispatcher_type", MoeDispatcher::kAllToAll, kDispatchers);
+  static constexpr std::pair<const char*, FlexBackend> kFlexBackends[] = {{"deepep", FlexBackend::kDeepEP},
+                                                                          {"hybridep", FlexBackend::kHybridEP}};
+  if (in.has("moe_flex_dispatcher_backend") && p.moe_token_dispatcher_type != MoeDispatcher::kFlex) {
+    throw Error::invalid("parallel.moe_flex_dispatcher_backend", in.optional_string("moe_flex_dispatcher_backend").value_or("?"),
+                         fmt::format("needs moe_token_dispatcher_type \"flex\", not \"{}\"", to_string(p.moe_token_dispatcher_type)));
+  }
+  p.moe_flex_dispatcher_backend = parse_enum(in, "moe_flex_dispatcher_backend", FlexBackend::kDeepEP, kFlexBackends);
   p.overlap_grad_reduce = in.bool_or("overlap_grad_reduce", true);
   p.overlap_param_gather = in.bool_or("overlap_param_gather", true);
   auto tp_overlap = in.optional_bool("tp_comm_overlap");

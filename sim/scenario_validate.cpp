@@ -136,13 +136,13 @@ void check_context_parallel(const Scenario& s) {
 }
 
 // Megatron-Core's conditions for overlap_moe_expert_parallel_comm (TransformerConfig checks: EP > 1, the alltoall
-// dispatcher, a virtual pipeline when pp > 1), and what Orrery does not lower with it.
+// or flex dispatcher, a virtual pipeline when pp > 1), and what Orrery does not lower with it.
 void check_expert_overlap(const Scenario& s) {
   const ParallelPlan& p = s.parallel;
   const std::string field = "parallel.overlap_moe_expert_parallel_comm";
   require(p.ep > 1, field, "true", "needs ep > 1 (there is no expert all-to-all to hide)");
-  require(p.moe_token_dispatcher_type == MoeDispatcher::kAllToAll, field, "true",
-          "needs moe_token_dispatcher_type alltoall, as Megatron-Core requires");
+  require(p.moe_token_dispatcher_type != MoeDispatcher::kAllGather, field, "true",
+          "needs moe_token_dispatcher_type alltoall or flex, as Megatron-Core requires");
   require(p.pp == 1 || p.vpp > 1, field, "true",
           fmt::format("needs vpp > 1 with pp {} (Megatron-Core merges passes only in the interleaved schedule)", p.pp));
   require(p.schedule == Schedule::k1F1B, field, "true",
@@ -185,6 +185,16 @@ void check_experts(Scenario& s) {
             fmt::format("must be true with tp ({}) in a mixture-of-experts model (Megatron-Core requires it)", p.tp));
   }
   if (p.overlap_moe_expert_parallel_comm) check_expert_overlap(s);
+  if (p.moe_token_dispatcher_type == MoeDispatcher::kFlex) {
+    // Megatron-Core's flex dispatcher folds expert TP into its group; Orrery prices EP-only dispatch.
+    if (p.etp > 1) {
+      throw Error::not_modelled("parallel.etp", str(p.etp), "expert tensor parallelism with the flex dispatcher");
+    }
+    if (s.training.moe_pad_expert_input_to_capacity) {
+      throw Error::not_modelled("training.moe_pad_expert_input_to_capacity", "true",
+                                "drop-and-pad with the flex dispatcher");
+    }
+  }
   const double load = s.training.moe_load_imbalance;
   require(load <= p.ep, "training.moe_load_imbalance", fmt::format("{}", load),
           fmt::format("cannot exceed ep ({}): the busiest rank gets at most all the tokens", p.ep));

@@ -158,6 +158,17 @@ TaskId Emitter::collective(const char* label, Stream stream, GroupKind group, Co
   return builder_.add(t, CollectiveOp{kind, bytes, where}, deps);
 }
 
+TaskId Emitter::expert_dispatch(const char* label, Bytes nvlink, Bytes network, std::initializer_list<TaskId> deps) {
+  if (dropped()) return -1;
+  const GroupPlacement& where = ctx_.placement(GroupKind::kEp, stage_);
+  if (where.size <= 1) return -1;
+  Task t = base(TaskKind::kCollective, label, Stream::kEp);
+  t.group = GroupKind::kEp;
+  CollectiveOp op{CollectiveKind::kExpertDispatch, nvlink, where};
+  op.network_bytes = network;
+  return builder_.add(t, op, deps);
+}
+
 TaskId Emitter::host_op(const char* label, Stream stream, HostOpShape shape, std::initializer_list<TaskId> deps) {
   if (dropped()) return -1;
   return builder_.add(base(TaskKind::kHostOp, label, stream), shape, deps);

@@ -114,6 +114,10 @@ class Emitter {
   /// nothing when the group has one rank.
   TaskId collective(const char* label, Stream stream, GroupKind group, CollectiveKind kind, Bytes bytes,
                     std::initializer_list<TaskId> deps = {});
+  /// The flex dispatcher's dispatch or combine over the EP group on the EP stream: per rank, `nvlink` bytes
+  /// forwarded inside NVLink domains and `network` bytes sent across them (CollectiveKind::kExpertDispatch).
+  /// Returns -1 and adds nothing when the EP group has one rank.
+  TaskId expert_dispatch(const char* label, Bytes nvlink, Bytes network, std::initializer_list<TaskId> deps = {});
   /// A PCIe copy or host-side work on `stream` (kDeviceToHost or kHostToDevice).
   TaskId host_op(const char* label, Stream stream, HostOpShape shape, std::initializer_list<TaskId> deps = {});
   /// One side of a point-to-point transfer (the p2p group kinds pair it with the peer's other side).

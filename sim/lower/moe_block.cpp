@@ -14,6 +14,12 @@
 // (`moe_pad_expert_input_to_capacity`), whose splits are static. Shared experts are a dense,
 // TP-sharded MLP on the same tokens (SharedExpertMLP), run before the routed experts.
 //
+// The flex dispatcher (MoEFlexTokenDispatcher with DeepEP or HybridEP) sends each token once per destination rank,
+// not once per expert, across domains once per destination domain with NVLink forwarding inside
+// (sim/lower/moe_routing.h); the receiving rank expands the token into its expert copies and the combine kernel
+// sums them on the way back. Its layout step exchanges the counts and the host reads them (DeepEP's dispatch waits
+// on the CPU for the received-token counts to size its outputs), once per layer and forward pass.
+//
 // The router probabilities weight each copy inside the expert activation (Megatron-Core applies `permuted_probs` in
 // the fused weighted SwiGLU of TEGroupedMLP), so the unpermute is a plain sum and the probabilities' gradient comes
 // from the activation's backward. Saved for the backward pass: the router's fp32 scores, the permuted fp32
@@ -21,6 +27,7 @@
 #include <cmath>
 
 #include "sim/lower/fp8.h"
+#include "sim/lower/moe_routing.h"
 #include "sim/lower/transformer_layer.h"
 
 namespace orrery {
@@ -53,6 +60,25 @@ MoeSizes moe_sizes(const LoweringContext& ctx) {
   z.up = (ctx.model.gated_mlp ? 2 : 1) * z.width;
   z.shared = static_cast<std::int64_t>(e.num_shared_experts) * e.shared_expert_intermediate_size;
   return z;
+}
+
+// Bytes of one token's hidden state, scaled by the busiest rank's load as the all-to-all's are.
+double loaded_token_bytes(const LoweringContext& ctx) {
+  return static_cast<double>(ctx.model.hidden_size * ctx.act_bytes) * ctx.training.moe_effective_load();
+}
+
+// Per-rank bytes of one flex dispatch or combine of the block's tokens (only with the flex dispatcher).
+FlexDispatchBytes flex_bytes(const LoweringContext& ctx, int stage, const MoeSizes& z) {
+  if (ctx.plan.moe_token_dispatcher_type != MoeDispatcher::kFlex) return {};
+  const auto token = static_cast<std::int64_t>(std::llround(loaded_token_bytes(ctx)));
+  return flex_dispatch_bytes(ctx.model.moe, ctx.placement(GroupKind::kEp, stage), z.tokens, token);
+}
+
+// Bytes a rank holds once per (token, rank) pair the flex dispatcher delivers to it: what it expands into its
+// expert copies, and what it sums them back into.
+Bytes flex_unique_bytes(const LoweringContext& ctx, int stage, const MoeSizes& z) {
+  const double ranks = expected_parts_reached(ctx.model.moe, ctx.placement(GroupKind::kEp, stage).size);
+  return static_cast<Bytes>(std::llround(static_cast<double>(z.tokens) * ranks * loaded_token_bytes(ctx)));
 }
 
 }  // namespace
@@ -91,6 +117,8 @@ TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy,
   const std::int64_t h = m.hidden_size, E = m.moe.num_experts, k = m.moe.experts_per_token;
   const Bytes act = ctx_.act_bytes;
   const bool gather_dispatch = p.moe_token_dispatcher_type == MoeDispatcher::kAllGather;
+  const bool flex = p.moe_token_dispatcher_type == MoeDispatcher::kFlex;
+  const FlexDispatchBytes fb = flex_bytes(ctx_, emit_.stage(), z);
 
   TaskId shared = -1;
   if (z.shared > 0) {
@@ -106,19 +134,23 @@ TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy,
   if (save) emit_.save(x, z.tokens * E * 4);
   const Bytes sent = static_cast<Bytes>(std::llround(static_cast<double>(z.copies * h * act) *
                                                      ctx_.training.moe_effective_load()));
-  if (gather_dispatch) {
+  // Drop-and-pad fixes every split at the capacity, so Megatron-Core's alltoall dispatcher skips both the count
+  // exchange and the device-to-host sync (token_dispatcher.py: cuda_sync_point stays "no_sync").
+  if (!gather_dispatch && p.ep > 1 && !ctx_.training.moe_pad_expert_input_to_capacity) {
+    const TaskId counts = emit_.collective("moe_token_counts", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllToAll,
+                                           E * 8, {x});
+    emit_.host_sync("moe_token_counts_item", {counts});
+  }
+  if (flex) {
+    x = emit_.expert_dispatch("moe_dispatch", fb.nvlink, fb.network, {x});
+    // The received tokens, one per (token, rank), expanded into this rank's expert copies.
+    x = emit_.elementwise("moe_permute", flex_unique_bytes(ctx_, emit_.stage(), z), z.received * h * act, {x});
+  } else if (gather_dispatch) {
     // Every rank gathers all tokens of the EP group and picks those routed to its experts.
     x = emit_.collective("moe_dispatch", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllGather,
                          z.tokens * h * act * p.ep, {x});
     x = emit_.elementwise("moe_permute", z.tokens * p.ep * h * act, z.received / p.etp * h * act, {x});
   } else {
-    // Drop-and-pad fixes every split at the capacity, so Megatron-Core's alltoall dispatcher skips both the count
-    // exchange and the device-to-host sync (token_dispatcher.py: cuda_sync_point stays "no_sync").
-    if (p.ep > 1 && !ctx_.training.moe_pad_expert_input_to_capacity) {
-      const TaskId counts = emit_.collective("moe_token_counts", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllToAll,
-                                             E * 8, {x});
-      emit_.host_sync("moe_token_counts_item", {counts});
-    }
     x = emit_.elementwise("moe_permute", z.tokens * h * act + z.copies * 8, z.copies * h * act, {x});
     x = emit_.collective("moe_dispatch", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllToAll, sent, {x});
   }
@@ -126,7 +158,7 @@ TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy,
     x = emit_.collective("moe_dispatch", Stream::kEp, GroupKind::kExpertTp, CollectiveKind::kAllGather,
                          z.received * h * act, {x});
   }
-  x = emit_.elementwise("moe_sort_chunks", z.received * h * act, z.received * h * act, {x});
+  if (!flex) x = emit_.elementwise("moe_sort_chunks", z.received * h * act, z.received * h * act, {x});
   if (save) emit_.save(x, z.received * 4);  // the permuted probabilities, travelling with their tokens
   x = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(groups_, "experts"), x);
   if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", z.received * h, x);
@@ -141,6 +173,14 @@ TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy,
   if (p.etp > 1) {
     x = emit_.collective("moe_combine", Stream::kEp, GroupKind::kExpertTp, CollectiveKind::kReduceScatter,
                          z.received * h * act, {x});
+  }
+  if (flex) {
+    // Each token's copies on this rank are summed (weighted by the router) before the combine sends them home,
+    // where the combine kernel adds the ranks' partial sums: the output needs no unpermute.
+    x = emit_.elementwise("moe_unpermute", z.received * h * act, flex_unique_bytes(ctx_, emit_.stage(), z), {x});
+    x = emit_.expert_dispatch("moe_combine", fb.nvlink, fb.network, {x});
+    if (shared >= 0) x = emit_.elementwise("moe_add_shared", 2 * z.tokens * h * act, z.tokens * h * act, {x, shared});
+    return x;
   }
   if (gather_dispatch) {
     x = emit_.elementwise("moe_unpermute", z.received / p.etp * h * act, z.tokens * p.ep * h * act, {x});
@@ -162,6 +202,8 @@ TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* par
   const std::int64_t h = m.hidden_size, E = m.moe.num_experts;
   const Bytes act = ctx_.act_bytes;
   const bool gather_dispatch = p.moe_token_dispatcher_type == MoeDispatcher::kAllGather;
+  const bool flex = p.moe_token_dispatcher_type == MoeDispatcher::kFlex;
+  const FlexDispatchBytes fb = flex_bytes(ctx_, emit_.stage(), z);
   const Bytes sent = static_cast<Bytes>(std::llround(static_cast<double>(z.copies * h * act) *
                                                      ctx_.training.moe_effective_load()));
 
@@ -171,12 +213,18 @@ TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* par
     shared = mlp_bwd("shared_expert_up", "shared_expert_down", grad, z.shared, &up, &down);
     record(params, "shared_experts", up, false);
   }
-  // Unpermute backward: the gradient of each token goes to its k copies.
-  TaskId x = emit_.elementwise("moe_unpermute", z.tokens * h * act, z.copies * h * act, {grad});
-  if (gather_dispatch) {
+  TaskId x = grad;
+  if (flex) {
+    // The combine's backward is a dispatch of the output gradients; the receiver expands them to its copies.
+    x = emit_.expert_dispatch("moe_combine", fb.nvlink, fb.network, {x});
+    x = emit_.elementwise("moe_unpermute", flex_unique_bytes(ctx_, emit_.stage(), z), z.received * h * act, {x});
+  } else if (gather_dispatch) {
+    // Unpermute backward: the gradient of each token goes to its k copies.
+    x = emit_.elementwise("moe_unpermute", z.tokens * h * act, z.copies * h * act, {grad});
     x = emit_.collective("moe_combine", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllGather,
                          z.tokens * h * act * p.ep, {x});
   } else {
+    x = emit_.elementwise("moe_unpermute", z.tokens * h * act, z.copies * h * act, {grad});
     x = emit_.collective("moe_combine", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllToAll, sent, {x});
     x = emit_.elementwise("moe_sort_chunks", z.received / p.etp * h * act, z.received / p.etp * h * act, {x});
   }
@@ -206,7 +254,12 @@ TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* par
     x = emit_.collective("moe_dispatch", Stream::kEp, GroupKind::kExpertTp, CollectiveKind::kReduceScatter,
                          z.received * h * act, {x});
   }
-  if (gather_dispatch) {
+  if (flex) {
+    // The copies' gradients are summed per token on this rank, and the dispatch's backward (a combine) adds the
+    // ranks' sums at the token's home.
+    x = emit_.elementwise("moe_permute", z.received * h * act, flex_unique_bytes(ctx_, emit_.stage(), z), {x});
+    x = emit_.expert_dispatch("moe_dispatch", fb.nvlink, fb.network, {x});
+  } else if (gather_dispatch) {
     x = emit_.elementwise("moe_permute", z.received / p.etp * h * act, z.tokens * p.ep * h * act, {x});
     x = emit_.collective("moe_dispatch", Stream::kEp, GroupKind::kEp, CollectiveKind::kReduceScatter,
                          z.tokens * h * act * p.ep, {x});

@@ -1,0 +1,183 @@
+// The flex (DeepEP / HybridEP) token dispatcher against independent answers: the expected fan-out of a token's top-k
+// experts over ranks and NVLink domains against brute-force enumeration of every routing, the bytes it moves
+// against hand counts, its cost against the two-level formula, and its lowering against the alltoall dispatcher's.
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <set>
+#include <vector>
+
+#include "hardware/collective_cost.h"
+#include "sim/lower/moe_routing.h"
+#include "test_support.h"
+
+using namespace orrery;
+
+namespace {
+
+MoeSpec routing(int experts, int k, int groups = 0, int groups_per_token = 0) {
+  MoeSpec m;
+  m.num_experts = experts;
+  m.experts_per_token = k;
+  m.num_groups = groups;
+  m.groups_per_token = groups_per_token;
+  return m;
+}
+
+// Every k-subset of `pool`, in turn.
+void subsets(const std::vector<int>& pool, int k, std::size_t from, std::vector<int>& pick,
+             const std::function<void(const std::vector<int>&)>& visit) {
+  if (static_cast<int>(pick.size()) == k) return visit(pick);
+  for (std::size_t i = from; i < pool.size(); ++i) {
+    pick.push_back(pool[i]);
+    subsets(pool, k, i + 1, pick, visit);
+    pick.pop_back();
+  }
+}
+
+// The mean number of slices reached over every equally likely routing: all choices of groups, then all k-subsets
+// of their experts (slices and groups are contiguous runs of experts).
+double enumerate_reached(int experts, int k, int parts, int groups, int chosen) {
+  const int per_group = experts / groups, per_part = experts / parts;
+  std::vector<int> group_ids(static_cast<std::size_t>(groups));
+  for (int g = 0; g < groups; ++g) group_ids[static_cast<std::size_t>(g)] = g;
+  double total = 0;
+  long count = 0;
+  std::vector<int> chosen_groups;
+  subsets(group_ids, chosen, 0, chosen_groups, [&](const std::vector<int>& gs) {
+    std::vector<int> pool;
+    for (int g : gs) {
+      for (int e = g * per_group; e < (g + 1) * per_group; ++e) pool.push_back(e);
+    }
+    std::vector<int> pick;
+    subsets(pool, k, 0, pick, [&](const std::vector<int>& es) {
+      std::set<int> reached;
+      for (int e : es) reached.insert(e / per_part);
+      total += static_cast<double>(reached.size());
+      ++count;
+    });
+  });
+  return total / static_cast<double>(count);
+}
+
+// Qwen3-30B-A3B (128 experts, top-8, h 2048), one layer, EP 16 over two DGX H100 nodes.
+Scenario qwen3(const std::string& parallel_extra) {
+  return test::scenario(R"({"model": {"preset": "qwen3-30b-a3b", "num_hidden_layers": 1},
+      "cluster": {"preset": "dgx-h100", "num_gpus": 16}, "parallel": {"ep": 16)" + parallel_extra + R"(},
+      "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 16}})");
+}
+
+// P(none of 8 picks from 128 experts falls among m given ones) = C(128 - m, 8) / C(128, 8).
+double miss8(int m) {
+  double p = 1;
+  for (int i = 0; i < 8; ++i) p *= (128.0 - m - i) / (128.0 - i);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("a token's experts reach as many ranks and domains as enumerating every routing gives", "[sim][moe]") {
+  // Uniform top-3 of 16 experts over 4 or 8 slices.
+  CHECK(expected_parts_reached(routing(16, 3), 4) == Approx(enumerate_reached(16, 3, 4, 1, 1)));
+  CHECK(expected_parts_reached(routing(16, 3), 8) == Approx(enumerate_reached(16, 3, 8, 1, 1)));
+  // Group-limited: 4 groups of 4, each token in its best 2; slices holding two groups, one, or half of one.
+  for (int parts : {2, 4, 8}) {
+    INFO(parts << " slices");
+    CHECK(expected_parts_reached(routing(16, 3, 4, 2), parts) == Approx(enumerate_reached(16, 3, parts, 4, 2)));
+  }
+  // Every expert picked: all slices reached.
+  CHECK(expected_parts_reached(routing(8, 8), 8) == Approx(8.0));
+}
+
+TEST_CASE("the flex dispatcher sends a token once per domain and rank it needs", "[sim][moe]") {
+  const int tokens = 1000, bytes = 2;
+  // Two experts on two ranks in two domains, top-1: half the tokens cross; nothing is forwarded inside a domain.
+  GroupPlacement two;
+  two.size = 2, two.ranks_per_domain = 1, two.domains = 2, two.tier = Tier::kLeaf;
+  const FlexDispatchBytes a = flex_dispatch_bytes(routing(2, 1), two, tokens, bytes);
+  CHECK(a.network == tokens * bytes / 2);
+  CHECK(a.nvlink == 0);
+  // EP 8 in one domain, 16 experts, top-2: a token reaches 8 (1 - C(14,2)/C(16,2)) = 8 x 29/120 ranks, 7/8 of them
+  // over NVLink; the alltoall dispatcher would send both copies (2 x 7/8).
+  GroupPlacement node;
+  node.size = 8, node.ranks_per_domain = 8, node.domains = 1;
+  const FlexDispatchBytes b = flex_dispatch_bytes(routing(16, 2), node, tokens, bytes);
+  CHECK(static_cast<double>(b.nvlink) == Approx(tokens * bytes * 8.0 * 29 / 120 * 7 / 8).margin(1));
+  CHECK(b.network == 0);
+}
+
+TEST_CASE("a flex dispatch takes the slower of its RDMA and NVLink parts", "[hardware][cost][moe]") {
+  ClusterSpec c = parse_cluster(nlohmann::json::parse(R"({"preset": "dgx-h100", "num_gpus": 64})"), "cluster");
+  NetworkParams net{0.8, 0.6, 0.9, 20e-6, 0.9};
+  NcclCollectiveModel model(c, net);
+  std::vector<int> members;
+  for (int i = 0; i < 64; ++i) members.push_back(i);
+  CollectiveOp op{CollectiveKind::kExpertDispatch, 100'000'000, place_members(c, members)};
+  op.network_bytes = 200'000'000;
+  // RDMA: 200 MB at the NIC per GPU x 0.9 bounds it; latency: call 20 us + Simple base 8.4 us + one network hop
+  // 14 us + the fat tree's hop.
+  const double rdma = 200e6 / (c.nic_bandwidth_per_gpu() * 0.9);
+  REQUIRE(rdma > 100e6 / (c.gpu.nvlink_bandwidth * 0.9));
+  const CollectivePlan plan = model.plan(op);
+  CHECK(plan.time == Approx(rdma + 20e-6 + 8.4e-6 + 14e-6 + op.placement.network_latency).epsilon(1e-9));
+  CHECK(std::string(plan.algorithm) == "two_level");
+}
+
+TEST_CASE("flex dispatch lowers to two-level transfers that move less than the alltoall dispatcher", "[sim][moe]") {
+  const WorkloadGraph flex = test::lowered(qwen3(R"(, "moe_token_dispatcher_type": "flex")"));
+  const WorkloadGraph a2a = test::lowered(qwen3(""));
+  struct Moved {
+    double nvlink = 0, network = 0, all_to_all = 0;
+    int dispatches = 0, syncs = 0;
+  };
+  const auto moved = [](const WorkloadGraph& g) {
+    Moved m;
+    for (const Task& t : g.programs[0].tasks) {
+      if (t.phase != Phase::kForward) continue;
+      if (t.kind == TaskKind::kHostSync && std::string(t.label) == "moe_token_counts_item") ++m.syncs;
+      if (t.group != GroupKind::kEp) continue;
+      const auto& op = std::get<CollectiveOp>(g.programs[0].ops[static_cast<std::size_t>(t.op)]);
+      if (op.kind == CollectiveKind::kExpertDispatch) {
+        ++m.dispatches;
+        m.nvlink += static_cast<double>(op.bytes);
+        m.network += static_cast<double>(op.network_bytes);
+      }
+      if (op.kind == CollectiveKind::kAllToAll && op.bytes > 128 * 8) m.all_to_all += static_cast<double>(op.bytes);
+    }
+    return m;
+  };
+  const Moved f = moved(flex), a = moved(a2a);
+  // Dispatch and combine, 4096 tokens of 2048 bf16 values each way; a token reaches 2 (1 - C(64,8)/C(128,8)) nodes
+  // (one of them remote half the time) and 16 (1 - C(120,8)/C(128,8)) ranks (7/8 of them forwarded over NVLink).
+  const double token = 2048 * 2, tokens = 4096;
+  REQUIRE(f.dispatches == 2);
+  CHECK(f.network == Approx(2 * tokens * 2 * (1 - miss8(64)) * 0.5 * token).epsilon(1e-6));
+  CHECK(f.nvlink == Approx(2 * tokens * 16 * (1 - miss8(8)) * 7.0 / 8 * token).epsilon(1e-6));
+  CHECK(f.all_to_all == 0);
+  // The alltoall dispatcher sends all 8 copies of every token, each way.
+  CHECK(a.all_to_all == Approx(2 * tokens * 8 * token));
+  CHECK(f.network + f.nvlink < a.all_to_all);
+  // Both read the token counts on the host once per layer and forward pass.
+  CHECK(f.syncs == 1);
+  CHECK(a.syncs == 1);
+  // So the flex dispatcher's iteration is shorter.
+  CHECK(predict(qwen3(R"(, "moe_token_dispatcher_type": "flex")")).run.makespan < predict(qwen3("")).run.makespan);
+}
+
+TEST_CASE("flex dispatcher inputs are checked", "[sim][moe][errors]") {
+  CHECK(qwen3(R"(, "moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": "hybridep")").parallel
+            .moe_flex_dispatcher_backend == FlexBackend::kHybridEP);
+  CHECK_THAT(test::scenario_error(R"({"model": "qwen3-30b-a3b", "cluster": {"preset": "dgx-h100", "num_gpus": 16},
+      "parallel": {"ep": 16, "moe_flex_dispatcher_backend": "deepep"}})"),
+             Catch::Contains("parallel.moe_flex_dispatcher_backend (deepep)") && Catch::Contains("flex"));
+  CHECK_THAT(test::scenario_error(R"({"model": "qwen3-30b-a3b", "cluster": {"preset": "dgx-h100", "num_gpus": 16},
+      "parallel": {"ep": 16, "moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": "nccl"}})"),
+             Catch::Contains("parallel.moe_flex_dispatcher_backend (nccl)") && Catch::Contains("deepep, hybridep"));
+  CHECK_THAT(test::scenario_error(R"({"model": "qwen3-30b-a3b", "cluster": {"preset": "dgx-h100", "num_gpus": 16},
+      "parallel": {"ep": 8, "etp": 2, "moe_token_dispatcher_type": "flex"}})"),
+             Catch::StartsWith("not modelled yet:") && Catch::Contains("parallel.etp (2)"));
+  CHECK_THAT(test::scenario_error(R"({"model": "qwen3-30b-a3b", "cluster": {"preset": "dgx-h100", "num_gpus": 16},
+      "parallel": {"ep": 16, "moe_token_dispatcher_type": "flex"}, "training": {"moe_expert_capacity_factor": 1.0,
+      "moe_pad_expert_input_to_capacity": true}})"),
+             Catch::StartsWith("not modelled yet:") && Catch::Contains("moe_pad_expert_input_to_capacity"));
+}
