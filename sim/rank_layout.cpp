@@ -102,7 +102,8 @@ std::vector<int> RankLayout::group_members(GroupKind kind, int rank) const {
     case GroupKind::kPpReverseBackwardRecv:  // prev -> me
       if (pp_ > 1) out = {this->rank({me.tp, me.cp, me.dp, prev}), rank};
       break;
-    case GroupKind::kPipelineMirror:
+    case GroupKind::kPipelineMirrorLow:
+    case GroupKind::kPipelineMirrorHigh:
       with([&](RankCoord& c) { c.pp = std::min(me.pp, pp_ - 1 - me.pp); });
       if (pp_ > 1) with([&](RankCoord& c) { c.pp = std::max(me.pp, pp_ - 1 - me.pp); });
       break;

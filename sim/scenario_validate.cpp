@@ -143,10 +143,10 @@ void check_expert_overlap(const Scenario& s) {
   require(p.ep > 1, field, "true", "needs ep > 1 (there is no expert all-to-all to hide)");
   require(p.moe_token_dispatcher_type != MoeDispatcher::kAllGather, field, "true",
           "needs moe_token_dispatcher_type alltoall or flex, as Megatron-Core requires");
-  require(p.pp == 1 || p.vpp > 1, field, "true",
-          fmt::format("needs vpp > 1 with pp {} (Megatron-Core merges passes only in the interleaved schedule)", p.pp));
   require(p.schedule == Schedule::k1F1B, field, "true",
           fmt::format("runs with the 1f1b schedule, not {}", to_string(p.schedule)));
+  require(p.pp == 1 || p.vpp > 1, field, "true",
+          fmt::format("needs vpp > 1 with pp {} (Megatron-Core merges passes only in the interleaved schedule)", p.pp));
   const TrainingSpec& t = s.training;
   require(t.precision != Precision::kFp32, "training.precision", "fp32",
           "cannot run with parallel.overlap_moe_expert_parallel_comm: Megatron-Core needs bf16 or fp16 parameters");

@@ -112,7 +112,8 @@ const char* to_string(GroupKind kind) {
     case GroupKind::kPpForwardRecv: return "pp_forward_recv";
     case GroupKind::kPpBackwardSend: return "pp_backward_send";
     case GroupKind::kPpBackwardRecv: return "pp_backward_recv";
-    case GroupKind::kPipelineMirror: return "pipeline_mirror";
+    case GroupKind::kPipelineMirrorLow: return "pipeline_mirror_low";
+    case GroupKind::kPipelineMirrorHigh: return "pipeline_mirror_high";
     case GroupKind::kPpReverseForwardSend: return "pp_reverse_forward_send";
     case GroupKind::kPpReverseForwardRecv: return "pp_reverse_forward_recv";
     case GroupKind::kPpReverseBackwardSend: return "pp_reverse_backward_send";

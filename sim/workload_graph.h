@@ -90,7 +90,10 @@ enum class GroupKind : std::uint8_t {
   kExpertDp,       // ranks holding the same expert shard: their gradients are reduced together
   kCpA2a,          // hierarchical CP: the all-to-all group (consecutive CP ranks)
   kCpP2p,          // hierarchical CP: the ring across all-to-all groups
-  kPipelineMirror,  // DualPipe: stages s and pp-1-s, which hold copies of the same two model stages
+  // DualPipe: ranks s and pp-1-s, which hold copies of the same two model stages, summing the gradients of the
+  // one in the first (Low) or second (High) half of the model: two kinds, so each pairs on its own.
+  kPipelineMirrorLow,
+  kPipelineMirrorHigh,
   kPpForwardSend,
   kPpForwardRecv,
   kPpBackwardSend,
@@ -100,7 +103,7 @@ enum class GroupKind : std::uint8_t {
   kPpReverseBackwardSend,  // me -> next
   kPpReverseBackwardRecv,  // prev -> me
 };
-inline constexpr int kNumGroupKinds = 21;
+inline constexpr int kNumGroupKinds = 22;
 /// The point-to-point kinds (pipeline transfers), which pair one sender with one receiver.
 inline bool is_pipeline_transfer(GroupKind g) { return g >= GroupKind::kPpForwardSend; }
 /// The sending side of a point-to-point pair.

@@ -52,12 +52,12 @@ std::size_t DataParallelLowering::find_group(const ParamUse& use) const {
   return 0;
 }
 
-void DataParallelLowering::emit_prologue(Emitter& emit) {
+void DataParallelLowering::emit_prologue(Emitter& emit, const std::vector<int>& chunk_order) {
   // ZeRO-3 gathers per unit as it runs; ZeRO-1 and 2 refresh the replicated parameters by bucket.
   if (!distributed_optimizer_ || zero_stage_ == 3 || !reduce_ || !ctx_.plan.overlap_param_gather) return;
   emit.at(-1, -1, -1, Phase::kForward);
-  // Forward order: chunk 0 first, and within a chunk the bucket holding the first layers first.
-  for (int chunk = 0; chunk < ctx_.layout.vpp; ++chunk) {
+  // Forward order: chunks as the schedule first runs them, and within a chunk the bucket of the first layers first.
+  for (int chunk : chunk_order) {
     for (auto it = buckets_.rbegin(); it != buckets_.rend(); ++it) {
       if (it->chunk != chunk) continue;
       it->param_gather = emit.collective("param_gather", Stream::kDp, group_of(*it), CollectiveKind::kAllGather,
@@ -85,7 +85,42 @@ void DataParallelLowering::emit_bucket_reduction(Emitter& emit, const std::vecto
   for (const auto& [after, b] : order) {
     TaskId t = emit.collective("grad_reduce", Stream::kDpReduce, group_of(buckets_[b]), kind,
                                buckets_[b].elements * ctx_.grad_bytes, {after});
-    if (t >= 0) done.push_back(t);
+    if (t >= 0) {
+      done.push_back(t);
+      chunk_reductions_[buckets_[b].chunk].push_back(t);
+    }
+  }
+}
+
+void DataParallelLowering::emit_mirror_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready,
+                                                  TaskId last_backward, std::vector<TaskId>& done) {
+  // DualPipe: ranks s and pp-1-s hold copies of model stages s and pp-1-s, whose gradients must agree before the
+  // step. Each stage's copies sum their shards (after the data-parallel reduction) as soon as both are ready, over
+  // the pair, while the rank's other chunk may still be computing; the DualPipe repository's example sums them
+  // the same way, over full gradients. The stage in the first half of the model pairs on one stream and group
+  // kind, the other on another, since the two ranks finish them in opposite orders.
+  const PipelineLayout& layout = ctx_.layout;
+  for (int chunk = 0; chunk < layout.vpp; ++chunk) {
+    std::int64_t dense = 0, expert = 0;
+    for (const ParamGroup& g : groups_) {
+      if (g.chunk == chunk) (g.expert ? expert : dense) += g.elements;
+    }
+    const std::int64_t owned = distributed_optimizer_ ? dense / ranks_of(false) + expert / ranks_of(true) : dense + expert;
+    const bool low = layout.virtual_stage(stage_, chunk) < ctx_.plan.pp / 2;
+    // Ready once the chunk's data-parallel reductions are done, or without them once its last gradient is.
+    const std::vector<TaskId>& reduced = chunk_reductions_[chunk];
+    TaskId ready = -1;
+    if (reduced.empty()) {
+      for (const ParamUse& use : grad_ready) {
+        if (use.chunk == chunk) ready = std::max(ready, use.grad_ready);
+      }
+      if (ready < 0) ready = last_backward;
+    }
+    const TaskId mirror = emit.collective("mirror_grad", low ? Stream::kDpReduce : Stream::kDp,
+                                          low ? GroupKind::kPipelineMirrorLow : GroupKind::kPipelineMirrorHigh,
+                                          CollectiveKind::kAllReduce, owned * ctx_.grad_bytes, {ready});
+    for (TaskId t : reduced) emit.depend(mirror, t);
+    if (mirror >= 0) done.push_back(mirror);
   }
 }
 
@@ -188,20 +223,12 @@ void DataParallelLowering::emit_epilogue(Emitter& emit, const std::vector<ParamU
   std::vector<TaskId> done = step_reductions_;
   emit.at(-1, -1, -1, Phase::kBackwardWeight);
   if (reduce_ && zero_stage_ <= 1) emit_gradient_reduction(emit, grad_ready, last_backward, done);
-  if (ctx_.layout.mirrored) {
-    // DualPipe: stages s and pp-1-s hold copies of the same two model stages, whose gradients must agree before
-    // the step. The copies' shards are summed in one all-reduce over the pair after the data-parallel reduction
-    // (the DualPipe repository's example sums them the same way, over all the copies' full gradients).
-    const TaskId mirror = emit.collective("mirror_grad", Stream::kDpReduce, GroupKind::kPipelineMirror,
-                                          CollectiveKind::kAllReduce, optimizer_elements() * ctx_.grad_bytes,
-                                          {last_backward});
-    for (TaskId t : done) emit.depend(mirror, t);
-    if (mirror >= 0) done.push_back(mirror);
-  }
+  if (ctx_.layout.mirrored) emit_mirror_reduction(emit, grad_ready, last_backward, done);
   // Tied embeddings across pipeline stages: the first and last stage all-reduce their copies' gradients
   // (Megatron-Core finalize_model_grads, after the data-parallel reduction).
+  // (DualPipe's first and last ranks hold both ends, whose copies the mirror reduction has already summed.)
   const bool first_or_last = stage_ == 0 || stage_ == ctx_.plan.pp - 1;
-  if (ctx_.model.tie_word_embeddings && ctx_.plan.pp > 1 && first_or_last) {
+  if (ctx_.model.tie_word_embeddings && ctx_.plan.pp > 1 && first_or_last && !ctx_.layout.mirrored) {
     const Bytes bytes = ctx_.padded_vocab / ctx_.tp * ctx_.model.hidden_size * ctx_.grad_bytes;
     TaskId t = emit.collective("embedding_grad", Stream::kDp, GroupKind::kEmbedding, CollectiveKind::kAllReduce, bytes,
                                {last_backward});

@@ -13,6 +13,7 @@
 //   expert-data-parallel group instead (Megatron-Core's expert_parallel_buffers);
 // - with DualPipe, the two copies of each model stage (on stages s and pp-1-s) sum their gradient shards.
 
+#include <map>
 #include <vector>
 
 #include "sim/lower/context.h"
@@ -32,8 +33,9 @@ class DataParallelLowering {
  public:
   DataParallelLowering(const LoweringContext& ctx, int stage);
 
-  /// Before the schedule: the overlapped parameter all-gathers of the distributed optimizer.
-  void emit_prologue(Emitter& emit);
+  /// Before the schedule: the overlapped parameter all-gathers of the distributed optimizer, chunk by chunk in
+  /// `chunk_order` (the order the schedule first runs them forward).
+  void emit_prologue(Emitter& emit, const std::vector<int>& chunk_order);
   /// After a backward step of `chunk` whose weight gradients finished at `grads`: ZeRO-2 reduce-scatters the
   /// chunk's buckets now (every micro-batch); other stages do nothing here.
   void after_backward_step(Emitter& emit, int chunk, const std::vector<ParamUse>& grads);
@@ -60,6 +62,8 @@ class DataParallelLowering {
   Bytes chunk_grad_bytes(int chunk) const;
   /// Parameters whose gradients and optimizer state this rank owns: its shard with the distributed optimizer.
   std::int64_t optimizer_elements() const;
+  void emit_mirror_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready, TaskId last_backward,
+                             std::vector<TaskId>& done);
   void emit_bucket_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready, TaskId fallback,
                              std::vector<TaskId>& done, int only_chunk);
 
@@ -76,6 +80,7 @@ class DataParallelLowering {
   bool distributed_optimizer_ = false;  // optimizer state sharded (ZeRO >= 1)
   bool reduce_ = false;  // more than one data-parallel rank
   std::vector<TaskId> step_reductions_;  // ZeRO-2 reduce-scatters issued after backward steps
+  std::map<int, std::vector<TaskId>> chunk_reductions_;  // per chunk: its buckets' data-parallel reductions
 };
 
 }  // namespace orrery

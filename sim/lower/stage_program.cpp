@@ -35,8 +35,8 @@ class StageLowering {
   }
 
   Program run(const MemoryParams& memory) {
-    dp_.emit_prologue(emit_);
     const auto steps = pipeline_steps(ctx_.plan.schedule, ctx_.plan.pp, ctx_.plan.vpp, stage_, ctx_.microbatches);
+    dp_.emit_prologue(emit_, chunks_in_forward_order(steps));
     int most_layers = 0;
     for (int c = 0; c < ctx_.layout.vpp; ++c) most_layers = std::max(most_layers, ctx_.layout.layers_in(stage_, c));
     const int per_layer = kTasksPerLayerStep + cp_extra_tasks_per_layer(ctx_.plan);
@@ -78,8 +78,9 @@ class StageLowering {
         if (merged) {
           const TaskId head = first_compute_from(first);
           for (TaskId before : slot_after) emit_.depend(head, before);
-          // DualPipe waits for all of the slot's transfers before it computes (its _commit_and_wait_comm), so an
-          // overlapped pair starts once both of its inputs have arrived.
+          // DualPipe waits for the slot's transfers before it computes (its _commit_and_wait_comm), so an overlapped
+          // pair starts once both of its inputs have arrived. Its sends are not waited for (a simplification: the
+          // reference also waits for the previous chunk's sends in the same batch).
           if (ctx_.plan.schedule == Schedule::kDualPipe) {
             for (TaskId r : received) emit_.depend(head, r);
           }
@@ -103,6 +104,17 @@ class StageLowering {
   // The compute task the host issued last, on either compute stream (-1 if none).
   TaskId last_issued_compute() const {
     return std::max(builder_.last_on(Stream::kCompute), builder_.last_on(Stream::kComputeB));
+  }
+
+  // The chunks in the order of their first forward (DualPipe's second-half ranks start with chunk 1).
+  std::vector<int> chunks_in_forward_order(const std::vector<ScheduleStep>& steps) const {
+    std::vector<int> order;
+    for (const ScheduleStep& s : steps) {
+      if (s.kind == StepKind::kForward && std::find(order.begin(), order.end(), s.chunk) == order.end()) {
+        order.push_back(s.chunk);
+      }
+    }
+    return order;
   }
 
   // The first compute task at or after `first` (-1 if none).

@@ -4,6 +4,8 @@
 // DualPipe's (p/2-1)(F&B+B-3W) with its 2x parameters and p+1 micro-batches in flight (arXiv:2412.19437 Table 2).
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include "sim/instances.h"
 #include "sim/report.h"
 #include "test_support.h"
@@ -199,4 +201,37 @@ TEST_CASE("blocking pipeline transfers run every schedule without deadlock and c
       CHECK(b.run.makespan >= o.run.makespan);
     }
   }
+}
+
+TEST_CASE("DualPipe sums each stage's two copies as soon as both are done, beside the other chunk's work",
+          "[sim][schedule][engine]") {
+  // Llama-3-8B, 4 stages, dp 4, distributed optimizer: rank 0 holds stage 0 (chunk 0) and stage 3 (chunk 1).
+  const Scenario s = test::scenario(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 16},
+      "parallel": {"pp": 4, "zero_stage": 1, "schedule": "dualpipe"},
+      "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 64}})");
+  const Prediction p = predict(s);
+  const Program& rank0 = p.graph.programs[0];
+  const InstanceRun& run = p.run.instances[0];
+  REQUIRE(run.recorded);
+  Nanoseconds last_compute = 0;
+  std::vector<std::size_t> mirrors;
+  for (std::size_t i = 0; i < rank0.tasks.size(); ++i) {
+    const Task& t = rank0.tasks[i];
+    if (t.is_compute() && t.phase != Phase::kOptimizer) last_compute = std::max(last_compute, run.timings[i].end);
+    if (std::string(t.label) == "mirror_grad") mirrors.push_back(i);
+  }
+  REQUIRE(mirrors.size() == 2);
+  // One per model stage, in the low and the high half, each of the chunk's own shard (dp 4 ranks).
+  std::set<GroupKind> kinds;
+  for (std::size_t i : mirrors) kinds.insert(rank0.tasks[i].group);
+  CHECK(kinds == std::set<GroupKind>{GroupKind::kPipelineMirrorLow, GroupKind::kPipelineMirrorHigh});
+  Bytes owned = 0;
+  for (std::size_t i : mirrors) owned += std::get<CollectiveOp>(rank0.ops[static_cast<std::size_t>(rank0.tasks[i].op)]).bytes;
+  // Parameters = weight bytes / 2 (bf16); the rank owns a quarter of them, with fp32 gradients (4 bytes).
+  const double weights = static_cast<double>(rank0.static_memory[static_cast<std::size_t>(MemoryKind::kWeights)]);
+  CHECK(static_cast<double>(owned) == Approx(weights / 2 / 4 * 4).epsilon(1e-3));
+  // Rank 0's far chunk (stage 3) finishes first: its copies are summed while stage 0 still computes.
+  Nanoseconds first = run.timings[mirrors[0]].start;
+  for (std::size_t i : mirrors) first = std::min(first, run.timings[i].start);
+  CHECK(first < last_compute);
 }
