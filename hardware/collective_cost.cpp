@@ -71,8 +71,9 @@ BytesPerSecond NcclCollectiveModel::ring_bandwidth(const CollectiveOp& op) const
 
 CollectivePlan NcclCollectiveModel::expert_dispatch(const CollectiveOp& op) const {
   const GroupPlacement& p = op.placement;
-  const BytesPerSecond nvlink = cluster_.gpu.nvlink_bandwidth * params_.expert_dispatch_efficiency;
-  const BytesPerSecond nic = cluster_.nic_bandwidth_per_gpu() * params_.expert_dispatch_efficiency / p.oversubscription;
+  const BytesPerSecond nvlink = cluster_.gpu.nvlink_bandwidth * params_.expert_dispatch_nvlink_efficiency;
+  const BytesPerSecond nic =
+      cluster_.nic_bandwidth_per_gpu() * params_.expert_dispatch_nic_efficiency / p.oversubscription;
   const double network = static_cast<double>(op.network_bytes);
   const bool crosses = network > 0 && p.tier != Tier::kNvlink;
   const Seconds transfer = std::max(static_cast<double>(op.bytes) / nvlink, crosses ? network / nic : 0.0);

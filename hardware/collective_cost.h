@@ -58,9 +58,9 @@ class CollectiveCostModel {
 /// bandwidth shares: LL 1/4 (all-reduce) or 1/3, LL128 0.92 (NCCL's own ratios).
 /// kExpertDispatch is not NCCL's: DeepEP's normal kernels send each token once per destination domain over RDMA
 /// (to the GPU of the sender's local index there) while forwarding over NVLink inside the domains, both at once,
-/// so time = latency + max(network bytes / (NIC per GPU x e / oversubscription), NVLink bytes / (NVLink x e)) with
-/// e = expert_dispatch_efficiency: DeepEP's published "bottleneck bandwidth" on H800 with CX7 NICs (docs/legacy.md:
-/// 153-158 GB/s NVLink of ~160 inside a node, 43-58 GB/s RDMA of 50 across 2-8 nodes) is that ratio.
+/// so time = latency + max(network bytes / (NIC per GPU x e_nic / oversubscription), NVLink bytes / (NVLink x
+/// e_nvlink)), the efficiencies from DeepEP's published bandwidths on H800 with CX7 NICs (docs/legacy.md; see
+/// hardware/presets/cost_model.json for how its byte counts map onto these).
 class NcclCollectiveModel final : public CollectiveCostModel {
  public:
   NcclCollectiveModel(ClusterSpec cluster, NetworkParams params);

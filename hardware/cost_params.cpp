@@ -59,7 +59,8 @@ CostParams parse_cost_params(const json& value, const std::string& path) {
   p.network.nvlink_efficiency = n.require_double("nvlink_efficiency", true);
   p.network.nvls_efficiency = n.require_double("nvls_efficiency", true);
   p.network.nic_efficiency = n.require_double("nic_efficiency", true);
-  p.network.expert_dispatch_efficiency = n.require_double("expert_dispatch_efficiency", true);
+  p.network.expert_dispatch_nvlink_efficiency = n.require_double("expert_dispatch_nvlink_efficiency", true);
+  p.network.expert_dispatch_nic_efficiency = n.require_double("expert_dispatch_nic_efficiency", true);
   p.network.call_latency = from_us(n.require_double("call_latency_us"));
   n.reject_unknown();
 

@@ -39,7 +39,8 @@ struct NetworkParams {
   double nvls_efficiency = 0;    // fraction of per-direction NVLink bandwidth an NVLS all-reduce moves
   double nic_efficiency = 0;     // fraction of NIC line rate reached
   Seconds call_latency = 0;      // fixed cost of one NCCL call beyond NCCL's own per-step latencies
-  double expert_dispatch_efficiency = 0;  // fraction of NVLink and NIC rates the flex dispatcher's kernels reach
+  double expert_dispatch_nvlink_efficiency = 0;  // fraction of NVLink's rate the flex dispatcher's forwarding reaches
+  double expert_dispatch_nic_efficiency = 0;     // fraction of the NIC rate its RDMA transfers reach
 };
 
 /// Memory outside parameters, optimizer state and activations ("other" in the report).

@@ -186,9 +186,12 @@ void check_experts(Scenario& s) {
   }
   if (p.overlap_moe_expert_parallel_comm) check_expert_overlap(s);
   if (p.moe_token_dispatcher_type == MoeDispatcher::kFlex) {
-    // Megatron-Core's flex dispatcher folds expert TP into its group; Orrery prices EP-only dispatch.
+    // Megatron-Core asserts TP x EP > 1 for the flex dispatcher and folds expert TP into its group; Orrery prices
+    // EP-only dispatch, so it needs ep > 1 and etp 1.
+    require(p.ep > 1, "parallel.ep", str(p.ep), "must be above 1 with moe_token_dispatcher_type flex");
     if (p.etp > 1) {
-      throw Error::not_modelled("parallel.etp", str(p.etp), "expert tensor parallelism with the flex dispatcher");
+      throw Error::not_modelled("parallel.etp", str(p.etp),
+                                "expert tensor parallelism with the flex dispatcher (etp defaults to tp; set etp 1)");
     }
     if (s.training.moe_pad_expert_input_to_capacity) {
       throw Error::not_modelled("training.moe_pad_expert_input_to_capacity", "true",

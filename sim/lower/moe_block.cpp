@@ -62,23 +62,21 @@ MoeSizes moe_sizes(const LoweringContext& ctx) {
   return z;
 }
 
-// Bytes of one token's hidden state, scaled by the busiest rank's load as the all-to-all's are.
-double loaded_token_bytes(const LoweringContext& ctx) {
-  return static_cast<double>(ctx.model.hidden_size * ctx.act_bytes) * ctx.training.moe_effective_load();
-}
-
-// Per-rank bytes of one flex dispatch or combine of the block's tokens (only with the flex dispatcher).
+// Per-rank bytes of one flex dispatch or combine of the block's tokens for the busiest rank (flex dispatcher only).
 FlexDispatchBytes flex_bytes(const LoweringContext& ctx, int stage, const MoeSizes& z) {
   if (ctx.plan.moe_token_dispatcher_type != MoeDispatcher::kFlex) return {};
-  const auto token = static_cast<std::int64_t>(std::llround(loaded_token_bytes(ctx)));
-  return flex_dispatch_bytes(ctx.model.moe, ctx.placement(GroupKind::kEp, stage), z.tokens, token);
+  return flex_dispatch_bytes(ctx.model.moe, ctx.placement(GroupKind::kEp, stage), z.tokens,
+                             ctx.model.hidden_size * ctx.act_bytes, ctx.training.moe_effective_load());
 }
 
 // Bytes a rank holds once per (token, rank) pair the flex dispatcher delivers to it: what it expands into its
-// expert copies, and what it sums them back into.
+// expert copies, and what it sums them back into (the busiest rank's, at most every token of the group once).
 Bytes flex_unique_bytes(const LoweringContext& ctx, int stage, const MoeSizes& z) {
-  const double ranks = expected_parts_reached(ctx.model.moe, ctx.placement(GroupKind::kEp, stage).size);
-  return static_cast<Bytes>(std::llround(static_cast<double>(z.tokens) * ranks * loaded_token_bytes(ctx)));
+  const int ep = ctx.placement(GroupKind::kEp, stage).size;
+  const double ranks = std::min(expected_parts_reached(ctx.model.moe, ep) * ctx.training.moe_effective_load(),
+                                static_cast<double>(ep));
+  return static_cast<Bytes>(std::llround(static_cast<double>(z.tokens) * ranks *
+                                         static_cast<double>(ctx.model.hidden_size * ctx.act_bytes)));
 }
 
 }  // namespace
@@ -136,13 +134,14 @@ TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy,
                                                      ctx_.training.moe_effective_load()));
   // Drop-and-pad fixes every split at the capacity, so Megatron-Core's alltoall dispatcher skips both the count
   // exchange and the device-to-host sync (token_dispatcher.py: cuda_sync_point stays "no_sync").
+  TaskId counted = -1;  // the host's read of the counts, which the flex dispatch (on the EP stream) waits for
   if (!gather_dispatch && p.ep > 1 && !ctx_.training.moe_pad_expert_input_to_capacity) {
     const TaskId counts = emit_.collective("moe_token_counts", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllToAll,
                                            E * 8, {x});
-    emit_.host_sync("moe_token_counts_item", {counts});
+    counted = emit_.host_sync("moe_token_counts_item", {counts});
   }
   if (flex) {
-    x = emit_.expert_dispatch("moe_dispatch", fb.nvlink, fb.network, {x});
+    x = emit_.expert_dispatch("moe_dispatch", fb.nvlink, fb.network, {x, counted});
     // The received tokens, one per (token, rank), expanded into this rank's expert copies.
     x = emit_.elementwise("moe_permute", flex_unique_bytes(ctx_, emit_.stage(), z), z.received * h * act, {x});
   } else if (gather_dispatch) {

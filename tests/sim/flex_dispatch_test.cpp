@@ -85,6 +85,8 @@ TEST_CASE("a token's experts reach as many ranks and domains as enumerating ever
     INFO(parts << " slices");
     CHECK(expected_parts_reached(routing(16, 3, 4, 2), parts) == Approx(enumerate_reached(16, 3, parts, 4, 2)));
   }
+  // Slices and groups that cut across each other: 24 experts in 4 groups of 6, best 2 groups, top-3, 3 slices of 8.
+  CHECK(expected_parts_reached(routing(24, 3, 4, 2), 3) == Approx(enumerate_reached(24, 3, 3, 4, 2)));
   // Every expert picked: all slices reached.
   CHECK(expected_parts_reached(routing(8, 8), 8) == Approx(8.0));
 }
@@ -104,11 +106,16 @@ TEST_CASE("the flex dispatcher sends a token once per domain and rank it needs",
   const FlexDispatchBytes b = flex_dispatch_bytes(routing(16, 2), node, tokens, bytes);
   CHECK(static_cast<double>(b.nvlink) == Approx(tokens * bytes * 8.0 * 29 / 120 * 7 / 8).margin(1));
   CHECK(b.network == 0);
+  // A busiest rank with 3x the average load gets 3 x 1.93 rank-copies per token; with 8x it would be 15.5, but a
+  // rank receives each token at most once from each of the 8 senders.
+  CHECK(static_cast<double>(flex_dispatch_bytes(routing(16, 2), node, tokens, bytes, 3.0).nvlink) ==
+        Approx(tokens * bytes * 3 * 8.0 * 29 / 120 * 7 / 8).margin(1));
+  CHECK(flex_dispatch_bytes(routing(16, 2), node, tokens, bytes, 8.0).nvlink == tokens * bytes * 8 * 7 / 8);
 }
 
 TEST_CASE("a flex dispatch takes the slower of its RDMA and NVLink parts", "[hardware][cost][moe]") {
   ClusterSpec c = parse_cluster(nlohmann::json::parse(R"({"preset": "dgx-h100", "num_gpus": 64})"), "cluster");
-  NetworkParams net{0.8, 0.6, 0.9, 20e-6, 0.9};
+  NetworkParams net{0.8, 0.6, 0.9, 20e-6, 0.7, 0.9};
   NcclCollectiveModel model(c, net);
   std::vector<int> members;
   for (int i = 0; i < 64; ++i) members.push_back(i);
@@ -117,7 +124,7 @@ TEST_CASE("a flex dispatch takes the slower of its RDMA and NVLink parts", "[har
   // RDMA: 200 MB at the NIC per GPU x 0.9 bounds it; latency: call 20 us + Simple base 8.4 us + one network hop
   // 14 us + the fat tree's hop.
   const double rdma = 200e6 / (c.nic_bandwidth_per_gpu() * 0.9);
-  REQUIRE(rdma > 100e6 / (c.gpu.nvlink_bandwidth * 0.9));
+  REQUIRE(rdma > 100e6 / (c.gpu.nvlink_bandwidth * 0.7));
   const CollectivePlan plan = model.plan(op);
   CHECK(plan.time == Approx(rdma + 20e-6 + 8.4e-6 + 14e-6 + op.placement.network_latency).epsilon(1e-9));
   CHECK(std::string(plan.algorithm) == "two_level");
@@ -160,8 +167,20 @@ TEST_CASE("flex dispatch lowers to two-level transfers that move less than the a
   // Both read the token counts on the host once per layer and forward pass.
   CHECK(f.syncs == 1);
   CHECK(a.syncs == 1);
-  // So the flex dispatcher's iteration is shorter.
-  CHECK(predict(qwen3(R"(, "moe_token_dispatcher_type": "flex")")).run.makespan < predict(qwen3("")).run.makespan);
+  // So the flex dispatcher's iteration is shorter; and its dispatch, on the EP stream, waits for the host to
+  // have read the counts, as DeepEP's CPU waits for them before it launches the transfer.
+  const Prediction pf = predict(qwen3(R"(, "moe_token_dispatcher_type": "flex")"));
+  CHECK(pf.run.makespan < predict(qwen3("")).run.makespan);
+  const Program& prog = pf.graph.programs[0];
+  Nanoseconds sync_end = -1, dispatch_start = -1;
+  for (std::size_t i = 0; i < prog.tasks.size(); ++i) {
+    const Task& t = prog.tasks[i];
+    if (t.phase != Phase::kForward || t.microbatch != 0) continue;
+    if (std::string(t.label) == "moe_token_counts_item") sync_end = pf.run.instances[0].timings[i].end;
+    if (std::string(t.label) == "moe_dispatch" && dispatch_start < 0) dispatch_start = pf.run.instances[0].timings[i].start;
+  }
+  REQUIRE(sync_end > 0);
+  CHECK(dispatch_start >= sync_end);
 }
 
 TEST_CASE("flex dispatcher inputs are checked", "[sim][moe][errors]") {
@@ -173,6 +192,9 @@ TEST_CASE("flex dispatcher inputs are checked", "[sim][moe][errors]") {
   CHECK_THAT(test::scenario_error(R"({"model": "qwen3-30b-a3b", "cluster": {"preset": "dgx-h100", "num_gpus": 16},
       "parallel": {"ep": 16, "moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": "nccl"}})"),
              Catch::Contains("parallel.moe_flex_dispatcher_backend (nccl)") && Catch::Contains("deepep, hybridep"));
+  CHECK_THAT(test::scenario_error(R"({"model": "qwen3-30b-a3b", "cluster": {"preset": "dgx-h100", "num_gpus": 16},
+      "parallel": {"ep": 1, "moe_token_dispatcher_type": "flex"}})"),
+             Catch::Contains("parallel.ep (1)") && Catch::Contains("flex"));
   CHECK_THAT(test::scenario_error(R"({"model": "qwen3-30b-a3b", "cluster": {"preset": "dgx-h100", "num_gpus": 16},
       "parallel": {"ep": 8, "etp": 2, "moe_token_dispatcher_type": "flex"}})"),
              Catch::StartsWith("not modelled yet:") && Catch::Contains("parallel.etp (2)"));
