@@ -35,9 +35,11 @@ ConventionFlops convention_flops(const Scenario& s, const std::string& conventio
 }
 
 std::string source_prefix(const std::string& name) {
-  for (const char* known : {"sc21-t1", "sc21-t2", "mlm-readme-2020", "mbridge-25.09", "mbridge-25.11"}) {
+  for (const char* known : {"sc21-t1", "sc21-t2", "mlm-readme-2020"}) {
     if (name.rfind(known, 0) == 0) return known;
   }
+  // Megatron-Bridge rows group by release: "mbridge-25.11-...".
+  if (name.rfind("mbridge-", 0) == 0) return name.substr(0, name.find('-', 8));
   return name.substr(0, name.find('-'));
 }
 
