@@ -69,6 +69,17 @@ std::pair<double, double> step_times(const Run& r, int stage) {
   return {f, b};
 }
 
+// Activation bytes micro-batch 0's forward pass leaves allocated on a stage.
+Bytes forward_activations(const Program& p) {
+  Bytes bytes = 0;
+  for (const Task& t : p.tasks) {
+    if (t.microbatch != 0 || t.phase != Phase::kForward) continue;
+    if (t.start_kind == MemoryKind::kActivations) bytes += t.start_bytes;
+    if (t.end_kind == MemoryKind::kActivations) bytes += t.end_bytes;
+  }
+  return bytes;
+}
+
 }  // namespace
 
 TEST_CASE("1F1B with free communication has the bubble (p-1)/(m+p-1)", "[sim][schedule][engine]") {
@@ -149,12 +160,7 @@ TEST_CASE("DualPipe holds two stages' parameters and p+1 micro-batches of activa
     CHECK(weights(dual, s) == weights(one, s) + weights(one, p - 1 - s));
   }
   // Activations one micro-batch's forward leaves allocated on a middle stage (the same layers either way).
-  Bytes per_microbatch = 0;
-  for (const Task& t : one.graph.programs[1].tasks) {
-    if (t.microbatch != 0 || t.phase != Phase::kForward) continue;
-    if (t.start_kind == MemoryKind::kActivations) per_microbatch += t.start_bytes;
-    if (t.end_kind == MemoryKind::kActivations) per_microbatch += t.end_bytes;
-  }
+  const Bytes per_microbatch = forward_activations(one.graph.programs[1]);
   REQUIRE(per_microbatch > 0);
   const Bytes peak = dual.result.instances[1].at_peak[static_cast<std::size_t>(MemoryKind::kActivations)];
   // p+1 forwards are in flight; within an overlapped pair the backward frees layer by layer as the forward
@@ -169,12 +175,7 @@ TEST_CASE("GPipe keeps m micro-batches of activations on stage 0, 1F1B keeps p",
     INFO(schedule);
     const Run r = run(test::scenario(pipeline(p, 1, m, schedule)));
     // Activations one micro-batch's forward pass leaves allocated on stage 0.
-    Bytes per_microbatch = 0;
-    for (const Task& t : r.graph.programs[0].tasks) {
-      if (t.microbatch != 0 || t.phase != Phase::kForward) continue;
-      if (t.start_kind == MemoryKind::kActivations) per_microbatch += t.start_bytes;
-      if (t.end_kind == MemoryKind::kActivations) per_microbatch += t.end_bytes;
-    }
+    const Bytes per_microbatch = forward_activations(r.graph.programs[0]);
     REQUIRE(per_microbatch > 0);
     const Bytes peak = r.result.instances[0].at_peak[static_cast<std::size_t>(MemoryKind::kActivations)];
     const Bytes expected = (std::string(schedule) == "gpipe" ? m : p) * per_microbatch;

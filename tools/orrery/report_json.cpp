@@ -71,6 +71,11 @@ json report_json(const Prediction& p) {
                  {"cp", pl.cp},
                  {"cp_comm_type", to_string(pl.cp_comm_type)},
                  {"ep", pl.ep},
+                 {"etp", pl.etp},
+                 {"moe_token_dispatcher_type", to_string(pl.moe_token_dispatcher_type)},
+                 {"moe_flex_dispatcher_backend", pl.moe_token_dispatcher_type == MoeDispatcher::kFlex
+                                                     ? nlohmann::json(to_string(pl.moe_flex_dispatcher_backend))
+                                                     : nlohmann::json(nullptr)},
                  {"vpp", pl.vpp},
                  {"sequence_parallel", pl.sequence_parallel},
                  {"zero_stage", pl.zero_stage},
