@@ -3,6 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <tuple>
+#include <vector>
 
 namespace orrery {
 
@@ -59,9 +65,71 @@ double enumerate_groups(std::int64_t experts, int k, int parts, int groups, int 
   return total / static_cast<double>(sets);
 }
 
+// Megatron-Core's group-limited top-k on random normal logits (router.py group_limited_topk): the mean number of
+// slices the picked experts fall on over kTokens routings from a fixed seed. Uniforms come from the 53 high bits
+// of mt19937_64 and normals from Box-Muller, so the figure is the same on every platform.
+double sampled_parts_reached(const MoeSpec& moe, int parts) {
+  constexpr int kTokens = 4096;
+  const int experts = moe.num_experts, k = moe.experts_per_token, groups = moe.num_groups;
+  const int chosen = moe.groups_per_token, per_group = experts / groups, per_part = experts / parts;
+  const int best = std::max(1, k / chosen);  // experts summed into a group's score
+  std::mt19937_64 rng(20251130);
+  const auto uniform = [&] { return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53; };
+  std::vector<double> score(static_cast<std::size_t>(experts)), group_score(static_cast<std::size_t>(groups));
+  std::vector<double> top(static_cast<std::size_t>(per_group));
+  std::vector<int> group_order(static_cast<std::size_t>(groups)), candidates;
+  std::vector<char> reached(static_cast<std::size_t>(parts));
+  double total = 0;
+  for (int t = 0; t < kTokens; ++t) {
+    for (int e = 0; e < experts; e += 2) {
+      const double r = std::sqrt(-2.0 * std::log(uniform())), a = 6.283185307179586 * uniform();
+      const double z[2] = {r * std::cos(a), r * std::sin(a)};
+      for (int i = 0; i < 2 && e + i < experts; ++i) {
+        score[static_cast<std::size_t>(e + i)] = moe.router_correction_bias ? 1.0 / (1.0 + std::exp(-z[i])) : std::exp(z[i]);
+      }
+    }
+    for (int g = 0; g < groups; ++g) {
+      std::copy_n(score.begin() + g * per_group, per_group, top.begin());
+      std::partial_sort(top.begin(), top.begin() + best, top.end(), std::greater<>());
+      group_score[static_cast<std::size_t>(g)] = std::accumulate(top.begin(), top.begin() + best, 0.0);
+    }
+    std::iota(group_order.begin(), group_order.end(), 0);
+    std::partial_sort(group_order.begin(), group_order.begin() + chosen, group_order.end(),
+                      [&](int a, int b) { return group_score[static_cast<std::size_t>(a)] > group_score[static_cast<std::size_t>(b)]; });
+    candidates.clear();
+    for (int i = 0; i < chosen; ++i) {
+      const int g = group_order[static_cast<std::size_t>(i)];
+      for (int e = g * per_group; e < (g + 1) * per_group; ++e) candidates.push_back(e);
+    }
+    std::partial_sort(candidates.begin(), candidates.begin() + k, candidates.end(),
+                      [&](int a, int b) { return score[static_cast<std::size_t>(a)] > score[static_cast<std::size_t>(b)]; });
+    std::fill(reached.begin(), reached.end(), 0);
+    for (int i = 0; i < k; ++i) reached[static_cast<std::size_t>(candidates[static_cast<std::size_t>(i)] / per_part)] = 1;
+    total += static_cast<double>(std::count(reached.begin(), reached.end(), 1));
+  }
+  return total / kTokens;
+}
+
 }  // namespace
 
 double expected_parts_reached(const MoeSpec& moe, int parts) {
+  const bool grouped = moe.num_groups > 1 && moe.groups_per_token < moe.num_groups;
+  if (!grouped) return uniform_parts_reached(moe, parts);
+  // Sampling costs milliseconds; plans share few routings, so each (routing, slices) is drawn once per process.
+  using Key = std::tuple<int, int, int, int, bool, int>;
+  static std::mutex mutex;
+  static std::map<Key, double> cache;
+  const Key key{moe.num_experts, moe.experts_per_token, moe.num_groups, moe.groups_per_token, moe.router_correction_bias, parts};
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  const double value = sampled_parts_reached(moe, parts);
+  std::lock_guard<std::mutex> lock(mutex);
+  return cache.emplace(key, value).first->second;
+}
+
+double uniform_parts_reached(const MoeSpec& moe, int parts) {
   const std::int64_t experts = moe.num_experts;
   const int k = moe.experts_per_token;
   const bool grouped = moe.num_groups > 1 && moe.groups_per_token < moe.num_groups;

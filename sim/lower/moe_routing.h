@@ -1,9 +1,10 @@
 #pragma once
 // How far a routed token travels: the expected number of EP ranks and NVLink domains its top-k experts fall on,
-// and from them the bytes the flex dispatcher (DeepEP's normal kernels, HybridEP) moves per rank. Routing is taken
-// as uniform, as Megatron-Core's force-balanced benchmarks run it (random router logits): each token picks k
-// distinct experts at random, from its groups_per_token best groups when routing is group-limited (DeepSeek-V3
-// report Section 2.1.2; with random scores the groups are a random draw too).
+// and from them the bytes the flex dispatcher (DeepEP's normal kernels, HybridEP) moves per rank. Routing is taken as
+// Megatron-Core's force-balanced benchmarks run it: random normal router logits, so without group limits each token
+// picks k distinct experts uniformly; with group-limited routing (DeepSeek-V3 report Section 2.1.2) Megatron-Core's
+// router scores each group by the sum of its best k / groups_per_token expert scores, keeps the best
+// groups_per_token groups and picks the top k experts among them.
 
 #include <cstdint>
 
@@ -13,12 +14,17 @@
 namespace orrery {
 
 /// Expected number of the `parts` equal, contiguous slices of the experts (ranks or NVLink domains of the EP group)
-/// that one token's experts_per_token experts fall on, its experts uniform among its chosen groups. Exact for that
-/// model (closed forms when slices hold whole groups or groups whole slices, else enumerating the sets of chosen
-/// groups). Megatron-Core's group-limited router scores a group by its best experts, so chosen groups hold more of
-/// the top-k than uniform: sampling its force-balanced routing gives 2-9% more slices than this for DeepSeek-V3.
-/// `parts` must divide num_experts. Without groups: parts (1 - C(E - E/parts, k) / C(E, k)).
+/// that one token's experts_per_token experts fall on. Without group limits, exactly parts (1 - C(E - E/parts, k) /
+/// C(E, k)). With them, the mean over 4096 routings of Megatron-Core's group-limited top-k drawn from a fixed seed
+/// (scores sigmoid(logit) for DeepSeek-V3's noaux_tc router, exp(logit) for softmax routers; standard error about
+/// 0.5%), cached per routing and slice count. `parts` must divide num_experts.
 double expected_parts_reached(const MoeSpec& moe, int parts);
+
+/// The same with each token's experts uniform among its chosen groups (the groups themselves a uniform draw):
+/// exact, by closed forms when slices hold whole groups or groups whole slices, else by enumerating the sets of
+/// chosen groups. Megatron-Core's router concentrates the top-k in the groups it picks, so its fan-out is 2-9% above
+/// this for DeepSeek-V3 routing.
+double uniform_parts_reached(const MoeSpec& moe, int parts);
 
 /// Per-rank bytes of one flex dispatch (the combine moves the same in reverse) of `tokens` tokens of
 /// `token_bytes` each over the EP group placed as `ep`, for the busiest rank receiving `load` times the average:

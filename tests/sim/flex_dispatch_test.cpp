@@ -3,7 +3,11 @@
 // against hand counts, its cost against the two-level formula, and its lowering against the alltoall dispatcher's.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
+#include <numeric>
+#include <random>
 #include <set>
 #include <vector>
 
@@ -80,15 +84,66 @@ TEST_CASE("a token's experts reach as many ranks and domains as enumerating ever
   // Uniform top-3 of 16 experts over 4 or 8 slices.
   CHECK(expected_parts_reached(routing(16, 3), 4) == Approx(enumerate_reached(16, 3, 4, 1, 1)));
   CHECK(expected_parts_reached(routing(16, 3), 8) == Approx(enumerate_reached(16, 3, 8, 1, 1)));
-  // Group-limited: 4 groups of 4, each token in its best 2; slices holding two groups, one, or half of one.
+  // Group-limited with experts uniform in the chosen groups: 4 groups of 4, each token in its best 2; slices
+  // holding two groups, one, or half of one.
   for (int parts : {2, 4, 8}) {
     INFO(parts << " slices");
-    CHECK(expected_parts_reached(routing(16, 3, 4, 2), parts) == Approx(enumerate_reached(16, 3, parts, 4, 2)));
+    CHECK(uniform_parts_reached(routing(16, 3, 4, 2), parts) == Approx(enumerate_reached(16, 3, parts, 4, 2)));
   }
   // Slices and groups that cut across each other: 24 experts in 4 groups of 6, best 2 groups, top-3, 3 slices of 8.
-  CHECK(expected_parts_reached(routing(24, 3, 4, 2), 3) == Approx(enumerate_reached(24, 3, 3, 4, 2)));
+  CHECK(uniform_parts_reached(routing(24, 3, 4, 2), 3) == Approx(enumerate_reached(24, 3, 3, 4, 2)));
   // Every expert picked: all slices reached.
   CHECK(expected_parts_reached(routing(8, 8), 8) == Approx(8.0));
+}
+
+namespace {
+
+// A second, plain sampler of Megatron-Core's group-limited top-k (router.py group_limited_topk) with the standard
+// library's normal distribution and full sorts: the mean slices reached over `tokens` routings.
+double plain_router_sample(const MoeSpec& moe, int parts, int tokens, bool sigmoid) {
+  std::mt19937 rng(7);
+  std::normal_distribution<double> normal;
+  const int per_group = moe.num_experts / moe.num_groups, best = moe.experts_per_token / moe.groups_per_token;
+  double total = 0;
+  for (int t = 0; t < tokens; ++t) {
+    std::vector<double> score(static_cast<std::size_t>(moe.num_experts));
+    for (double& s : score) s = sigmoid ? 1.0 / (1.0 + std::exp(-normal(rng))) : std::exp(normal(rng));
+    std::vector<std::pair<double, int>> groups;
+    for (int g = 0; g < moe.num_groups; ++g) {
+      std::vector<double> mine(score.begin() + g * per_group, score.begin() + (g + 1) * per_group);
+      std::sort(mine.rbegin(), mine.rend());
+      groups.push_back({std::accumulate(mine.begin(), mine.begin() + best, 0.0), g});
+    }
+    std::sort(groups.rbegin(), groups.rend());
+    std::vector<std::pair<double, int>> pool;
+    for (int i = 0; i < moe.groups_per_token; ++i) {
+      for (int e = groups[static_cast<std::size_t>(i)].second * per_group; e < (groups[static_cast<std::size_t>(i)].second + 1) * per_group; ++e) {
+        pool.push_back({score[static_cast<std::size_t>(e)], e});
+      }
+    }
+    std::sort(pool.rbegin(), pool.rend());
+    std::set<int> reached;
+    for (int i = 0; i < moe.experts_per_token; ++i) reached.insert(pool[static_cast<std::size_t>(i)].second / (moe.num_experts / parts));
+    total += static_cast<double>(reached.size());
+  }
+  return total / tokens;
+}
+
+}  // namespace
+
+TEST_CASE("group-limited fan-out follows Megatron-Core's router, which packs the top-k into its chosen groups",
+          "[sim][moe]") {
+  // DeepSeek-V3 routing: 256 experts in 8 groups, the best 4 by the sum of their top-2 sigmoid scores, then top-8.
+  MoeSpec v3 = routing(256, 8, 8, 4);
+  v3.router_correction_bias = true;  // noaux_tc: sigmoid scores
+  for (int parts : {8, 16, 64}) {
+    INFO(parts << " slices");
+    const double sampled = plain_router_sample(v3, parts, 20000, true);
+    CHECK(expected_parts_reached(v3, parts) == Approx(sampled).epsilon(0.02));
+  }
+  // Over 8 nodes, one group each: nearly every chosen group gets an expert (3.6 if they were uniform within).
+  CHECK(expected_parts_reached(v3, 8) > uniform_parts_reached(v3, 8) * 1.05);
+  CHECK(expected_parts_reached(v3, 8) <= 4.0);
 }
 
 TEST_CASE("the flex dispatcher sends a token once per domain and rank it needs", "[sim][moe]") {
