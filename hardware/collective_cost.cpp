@@ -61,9 +61,10 @@ BytesPerSecond NcclCollectiveModel::ring_bandwidth(const CollectiveOp& op) const
   const BytesPerSecond nic = cluster_.nic_bandwidth_per_gpu() * params_.nic_efficiency / p.oversubscription;
   if (op.kind == CollectiveKind::kSendRecv) return nic;
   if (op.kind == CollectiveKind::kAllToAll) {
-    // Only the (n - members on this domain) / (n - 1) part of each rank's traffic leaves the domain.
+    // Only the (n - members on its domain) / (n - 1) part of a rank's traffic leaves the domain; the ranks on the
+    // domain holding the fewest members send the most across, and the exchange ends when they are done.
     const double n = p.size;
-    const double off_domain = (n - p.ranks_per_domain) / (n - 1.0);
+    const double off_domain = (n - p.fewest_per_domain) / (n - 1.0);
     return std::min(nvlink, nic / off_domain);
   }
   return std::min(nvlink, nic * static_cast<double>(p.ranks_per_node));

@@ -16,13 +16,21 @@ const char* to_string(Tier tier) {
 
 namespace {
 
-// Largest number of members in one block of `block` consecutive ranks, and the number of blocks touched.
-std::pair<int, int> blocks(const std::vector<int>& members, int block) {
+struct Blocks {
+  int most = 0;     // members in the fullest block of consecutive ranks
+  int fewest = 0;   // members in the emptiest block touched
+  int touched = 0;  // blocks touched
+};
+
+// How `members` fall into blocks of `block` consecutive ranks.
+Blocks blocks(const std::vector<int>& members, int block) {
   std::map<int, int> count;
   for (int r : members) ++count[r / block];
-  int most = 0;
-  for (const auto& [b, n] : count) most = std::max(most, n);
-  return {most, static_cast<int>(count.size())};
+  Blocks out;
+  out.fewest = static_cast<int>(members.size());
+  for (const auto& [b, n] : count) out.most = std::max(out.most, n), out.fewest = std::min(out.fewest, n);
+  out.touched = static_cast<int>(count.size());
+  return out;
 }
 
 }  // namespace
@@ -30,11 +38,13 @@ std::pair<int, int> blocks(const std::vector<int>& members, int block) {
 GroupPlacement place_members(const ClusterSpec& c, const std::vector<int>& members) {
   GroupPlacement p;
   p.size = static_cast<int>(members.size());
-  auto [per_domain, domains] = blocks(members, c.nvlink_domain_size);
-  auto [per_node, nodes] = blocks(members, c.gpus_per_node);
-  p.ranks_per_domain = per_domain;
+  const Blocks in_domains = blocks(members, c.nvlink_domain_size);
+  const Blocks in_nodes = blocks(members, c.gpus_per_node);
+  const int domains = in_domains.touched, nodes = in_nodes.touched;
+  p.ranks_per_domain = in_domains.most;
+  p.fewest_per_domain = in_domains.fewest;
   p.domains = domains;
-  p.ranks_per_node = per_node;
+  p.ranks_per_node = in_nodes.most;
   if (domains == 1) {
     p.tier = Tier::kNvlink;
     return p;

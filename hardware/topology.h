@@ -20,7 +20,8 @@ const char* to_string(Tier tier);
 
 struct GroupPlacement {
   int size = 1;              // ranks in the group
-  int ranks_per_domain = 1;  // members on each NVLink domain it touches
+  int ranks_per_domain = 1;  // members on each NVLink domain it touches (the most on any one)
+  int fewest_per_domain = 1;  // the fewest members on a domain it touches: those ranks send most across domains
   int domains = 1;           // NVLink domains spanned
   int ranks_per_node = 1;    // members on each node it touches
   Tier tier = Tier::kNvlink;

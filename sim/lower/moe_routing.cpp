@@ -169,8 +169,11 @@ FlexDispatchBytes flex_dispatch_bytes(const MoeSpec& moe, const GroupPlacement& 
   const double ranks = std::min(expected_parts_reached(moe, ep.size) * load, static_cast<double>(ep.size));
   out.nvlink = static_cast<std::int64_t>(std::llround(payload * ranks * (1.0 - 1.0 / per_domain)));
   if (domains > 1) {
+    // The ranks on the domain holding the fewest members send the largest share across domains (an even split:
+    // (domains - 1) / domains of the domains a token reaches), but never to more than the other domains.
     const double reached = std::min(expected_parts_reached(moe, domains) * load, static_cast<double>(domains));
-    out.network = static_cast<std::int64_t>(std::llround(payload * reached * (domains - 1.0) / domains));
+    const double remote = 1.0 - static_cast<double>(std::max(1, ep.fewest_per_domain)) / ep.size;
+    out.network = static_cast<std::int64_t>(std::llround(payload * std::min(reached * remote, domains - 1.0)));
   }
   return out;
 }

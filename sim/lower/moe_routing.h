@@ -30,7 +30,8 @@ double uniform_parts_reached(const MoeSpec& moe, int parts);
 /// `token_bytes` each over the EP group placed as `ep`, for the busiest rank receiving `load` times the average:
 /// across domains each token goes once to every other domain it needs (to the GPU of its sender's local index
 /// there), inside them once to every rank it needs that is not the GPU it landed on:
-/// network = tokens x min(load D_domains, domains) x (domains - 1) / domains x token_bytes,
+/// network = tokens x min(min(load D_domains, domains) x (1 - fewest_per_domain / ep), domains - 1) x token_bytes
+/// (the busiest sender is on the domain with the fewest members; (domains - 1) / domains for an even split),
 /// nvlink = tokens x min(load D_ranks, ep) x (1 - 1 / ranks_per_domain) x token_bytes (a rank gets each token at
 /// most once per sender).
 struct FlexDispatchBytes {

@@ -81,6 +81,24 @@ TEST_CASE("ring collectives follow the nccl-tests bus-bandwidth factors", "[hard
   CHECK(model.time(CollectiveOp{CollectiveKind::kAllReduce, 1 << 20, place_members(c, {3})}) == 0.0);
 }
 
+TEST_CASE("an all-to-all split 12 + 4 across nodes waits for the 4, who send 12/15 of their bytes across",
+          "[hardware][cost]") {
+  ClusterSpec c = parse_cluster(nlohmann::json::parse(R"({"preset": "dgx-h100", "num_gpus": 64})"), "cluster");
+  NetworkParams net{0.8, 0.6, 0.9, 20e-6};
+  NcclCollectiveModel model(c, net);
+  GroupPlacement even;
+  even.size = 16, even.ranks_per_domain = 8, even.fewest_per_domain = 8, even.domains = 2, even.ranks_per_node = 8;
+  even.tier = Tier::kLeaf;
+  GroupPlacement uneven = even;
+  uneven.ranks_per_domain = 12, uneven.fewest_per_domain = 4, uneven.ranks_per_node = 12;
+  const Bytes bytes = 1 << 28;
+  const double t_even = model.time(CollectiveOp{CollectiveKind::kAllToAll, bytes, even});
+  const double t_uneven = model.time(CollectiveOp{CollectiveKind::kAllToAll, bytes, uneven});
+  CHECK(t_uneven > t_even);
+  // Large messages are bandwidth-bound: the time ratio is the ratio of off-node shares, (16 - 4) / (16 - 8).
+  CHECK(t_uneven / t_even == Approx(12.0 / 8.0).epsilon(0.02));
+}
+
 TEST_CASE("NVLS lifts intra-node all-reduce bandwidth on H100 above the ring", "[hardware][cost]") {
   ClusterSpec h = parse_cluster(nlohmann::json::parse(R"({"preset": "dgx-h100", "num_gpus": 8})"), "cluster");
   std::vector<int> node{0, 1, 2, 3, 4, 5, 6, 7};

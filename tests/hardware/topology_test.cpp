@@ -43,3 +43,13 @@ TEST_CASE("NVL72 keeps 72 GPUs on one NVLink domain across 18 trays", "[hardware
   CHECK(g.ranks_per_node == 1);
   CHECK(place_members(c, {0, 72}).tier != Tier::kNvlink);
 }
+
+TEST_CASE("a group split unevenly across domains knows its fullest and its emptiest domain", "[hardware][topology]") {
+  // 16 consecutive ranks on 12-GPU nodes: 12 on the first node, 4 on the second.
+  ClusterSpec c = parse_cluster(nlohmann::json::parse(R"({"gpu": "h100-sxm", "num_gpus": 48, "gpus_per_node": 12,
+      "nics_per_node": 12, "nic_bandwidth_Gbit_s": 400})"), "cluster");
+  const GroupPlacement g = place_members(c, strided(0, 1, 16));
+  CHECK(g.domains == 2);
+  CHECK(g.ranks_per_domain == 12);
+  CHECK(g.fewest_per_domain == 4);
+}
