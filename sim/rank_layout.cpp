@@ -80,27 +80,22 @@ std::vector<int> RankLayout::group_members(GroupKind kind, int rank) const {
         for (int t = 0; t < tp_; ++t) with([&](RankCoord& c) { c.pp = s, c.tp = t; });
       }
       break;
-    case GroupKind::kPpForwardSend:  // me -> next
+    // The reverse kinds (DualPipe's second direction) pair the same neighbours the other way round.
+    case GroupKind::kPpForwardSend:         // me -> next
+    case GroupKind::kPpReverseBackwardSend:
       if (pp_ > 1) out = {rank, this->rank({me.tp, me.cp, me.dp, next})};
       break;
-    case GroupKind::kPpForwardRecv:  // prev -> me
+    case GroupKind::kPpForwardRecv:         // prev -> me
+    case GroupKind::kPpReverseBackwardRecv:
       if (pp_ > 1) out = {this->rank({me.tp, me.cp, me.dp, prev}), rank};
       break;
-    case GroupKind::kPpBackwardSend:  // me -> prev
+    case GroupKind::kPpBackwardSend:        // me -> prev
+    case GroupKind::kPpReverseForwardSend:
       if (pp_ > 1) out = {rank, this->rank({me.tp, me.cp, me.dp, prev})};
       break;
-    case GroupKind::kPpBackwardRecv:  // next -> me
+    case GroupKind::kPpBackwardRecv:        // next -> me
     case GroupKind::kPpReverseForwardRecv:
       if (pp_ > 1) out = {this->rank({me.tp, me.cp, me.dp, next}), rank};
-      break;
-    case GroupKind::kPpReverseForwardSend:  // me -> prev
-      if (pp_ > 1) out = {rank, this->rank({me.tp, me.cp, me.dp, prev})};
-      break;
-    case GroupKind::kPpReverseBackwardSend:  // me -> next
-      if (pp_ > 1) out = {rank, this->rank({me.tp, me.cp, me.dp, next})};
-      break;
-    case GroupKind::kPpReverseBackwardRecv:  // prev -> me
-      if (pp_ > 1) out = {this->rank({me.tp, me.cp, me.dp, prev}), rank};
       break;
     case GroupKind::kPipelineMirrorLow:
     case GroupKind::kPipelineMirrorHigh:

@@ -32,6 +32,7 @@ bool spans_stages(GroupKind g) {
 int comm_activity(const Task& t) {
   if (t.phase == Phase::kOptimizer) return kOptimizerComm;
   if (t.kind == TaskKind::kHostOp) return kOffload;
+  if (is_pipeline_transfer(t.group)) return kPp;
   switch (t.group) {
     case GroupKind::kTp: return kTp;
     case GroupKind::kCp:
@@ -39,14 +40,6 @@ int comm_activity(const Task& t) {
     case GroupKind::kCpP2p: return kCp;
     case GroupKind::kEp:
     case GroupKind::kExpertTp: return kEp;
-    case GroupKind::kPpForwardSend:
-    case GroupKind::kPpForwardRecv:
-    case GroupKind::kPpBackwardSend:
-    case GroupKind::kPpBackwardRecv:
-    case GroupKind::kPpReverseForwardSend:
-    case GroupKind::kPpReverseForwardRecv:
-    case GroupKind::kPpReverseBackwardSend:
-    case GroupKind::kPpReverseBackwardRecv: return kPp;
     default: return kDp;
   }
 }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hardware/cluster_spec.h"
@@ -34,6 +35,13 @@ enum class CpCommType { kP2p, kAllToAll, kAllGather, kA2aP2p };
 enum class MoeDispatcher { kAllToAll, kAllGather, kFlex };
 /// The flex dispatcher's kernels (Megatron-Core `--moe-flex-dispatcher-backend`).
 enum class FlexBackend { kDeepEP, kHybridEP };
+
+/// The scenario names of the recompute policies and pipeline schedules (`training.recompute`, `parallel.schedule`,
+/// and the search's `--recompute` and `--schedule`): one table each for every reader.
+inline constexpr std::pair<const char*, Recompute> kRecomputeNames[] = {
+    {"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}};
+inline constexpr std::pair<const char*, Schedule> kScheduleNames[] = {
+    {"1f1b", Schedule::k1F1B}, {"gpipe", Schedule::kGPipe}, {"zb-h1", Schedule::kZbH1}, {"dualpipe", Schedule::kDualPipe}};
 
 const char* to_string(Precision p);
 const char* to_string(Recompute r);

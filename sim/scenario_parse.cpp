@@ -66,10 +66,7 @@ ParallelPlan parse_parallel(const json& value) {
                          fmt::format("contradicts zero_stage ({}); the distributed optimizer is ZeRO stage 1", *zero));
   }
   p.zero_stage = static_cast<int>(zero.value_or(distopt.value_or(false) ? 1 : 0));
-  static constexpr std::pair<const char*, Schedule> kSchedules[] = {
-      {"1f1b", Schedule::k1F1B}, {"gpipe", Schedule::kGPipe},
-      {"zb-h1", Schedule::kZbH1}, {"dualpipe", Schedule::kDualPipe}};
-  p.schedule = parse_enum(in, "schedule", Schedule::k1F1B, kSchedules);
+  p.schedule = parse_enum(in, "schedule", Schedule::k1F1B, kScheduleNames);
   static constexpr std::pair<const char*, CpCommType> kCpCommTypes[] = {{"p2p", CpCommType::kP2p},
                                                                          {"a2a", CpCommType::kAllToAll},
                                                                          {"allgather", CpCommType::kAllGather},
@@ -172,9 +169,7 @@ TrainingSpec parse_training(const json& value, const ModelSpec& model) {
   static constexpr std::pair<const char*, Precision> kPrecisions[] = {
       {"bf16", Precision::kBf16}, {"fp16", Precision::kFp16}, {"fp32", Precision::kFp32}, {"fp8", Precision::kFp8}};
   t.precision = parse_enum(in, "precision", Precision::kBf16, kPrecisions);
-  static constexpr std::pair<const char*, Recompute> kRecompute[] = {
-      {"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}};
-  t.recompute = parse_enum(in, "recompute", Recompute::kNone, kRecompute);
+  t.recompute = parse_enum(in, "recompute", Recompute::kNone, kRecomputeNames);
   if (const json* modules = in.raw("recompute_modules")) {
     const std::string field = in.field("recompute_modules");
     if (t.recompute != Recompute::kSelective) {

@@ -32,18 +32,20 @@ void reject_unmodelled(const Scenario& s) {
                               fmt::format("ZeRO-2/3 with the {} schedule (gradient sharding per split backward step)",
                                           to_string(p.schedule)));
   }
-  if (p.schedule == Schedule::kDualPipe && s.training.cpu_offloading_num_layers > 0) {
-    throw Error::not_modelled("training.cpu_offloading_num_layers", str(s.training.cpu_offloading_num_layers),
-                              "activation offload with the dualpipe schedule");
-  }
-  if (p.schedule == Schedule::kDualPipe && !p.overlap_p2p_comm) {
+  if (p.schedule == Schedule::kDualPipe) {
+    if (s.training.cpu_offloading_num_layers > 0) {
+      throw Error::not_modelled("training.cpu_offloading_num_layers", str(s.training.cpu_offloading_num_layers),
+                                "activation offload with the dualpipe schedule");
+    }
     // DualPipe posts each chunk's transfers as one batch and waits for its receives; Orrery runs the sends
     // without waiting for them, which blocking Megatron-style transfers would need.
-    throw Error::not_modelled("parallel.overlap_p2p_comm", "false", "blocking pipeline transfers with dualpipe");
-  }
-  if (p.schedule == Schedule::kDualPipe && s.training.framework != Framework::kMegatron) {
-    throw Error::not_modelled("training.framework", to_string(s.training.framework),
-                              "the dualpipe schedule outside a Megatron-style framework");
+    if (!p.overlap_p2p_comm) {
+      throw Error::not_modelled("parallel.overlap_p2p_comm", "false", "blocking pipeline transfers with dualpipe");
+    }
+    if (s.training.framework != Framework::kMegatron) {
+      throw Error::not_modelled("training.framework", to_string(s.training.framework),
+                                "the dualpipe schedule outside a Megatron-style framework");
+    }
   }
 }
 

@@ -94,6 +94,7 @@ enum class GroupKind : std::uint8_t {
   // one in the first (Low) or second (High) half of the model: two kinds, so each pairs on its own.
   kPipelineMirrorLow,
   kPipelineMirrorHigh,
+  // The point-to-point kinds come last, each send kind followed by its receive kind (instances.cpp pairs them).
   kPpForwardSend,
   kPpForwardRecv,
   kPpBackwardSend,
@@ -106,10 +107,9 @@ enum class GroupKind : std::uint8_t {
 inline constexpr int kNumGroupKinds = 22;
 /// The point-to-point kinds (pipeline transfers), which pair one sender with one receiver.
 inline bool is_pipeline_transfer(GroupKind g) { return g >= GroupKind::kPpForwardSend; }
-/// The sending side of a point-to-point pair.
+/// The sending side of a point-to-point pair: the first of each send/receive pair of kinds.
 inline bool is_pipeline_send(GroupKind g) {
-  return g == GroupKind::kPpForwardSend || g == GroupKind::kPpBackwardSend || g == GroupKind::kPpReverseForwardSend ||
-         g == GroupKind::kPpReverseBackwardSend;
+  return is_pipeline_transfer(g) && (static_cast<int>(g) - static_cast<int>(GroupKind::kPpForwardSend)) % 2 == 0;
 }
 
 enum class MemoryKind : std::uint8_t { kWeights, kGradients, kOptimizer, kActivations, kOther };

@@ -16,6 +16,7 @@ DataParallelLowering::DataParallelLowering(const LoweringContext& ctx, int stage
   zero_stage_ = ctx.plan.zero_stage;
   distributed_optimizer_ = zero_stage_ >= 1;
   reduce_ = ctx.data_parallel_ranks() > 1 || ctx.expert_data_parallel_ranks() > 1;
+  chunk_reductions_.resize(static_cast<std::size_t>(ctx.layout.vpp));
   for (const ParamGroup& g : groups_) {
     local_params_ += g.elements;
     if (g.expert) local_expert_params_ += g.elements;
@@ -87,7 +88,7 @@ void DataParallelLowering::emit_bucket_reduction(Emitter& emit, const std::vecto
                                buckets_[b].elements * ctx_.grad_bytes, {after});
     if (t >= 0) {
       done.push_back(t);
-      chunk_reductions_[buckets_[b].chunk].push_back(t);
+      chunk_reductions_[static_cast<std::size_t>(buckets_[b].chunk)].push_back(t);
     }
   }
 }
@@ -105,10 +106,10 @@ void DataParallelLowering::emit_mirror_reduction(Emitter& emit, const std::vecto
     for (const ParamGroup& g : groups_) {
       if (g.chunk == chunk) (g.expert ? expert : dense) += g.elements;
     }
-    const std::int64_t owned = distributed_optimizer_ ? dense / ranks_of(false) + expert / ranks_of(true) : dense + expert;
+    const std::int64_t owned = owned_elements(dense, expert);
     const bool low = layout.virtual_stage(stage_, chunk) < ctx_.plan.pp / 2;
     // Ready once the chunk's data-parallel reductions are done, or without them once its last gradient is.
-    const std::vector<TaskId>& reduced = chunk_reductions_[chunk];
+    const std::vector<TaskId>& reduced = chunk_reductions_[static_cast<std::size_t>(chunk)];
     TaskId ready = -1;
     if (reduced.empty()) {
       for (const ParamUse& use : grad_ready) {
@@ -147,9 +148,13 @@ void DataParallelLowering::before_backward_step(Emitter& emit, int chunk) {
   emit.builder().alloc_at_start(buffer, MemoryKind::kGradients, chunk_grad_bytes(chunk));
 }
 
+std::int64_t DataParallelLowering::owned_elements(std::int64_t dense, std::int64_t expert) const {
+  if (!distributed_optimizer_) return dense + expert;
+  return dense / ranks_of(false) + expert / ranks_of(true);
+}
+
 std::int64_t DataParallelLowering::optimizer_elements() const {
-  if (!distributed_optimizer_) return local_params_;
-  return (local_params_ - local_expert_params_) / ranks_of(false) + local_expert_params_ / ranks_of(true);
+  return owned_elements(local_params_ - local_expert_params_, local_expert_params_);
 }
 
 Bytes DataParallelLowering::chunk_grad_bytes(int chunk) const {
@@ -259,12 +264,9 @@ void DataParallelLowering::set_static_memory(ProgramBuilder& builder, Bytes othe
   // ZeRO (arXiv:1910.02054) Section 5: stage 1 shards the optimizer state, stage 2 also the gradients, stage 3
   // also the parameters, each over the data-parallel ranks.
   // Expert weights are sharded over the expert-data-parallel ranks instead (ZeRO-2/3 refuse MoE models).
-  const Bytes dense = local_params_ - local_expert_params_, expert = local_expert_params_;
-  const Bytes d = ranks_of(false), e = ranks_of(true);
+  const Bytes d = ranks_of(false);
   // With optimizer CPU offload the master weights and moments live in host memory.
-  const Bytes optimizer = ctx_.training.optimizer_cpu_offload ? 0
-                          : zero_stage_ >= 1                  ? (dense / d + expert / e) * ctx_.optimizer_bytes
-                                                              : local_params_ * ctx_.optimizer_bytes;
+  const Bytes optimizer = ctx_.training.optimizer_cpu_offload ? 0 : optimizer_elements() * ctx_.optimizer_bytes;
   // PyTorch allocates .grad in the backward and frees it at zero_grad(set_to_none): no static gradients.
   const Bytes grads = ctx_.training.framework == Framework::kPytorch ? 0
                                                                       : local_params_ * ctx_.grad_bytes / (zero_stage_ >= 2 ? d : 1);

@@ -13,7 +13,6 @@
 //   expert-data-parallel group instead (Megatron-Core's expert_parallel_buffers);
 // - with DualPipe, the two copies of each model stage (on stages s and pp-1-s) sum their gradient shards.
 
-#include <map>
 #include <vector>
 
 #include "sim/lower/context.h"
@@ -60,8 +59,13 @@ class DataParallelLowering {
                                std::vector<TaskId>& done);
   TaskId emit_optimizer(Emitter& emit, const std::vector<TaskId>& after);
   Bytes chunk_grad_bytes(int chunk) const;
-  /// Parameters whose gradients and optimizer state this rank owns: its shard with the distributed optimizer.
+  /// Of `dense` and `expert` parameters, those whose gradients and optimizer state this rank owns: its shard
+  /// (over the data-parallel and expert-data-parallel ranks) with the distributed optimizer, else all.
+  std::int64_t owned_elements(std::int64_t dense, std::int64_t expert) const;
+  /// owned_elements of all the stage's parameters.
   std::int64_t optimizer_elements() const;
+  /// DualPipe: per chunk, one all-reduce with the mirror rank (pp-1-s) of the chunk's owned gradient shard, after
+  /// the chunk's data-parallel reductions (or its last gradient); appends them to `done`.
   void emit_mirror_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready, TaskId last_backward,
                              std::vector<TaskId>& done);
   void emit_bucket_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready, TaskId fallback,
@@ -80,7 +84,7 @@ class DataParallelLowering {
   bool distributed_optimizer_ = false;  // optimizer state sharded (ZeRO >= 1)
   bool reduce_ = false;  // more than one data-parallel rank
   std::vector<TaskId> step_reductions_;  // ZeRO-2 reduce-scatters issued after backward steps
-  std::map<int, std::vector<TaskId>> chunk_reductions_;  // per chunk: its buckets' data-parallel reductions
+  std::vector<std::vector<TaskId>> chunk_reductions_;  // per chunk: its buckets' data-parallel reductions
 };
 
 }  // namespace orrery

@@ -69,16 +69,6 @@ FlexDispatchBytes flex_bytes(const LoweringContext& ctx, int stage, const MoeSiz
                              ctx.model.hidden_size * ctx.act_bytes, ctx.training.moe_effective_load());
 }
 
-// Bytes a rank holds once per (token, rank) pair the flex dispatcher delivers to it: what it expands into its
-// expert copies, and what it sums them back into (the busiest rank's, at most every token of the group once).
-Bytes flex_unique_bytes(const LoweringContext& ctx, int stage, const MoeSizes& z) {
-  const int ep = ctx.placement(GroupKind::kEp, stage).size;
-  const double ranks = std::min(expected_parts_reached(ctx.model.moe, ep) * ctx.training.moe_effective_load(),
-                                static_cast<double>(ep));
-  return static_cast<Bytes>(std::llround(static_cast<double>(z.tokens) * ranks *
-                                         static_cast<double>(ctx.model.hidden_size * ctx.act_bytes)));
-}
-
 }  // namespace
 
 Bytes TransformerLayerLowering::moe_saved() const {
@@ -143,7 +133,7 @@ TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy,
   if (flex) {
     x = emit_.expert_dispatch("moe_dispatch", fb.nvlink, fb.network, {x, counted});
     // The received tokens, one per (token, rank), expanded into this rank's expert copies.
-    x = emit_.elementwise("moe_permute", flex_unique_bytes(ctx_, emit_.stage(), z), z.received * h * act, {x});
+    x = emit_.elementwise("moe_permute", fb.received, z.received * h * act, {x});
   } else if (gather_dispatch) {
     // Every rank gathers all tokens of the EP group and picks those routed to its experts.
     x = emit_.collective("moe_dispatch", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllGather,
@@ -176,7 +166,7 @@ TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy,
   if (flex) {
     // Each token's copies on this rank are summed (weighted by the router) before the combine sends them home,
     // where the combine kernel adds the ranks' partial sums: the output needs no unpermute.
-    x = emit_.elementwise("moe_unpermute", z.received * h * act, flex_unique_bytes(ctx_, emit_.stage(), z), {x});
+    x = emit_.elementwise("moe_unpermute", z.received * h * act, fb.received, {x});
     x = emit_.expert_dispatch("moe_combine", fb.nvlink, fb.network, {x});
     if (shared >= 0) x = emit_.elementwise("moe_add_shared", 2 * z.tokens * h * act, z.tokens * h * act, {x, shared});
     return x;
@@ -216,16 +206,17 @@ TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* par
   if (flex) {
     // The combine's backward is a dispatch of the output gradients; the receiver expands them to its copies.
     x = emit_.expert_dispatch("moe_combine", fb.nvlink, fb.network, {x});
-    x = emit_.elementwise("moe_unpermute", flex_unique_bytes(ctx_, emit_.stage(), z), z.received * h * act, {x});
-  } else if (gather_dispatch) {
+    x = emit_.elementwise("moe_unpermute", fb.received, z.received * h * act, {x});
+  } else {
     // Unpermute backward: the gradient of each token goes to its k copies.
     x = emit_.elementwise("moe_unpermute", z.tokens * h * act, z.copies * h * act, {grad});
-    x = emit_.collective("moe_combine", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllGather,
-                         z.tokens * h * act * p.ep, {x});
-  } else {
-    x = emit_.elementwise("moe_unpermute", z.tokens * h * act, z.copies * h * act, {grad});
-    x = emit_.collective("moe_combine", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllToAll, sent, {x});
-    x = emit_.elementwise("moe_sort_chunks", z.received / p.etp * h * act, z.received / p.etp * h * act, {x});
+    if (gather_dispatch) {
+      x = emit_.collective("moe_combine", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllGather,
+                           z.tokens * h * act * p.ep, {x});
+    } else {
+      x = emit_.collective("moe_combine", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllToAll, sent, {x});
+      x = emit_.elementwise("moe_sort_chunks", z.received / p.etp * h * act, z.received / p.etp * h * act, {x});
+    }
   }
   if (p.etp > 1) {
     x = emit_.collective("moe_combine", Stream::kEp, GroupKind::kExpertTp, CollectiveKind::kAllGather,
@@ -256,7 +247,7 @@ TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* par
   if (flex) {
     // The copies' gradients are summed per token on this rank, and the dispatch's backward (a combine) adds the
     // ranks' sums at the token's home.
-    x = emit_.elementwise("moe_permute", z.received * h * act, flex_unique_bytes(ctx_, emit_.stage(), z), {x});
+    x = emit_.elementwise("moe_permute", z.received * h * act, fb.received, {x});
     x = emit_.expert_dispatch("moe_dispatch", fb.nvlink, fb.network, {x});
   } else if (gather_dispatch) {
     x = emit_.elementwise("moe_permute", z.received / p.etp * h * act, z.tokens * p.ep * h * act, {x});

@@ -26,6 +26,9 @@ double miss_all(std::int64_t candidates, std::int64_t m, int k) {
   return p;
 }
 
+// Whether a token picks its experts from its best groups only (fewer chosen groups than groups).
+bool group_limited(const MoeSpec& moe) { return moe.num_groups > 1 && moe.groups_per_token < moe.num_groups; }
+
 // C(n, r) as a double.
 double choose(int n, int r) {
   if (r < 0 || r > n) return 0.0;
@@ -113,8 +116,7 @@ double sampled_parts_reached(const MoeSpec& moe, int parts) {
 }  // namespace
 
 double expected_parts_reached(const MoeSpec& moe, int parts) {
-  const bool grouped = moe.num_groups > 1 && moe.groups_per_token < moe.num_groups;
-  if (!grouped) return uniform_parts_reached(moe, parts);
+  if (!group_limited(moe)) return uniform_parts_reached(moe, parts);
   // Sampling costs milliseconds; plans share few routings, so each (routing, slices) is drawn once per process.
   using Key = std::tuple<int, int, int, int, bool, int>;
   static std::mutex mutex;
@@ -132,8 +134,7 @@ double expected_parts_reached(const MoeSpec& moe, int parts) {
 double uniform_parts_reached(const MoeSpec& moe, int parts) {
   const std::int64_t experts = moe.num_experts;
   const int k = moe.experts_per_token;
-  const bool grouped = moe.num_groups > 1 && moe.groups_per_token < moe.num_groups;
-  if (!grouped) return parts * (1.0 - miss_all(experts, experts / parts, k));
+  if (!group_limited(moe)) return parts * (1.0 - miss_all(experts, experts / parts, k));
   const int groups = moe.num_groups, chosen = moe.groups_per_token;
   const std::int64_t per_group = experts / groups;
   const std::int64_t candidates = per_group * chosen;  // experts a token picks from
@@ -167,6 +168,7 @@ FlexDispatchBytes flex_dispatch_bytes(const MoeSpec& moe, const GroupPlacement& 
   // The busiest rank receives `load` times the average, but each token at most once per sender, so at most the
   // whole group's tokens: the scaled fan-out is capped at the group (and domain) count.
   const double ranks = std::min(expected_parts_reached(moe, ep.size) * load, static_cast<double>(ep.size));
+  out.received = static_cast<std::int64_t>(std::llround(payload * ranks));
   out.nvlink = static_cast<std::int64_t>(std::llround(payload * ranks * (1.0 - 1.0 / per_domain)));
   if (domains > 1) {
     // The ranks on the domain holding the fewest members send the largest share across domains (an even split:

@@ -33,10 +33,12 @@ double uniform_parts_reached(const MoeSpec& moe, int parts);
 /// network = tokens x min(min(load D_domains, domains) x (1 - fewest_per_domain / ep), domains - 1) x token_bytes
 /// (the busiest sender is on the domain with the fewest members; (domains - 1) / domains for an even split),
 /// nvlink = tokens x min(load D_ranks, ep) x (1 - 1 / ranks_per_domain) x token_bytes (a rank gets each token at
-/// most once per sender).
+/// most once per sender); received = tokens x min(load D_ranks, ep) x token_bytes, one copy per (token, rank) pair
+/// the busiest rank holds, which it expands into expert copies and sums back. All bytes; all 0 when ep has 1 rank.
 struct FlexDispatchBytes {
   std::int64_t nvlink = 0;
   std::int64_t network = 0;
+  std::int64_t received = 0;
 };
 FlexDispatchBytes flex_dispatch_bytes(const MoeSpec& moe, const GroupPlacement& ep, std::int64_t tokens,
                                       std::int64_t token_bytes, double load = 1.0);

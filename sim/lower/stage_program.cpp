@@ -166,20 +166,15 @@ class StageLowering {
   // Where a chunk's activations (or gradients) go or come from: activations flow to the next rank and gradients
   // back, except on DualPipe's reversed chunk, whose transfers have streams and groups of their own.
   Transfer transfer(int chunk, bool activation, bool send) const {
-    if (!ctx_.layout.reversed(chunk)) {
-      if (activation) {
-        return send ? Transfer{Stream::kPpSendNext, GroupKind::kPpForwardSend}
-                    : Transfer{Stream::kPpRecvPrev, GroupKind::kPpForwardRecv};
-      }
-      return send ? Transfer{Stream::kPpSendPrev, GroupKind::kPpBackwardSend}
-                  : Transfer{Stream::kPpRecvNext, GroupKind::kPpBackwardRecv};
-    }
-    if (activation) {
-      return send ? Transfer{Stream::kPpReverseSendPrev, GroupKind::kPpReverseForwardSend}
-                  : Transfer{Stream::kPpReverseRecvNext, GroupKind::kPpReverseForwardRecv};
-    }
-    return send ? Transfer{Stream::kPpReverseSendNext, GroupKind::kPpReverseBackwardSend}
-                : Transfer{Stream::kPpReverseRecvPrev, GroupKind::kPpReverseBackwardRecv};
+    // Indexed [reversed chunk][activation][send].
+    static constexpr Transfer kTransfers[2][2][2] = {
+        {{{Stream::kPpRecvNext, GroupKind::kPpBackwardRecv}, {Stream::kPpSendPrev, GroupKind::kPpBackwardSend}},
+         {{Stream::kPpRecvPrev, GroupKind::kPpForwardRecv}, {Stream::kPpSendNext, GroupKind::kPpForwardSend}}},
+        {{{Stream::kPpReverseRecvPrev, GroupKind::kPpReverseBackwardRecv},
+          {Stream::kPpReverseSendNext, GroupKind::kPpReverseBackwardSend}},
+         {{Stream::kPpReverseRecvNext, GroupKind::kPpReverseForwardRecv},
+          {Stream::kPpReverseSendPrev, GroupKind::kPpReverseForwardSend}}}};
+    return kTransfers[ctx_.layout.reversed(chunk) ? 1 : 0][activation ? 1 : 0][send ? 1 : 0];
   }
 
   // Without overlap_p2p_comm the host blocks until the pending sends and these receives have completed.

@@ -160,6 +160,7 @@ TEST_CASE("the flex dispatcher sends a token once per domain and rank it needs",
   node.size = 8, node.ranks_per_domain = 8, node.domains = 1;
   const FlexDispatchBytes b = flex_dispatch_bytes(routing(16, 2), node, tokens, bytes);
   CHECK(static_cast<double>(b.nvlink) == Approx(tokens * bytes * 8.0 * 29 / 120 * 7 / 8).margin(1));
+  CHECK(static_cast<double>(b.received) == Approx(tokens * bytes * 8.0 * 29 / 120).margin(1));
   CHECK(b.network == 0);
   // A busiest rank with 3x the average load gets 3 x 1.93 rank-copies per token; with 8x it would be 15.5, but a
   // rank receives each token at most once from each of the 8 senders.

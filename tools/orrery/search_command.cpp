@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <span>
 
 #include "hardware/gpu_profile.h"
 #include "models/error.h"
@@ -97,7 +98,7 @@ std::vector<int> int_list(const std::string& text, const std::string& field, con
 
 template <class E>
 std::vector<E> enum_list(const std::string& text, const std::string& field,
-                         std::initializer_list<std::pair<const char*, E>> names) {
+                         std::span<const std::pair<const char*, E>> names) {
   std::vector<E> out;
   for (const std::string& item : split(text)) {
     bool found = false;
@@ -188,10 +189,8 @@ SearchSpace user_space(const SearchArgs& a, const Scenario& base) {
   s.vpp = int_list(a.vpp, "--vpp", {});
   s.micro_batch = int_list(a.micro_batch, "--micro-batch-size", defaults.micro_batch);
   s.zero_stage = int_list(a.zero_stage, "--zero-stage", defaults.zero_stage, 0, 3);
-  s.recompute = enum_list<Recompute>(a.recompute, "--recompute",
-                                     {{"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}});
-  s.schedule = enum_list<Schedule>(a.schedule, "--schedule",
-                                   {{"1f1b", Schedule::k1F1B}, {"gpipe", Schedule::kGPipe}, {"zb-h1", Schedule::kZbH1}, {"dualpipe", Schedule::kDualPipe}});
+  s.recompute = enum_list<Recompute>(a.recompute, "--recompute", kRecomputeNames);
+  s.schedule = enum_list<Schedule>(a.schedule, "--schedule", kScheduleNames);
   if (a.fp8 == "off") {
     s.fp8 = {false};
   } else if (a.fp8 == "on") {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <span>
 
 #include "models/error.h"
 #include "models/json_fields.h"
@@ -46,7 +47,7 @@ json record_json(const PlanRecord& r) {
 }
 
 template <class E>
-E enum_of(const std::string& text, std::initializer_list<std::pair<const char*, E>> names, const std::string& field) {
+E enum_of(const std::string& text, std::span<const std::pair<const char*, E>> names, const std::string& field) {
   for (const auto& [name, value] : names) {
     if (text == name) return value;
   }
@@ -66,21 +67,17 @@ PlanRecord record_from(const json& j, const std::string& path) {
   c.etp = static_cast<int>(in.require_int("etp", 1));
   c.vpp = static_cast<int>(in.require_int("vpp", 1));
   c.micro_batch = static_cast<int>(in.require_int("micro_batch_size", 1));
-  c.recompute = enum_of<Recompute>(in.require_string("recompute"),
-                                   {{"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}},
-                                   in.field("recompute"));
+  c.recompute = enum_of<Recompute>(in.require_string("recompute"), kRecomputeNames, in.field("recompute"));
   c.zero_stage = static_cast<int>(in.require_int("zero_stage", 0, 3));
-  c.schedule = enum_of<Schedule>(in.require_string("schedule"),
-                                 {{"1f1b", Schedule::k1F1B}, {"gpipe", Schedule::kGPipe}, {"zb-h1", Schedule::kZbH1}, {"dualpipe", Schedule::kDualPipe}},
-                                 in.field("schedule"));
+  c.schedule = enum_of<Schedule>(in.require_string("schedule"), kScheduleNames, in.field("schedule"));
   r.precision = in.require_string("precision");
   c.fp8 = r.precision == "fp8";
   const bool sp = in.optional_bool("sequence_parallel").value_or(true);
   c.sequence_parallel = c.tp == 1 || sp;  // normalised as enumerated candidates are
-  r.status = enum_of<PlanStatus>(in.require_string("status"),
-                                 {{"invalid", PlanStatus::kInvalid}, {"pruned_memory", PlanStatus::kPrunedMemory},
-                                  {"pruned_bound", PlanStatus::kPrunedBound}, {"simulated", PlanStatus::kSimulated}},
-                                 in.field("status"));
+  static constexpr std::pair<const char*, PlanStatus> kStatusNames[] = {
+      {"invalid", PlanStatus::kInvalid}, {"pruned_memory", PlanStatus::kPrunedMemory},
+      {"pruned_bound", PlanStatus::kPrunedBound}, {"simulated", PlanStatus::kSimulated}};
+  r.status = enum_of<PlanStatus>(in.require_string("status"), kStatusNames, in.field("status"));
   r.lower_bound = in.double_or("lower_bound_s", 0.0);
   r.reason = in.optional_string("reason").value_or("");
   if (r.status == PlanStatus::kSimulated) {
