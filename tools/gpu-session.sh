@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# Everything a GPU session measures (device tool: `run` with `tools/gpu-session.sh [PART...]`; results in $OUT).
+# Everything a GPU session measures (device tool: `run` with `tools/gpu-session.sh [PART...]`). Results are written
+# under /tmp/orrery-gpu-session and packed after each part into $OUT/PART.tar (split into 15 MiB pieces
+# PART.tar.partNN where larger), because the device tool returns at most 8 files of 16 MiB: unpack with
+# `cat PART.tar* | tar -x`.
 # PARTs, in this order by default. A whole run may pass the device tool's 10-minute limit per command: with 15
-# minutes of device time, run `tools/gpu-session.sh build train` (about 3 minutes) and then
-# `tools/gpu-session.sh execute calibrate` (about 6; `execute` and `calibrate` build first when the binaries are
-# missing, as on a fresh machine).
+# minutes of device time, run `tools/gpu-session.sh build train execute` and then, on the still-warm machine,
+# `tools/gpu-session.sh calibrate` (`execute` and `calibrate` build first when the binaries are missing, as on a
+# fresh machine; `build` starts the compile in the background while `train` uses the GPU).
 #   build      cmake -S calibrate/cuda: orrery-calibrate and orrery-execute (needs only the CUDA toolkit)
 #   train      the real-runs recipe on the three single-GPU scenarios (tools/pytorch_train_step.py):
-#              $OUT/<model>.json (iteration time, max_memory_allocated) and $OUT/<model>.trace.json.gz (Kineto)
+#              $OUT/train-<model>.tar: <model>.json (iteration time, max_memory_allocated), <model>.trace.json.gz
+#              (Kineto) and the log
 #   execute    the reference executor on the committed workloads (scenarios/measured/workloads/, made here by
-#              tools/make-gpu-inputs.sh): $OUT/<model>.executed.json
+#              tools/make-gpu-inputs.sh): $OUT/execute.tar with <model>.executed.json and its Chrome trace
 #   calibrate  orrery-calibrate over calibrate/plans/default.plan and tools/calibrate_attention.py:
-#              $OUT/raw.json, $OUT/attention.json
+#              $OUT/calibrate.tar with raw.json and attention.json
 # Afterwards, on a machine with orrery built:
 #   orrery calibrate fit OUT/raw.json --attention OUT/attention.json --out hardware/profiles/h200.json
 #   orrery compare --kineto OUT/llama-1b.trace.json.gz scenarios/measured/h200-llama-1b.json
@@ -18,50 +22,86 @@
 # and commit the outputs under scenarios/measured/ with the hardware they came from.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-out="${OUT:-/tmp/orrery-gpu-session}"
+out="${OUT:-/tmp/orrery-gpu-out}"
+work=/tmp/orrery-gpu-session
 build=/tmp/orrery-calibrate-build
-mkdir -p "$out"
+mkdir -p "$out" "$work"
 export PYTHONUNBUFFERED=1
 parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=(build train execute calibrate)
-log() { tee -a "$out/session.log"; }
-# Runs a command with a time limit, keeping its whole output in $out/PART.log and its last lines and status here.
+log() { tee -a "$work/session.log"; }
+# Runs a command with a time limit, keeping its whole output in $work/NAME.log and its last lines and status here.
 step() {
   local limit=$1 name=$2
   shift 2
-  timeout "$limit" "$@" > "$out/$name.log" 2>&1
+  timeout "$limit" "$@" > "$work/$name.log" 2>&1
   local status=$?
-  tail -4 "$out/$name.log" | log
+  tail -4 "$work/$name.log" | log
   echo "-- $name: exit $status$([ $status -eq 124 ] && echo ' (timed out)')" | log
+  return $status
+}
+# Packs files of $work into $out/NAME.tar, written whole before it replaces an older one (a command stopped at the
+# device tool's limit still returns what $out holds), split where it passes the tool's 16 MiB per file.
+pack() {
+  local name=$1
+  shift
+  local files=()
+  for f in "$@"; do [ -e "$work/$f" ] && files+=("$f"); done
+  [ ${#files[@]} -eq 0 ] && return
+  tar -C "$work" -cf "$work/$name.tar.tmp" "${files[@]}" || return
+  rm -f "$out/$name.tar" "$out/$name.tar.part"*
+  if [ "$(stat -c %s "$work/$name.tar.tmp")" -gt $((15 * 1024 * 1024)) ]; then
+    split -b 15M -d "$work/$name.tar.tmp" "$out/$name.tar.part" && rm "$work/$name.tar.tmp"
+  else
+    mv "$work/$name.tar.tmp" "$out/$name.tar"
+  fi
+}
+build_pid=
+start_build() {
+  [ -x "$build/orrery-calibrate" ] && [ -x "$build/orrery-execute" ] && return
+  [ -n "$build_pid" ] && return
+  (step 240 build-tools bash -c "cmake -S calibrate/cuda -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build $build") &
+  build_pid=$!
 }
 ensure_built() {
-  [ -x "$build/orrery-calibrate" ] && [ -x "$build/orrery-execute" ] && return
-  step 240 build-tools bash -c "cmake -S calibrate/cuda -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build $build"
+  start_build
+  [ -n "$build_pid" ] && wait "$build_pid"
+  build_pid=
 }
+models=(llama-0.5b llama-1b llama-3b)
 for part in "${parts[@]}"; do
   echo "== $part $(date -u +%FT%TZ)" | log
   case "$part" in
     build)
       nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader 2>&1 | log
-      ensure_built ;;
+      python3 -c 'import torch, transformers; print("torch", torch.__version__, "cuda", torch.version.cuda,
+        "transformers", transformers.__version__)' 2>&1 | log
+      start_build ;;  # compiles on the CPUs while `train` uses the GPU
     train)
-      for m in llama-0.5b llama-1b llama-3b; do
-        step 150 "train-$m" python3 tools/pytorch_train_step.py "scenarios/measured/h200-$m.json" --out "$out/$m"
+      for m in "${models[@]}"; do
+        step 150 "train-$m" python3 tools/pytorch_train_step.py "scenarios/measured/h200-$m.json" --out "$work/$m"
+        pack "train-$m" "$m.json" "$m.trace.json.gz" "train-$m.log"
       done ;;
     execute)
       ensure_built
-      for m in llama-0.5b llama-1b llama-3b; do
+      files=(build-tools.log)
+      for m in "${models[@]}"; do
         step 60 "execute-$m" "$build/orrery-execute" --workload "scenarios/measured/workloads/h200-$m.workload" \
-          --out "$out/$m.executed.json" --repeat 3
-      done ;;
+          --out "$work/$m.executed.json" --trace "$work/$m.executed.trace.json" --repeat 3
+        files+=("$m.executed.json" "$m.executed.trace.json" "execute-$m.log")
+      done
+      pack execute "${files[@]}" ;;
     calibrate)
       ensure_built
-      step 240 calibrate "$build/orrery-calibrate" --plan calibrate/plans/default.plan --out "$out/raw.json" \
+      step 240 calibrate "$build/orrery-calibrate" --plan calibrate/plans/default.plan --out "$work/raw.json" \
         --warmup 3 --repetitions 15
       step 120 attention python3 tools/calibrate_attention.py --plan calibrate/plans/default.plan \
-        --out "$out/attention.json" --warmup 3 --repetitions 10 ;;
+        --out "$work/attention.json" --warmup 3 --repetitions 10
+      pack calibrate raw.json attention.json calibrate.log attention.log ;;
     *) echo "unknown part '$part' (build, train, execute, calibrate)" | log; exit 2 ;;
   esac
+  pack logs session.log build-tools.log
 done
 ls -la "$out" | log
+pack logs session.log build-tools.log

@@ -28,8 +28,11 @@ import sys
 
 def annotate_layers(torch, model):
     """Marks each decoder layer's forward and backward in the trace as user annotations "orrery.layer<N>.forward"
-    and "orrery.layer<N>.backward", so `orrery compare --kineto` can attribute kernels to layers."""
+    and "orrery.layer<N>.backward", so `orrery compare --kineto` can attribute kernels to layers. Returns a function
+    that removes the hooks and closes any range left open (for a transformers version whose layers refuse full
+    backward hooks: the step then runs unannotated rather than not at all)."""
     open_ranges = {}
+    handles = []
 
     def enter(name):
         r = torch.profiler.record_function(name)
@@ -41,15 +44,24 @@ def annotate_layers(torch, model):
         if r is not None:
             r.__exit__(None, None, None)
 
+    def remove():
+        for h in handles:
+            h.remove()
+        handles.clear()
+        for name in list(open_ranges):
+            leave(name)
+
     try:
         for i, layer in enumerate(model.model.layers):
             fwd, bwd = f"orrery.layer{i}.forward", f"orrery.layer{i}.backward"
-            layer.register_forward_pre_hook(lambda m, args, n=fwd: enter(n))
-            layer.register_forward_hook(lambda m, args, out, n=fwd: leave(n))
-            layer.register_full_backward_pre_hook(lambda m, grad_out, n=bwd: enter(n))
-            layer.register_full_backward_hook(lambda m, grad_in, grad_out, n=bwd: leave(n))
+            handles.append(layer.register_forward_pre_hook(lambda m, args, n=fwd: enter(n)))
+            handles.append(layer.register_forward_hook(lambda m, args, out, n=fwd: leave(n)))
+            handles.append(layer.register_full_backward_pre_hook(lambda m, grad_out, n=bwd: enter(n)))
+            handles.append(layer.register_full_backward_hook(lambda m, grad_in, grad_out, n=bwd: leave(n)))
     except (AttributeError, RuntimeError) as e:
         print(f"note: layer annotations not installed ({e})", file=sys.stderr)
+        remove()
+    return remove
 
 
 def main():
@@ -89,8 +101,7 @@ def main():
         model = transformers.LlamaForCausalLM(config).to(dtype=torch.float32)
     model.train()
     params = sum(p.numel() for p in model.parameters())
-    if not a.no_layer_annotations:
-        annotate_layers(torch, model)
+    remove_annotations = None if a.no_layer_annotations else annotate_layers(torch, model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)
     gen = torch.Generator(device=device).manual_seed(1)
     tokens = torch.randint(0, config.vocab_size, (batch, seq), device=device, generator=gen)
@@ -102,7 +113,16 @@ def main():
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
-    for _ in range(a.warmup):
+    try:
+        step()
+    except RuntimeError as e:
+        if remove_annotations is None:
+            raise
+        print(f"note: the annotated step failed ({e}); running without layer annotations", file=sys.stderr)
+        remove_annotations()
+        optimizer.zero_grad(set_to_none=True)
+        step()
+    for _ in range(a.warmup - 1):
         step()
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
