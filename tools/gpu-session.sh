@@ -14,7 +14,8 @@
 #   execute    the reference executor on the committed workloads (scenarios/measured/workloads/, made here by
 #              tools/make-gpu-inputs.sh): $OUT/execute.tar with <model>.executed.json and its Chrome trace
 #   calibrate  orrery-calibrate over calibrate/plans/default.plan and tools/calibrate_attention.py:
-#              $OUT/calibrate.tar with raw.json and attention.json
+#              $OUT/calibrate.tar with raw.json and attention.json, and tools/calibrate_pytorch_kernels.py: pytorch.json
+#   pytorch-kernels  that last script alone
 # Afterwards, on a machine with orrery built:
 #   orrery calibrate fit OUT/raw.json --attention OUT/attention.json --out hardware/profiles/h200.json
 #   orrery compare --kineto OUT/llama-1b.trace.json.gz scenarios/measured/h200-llama-1b.json
@@ -98,8 +99,12 @@ for part in "${parts[@]}"; do
         --warmup 3 --repetitions 15
       step 120 attention python3 tools/calibrate_attention.py --plan calibrate/plans/default.plan \
         --out "$work/attention.json" --warmup 3 --repetitions 10
-      pack calibrate raw.json attention.json calibrate.log attention.log ;;
-    *) echo "unknown part '$part' (build, train, execute, calibrate)" | log; exit 2 ;;
+      step 120 pytorch-kernels python3 tools/calibrate_pytorch_kernels.py --out "$work/pytorch.json"
+      pack calibrate raw.json attention.json pytorch.json calibrate.log attention.log pytorch-kernels.log ;;
+    pytorch-kernels)  # PyTorch's eager kernel paths alone (part of calibrate)
+      step 120 pytorch-kernels python3 tools/calibrate_pytorch_kernels.py --out "$work/pytorch.json"
+      pack pytorch-kernels pytorch.json pytorch-kernels.log ;;
+    *) echo "unknown part '$part' (build, train, execute, calibrate, pytorch-kernels)" | log; exit 2 ;;
   esac
   pack logs session.log build-tools.log
 done
