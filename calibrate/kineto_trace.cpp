@@ -73,10 +73,13 @@ KernelClass classify_kernel(std::string_view name) {
   std::string lower(name);
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (contains(lower, "nccl")) return KernelClass::kCommunication;
-  for (const char* k : {"flash", "fmha", "attention", "sdpa"}) {
+  // cudnn::fusion kernels are the helpers of cuDNN's fused SDPA backward (compute_dot_do_o, convert_dq_to_16bits,
+  // fmha_reduce_head), seen around it in PyTorch 2.11 traces on an H200 (scenarios/measured/h200-2026-11-30).
+  for (const char* k : {"flash", "fmha", "attention", "sdpa", "cudnn::fusion"}) {
     if (contains(lower, k)) return KernelClass::kAttention;
   }
-  for (const char* k : {"gemm", "cutlass", "xmma", "cublas", "wgmma", "_s884", "_s1688", "_s16816", "_h884"}) {
+  // nvjet_*: the GEMM kernels cuBLAS 12.8+ ships for Hopper and later (nvjet_sm90_tst_128x256_... in the H200 traces).
+  for (const char* k : {"gemm", "cutlass", "xmma", "cublas", "wgmma", "nvjet", "_s884", "_s1688", "_s16816", "_h884"}) {
     if (contains(lower, k)) return KernelClass::kGemm;
   }
   return KernelClass::kOther;

@@ -227,4 +227,40 @@ GpuProfile fit_raw_profile(const json& raw, const std::string& path, const json*
   return p;
 }
 
+void add_pytorch_kernels(const json& doc, const std::string& path, GpuProfile& p, const RawFitOptions& options) {
+  FieldReader in(doc, path);
+  require_format(in, "orrery-pytorch-kernels-raw", "tools/calibrate_pytorch_kernels.py");
+  for (const char* key : {"gpu", "torch", "cuda", "date"}) in.optional_string(key);
+  in.int_or("warmup", 0, 0, INT32_MAX);
+  in.int_or("repetitions", 0, 0, INT32_MAX);
+  std::map<std::string, std::vector<std::pair<double, double>>> points;
+  const json& memory = list(in, "memory");
+  for (std::size_t i = 0; i < memory.size(); ++i) {
+    FieldReader m(memory[i], fmt::format("{}.memory[{}]", path, i));
+    CopySample s;
+    s.kind = m.require_string("kind");
+    require(s.kind.rfind("pytorch_", 0) == 0 && is_memory_sample_kind(s.kind), m.field("kind"), s.kind,
+            "must be a PyTorch kernel family (pytorch_vectorized, pytorch_cast, pytorch_strided, ...)");
+    s.bytes = m.require_int("bytes", 1, INT64_MAX);
+    m.int_or("elements", 0, 0, INT64_MAX);
+    m.allow("kernels");  // the kernel names one call launched: documentation of the path PyTorch took
+    s.seconds = median_time(m, "times_s");
+    m.reject_unknown();
+    for (const CopySample& o : p.memory) {
+      require(!(o.kind == s.kind && o.bytes == s.bytes), m.path(), "a repeated size", "measures a kernel an earlier entry measured");
+    }
+    p.memory.push_back(s);
+    if (s.bytes >= options.min_memory_bytes) points["memory " + s.kind].emplace_back(static_cast<double>(s.bytes), s.seconds);
+  }
+  in.reject_unknown();
+  require(!points.empty(), path, "no samples of 64 MiB or more", "must measure each kernel family at sizes that fill the GPU");
+  for (const auto& [what, pts] : points) {
+    try {
+      p.fitted.push_back(fit_rate(what, pts));
+    } catch (const Error& e) {
+      throw Error::invalid(path + ": " + what, e.value(), e.rule());
+    }
+  }
+}
+
 }  // namespace orrery

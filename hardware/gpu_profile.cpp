@@ -81,6 +81,14 @@ CollectiveKind collective_kind_named(const std::string& op, const std::string& f
   throw Error::invalid(field, op, "must be all_reduce, all_gather, reduce_scatter, all_to_all or send_recv");
 }
 
+bool is_memory_sample_kind(const std::string& kind) {
+  if (kind == "elementwise" || kind == "reduction") return true;
+  for (int k = 0; k <= static_cast<int>(ElementwiseKernel::kFusedAdamW); ++k) {
+    if (kind == profile_kind(static_cast<ElementwiseKernel>(k))) return true;
+  }
+  return false;
+}
+
 GpuProfile parse_gpu_profile(const nlohmann::json& doc, const std::string& path) {
   FieldReader in(doc, path);
   require_format(in, "orrery-gpu-profile", "orrery calibrate fit or import-nccl-tests");
@@ -114,8 +122,8 @@ GpuProfile parse_gpu_profile(const nlohmann::json& doc, const std::string& path)
     FieldReader m(memory[i], fmt::format("{}.memory[{}]", path, i));
     CopySample s;
     s.kind = m.optional_string("kind").value_or("copy");
-    require(s.kind == "copy" || s.kind == "elementwise" || s.kind == "reduction", m.field("kind"), s.kind,
-            "must be copy, elementwise or reduction");
+    require(is_memory_sample_kind(s.kind), m.field("kind"), s.kind,
+            "must be copy, elementwise, reduction or a PyTorch kernel family (pytorch_vectorized, pytorch_cast, ...)");
     s.bytes = m.require_int("bytes", 1, INT64_MAX);
     s.seconds = m.require_double("seconds", true);
     m.allow("gb_s");

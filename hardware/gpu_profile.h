@@ -39,10 +39,14 @@ struct GemmSample {
 };
 
 struct CopySample {
-  std::string kind = "copy";  // copy, elementwise or reduction
-  Bytes bytes = 0;
+  std::string kind = "copy";  // copy, elementwise, reduction (orrery-calibrate) or a PyTorch kernel family
+  Bytes bytes = 0;            // (profile_kind in models/ops.h; tools/calibrate_pytorch_kernels.py)
   Seconds seconds = 0;
 };
+
+/// Whether `kind` names a memory sample a profile may hold: copy, elementwise, reduction, or profile_kind of an
+/// ElementwiseKernel.
+bool is_memory_sample_kind(const std::string& kind);
 
 /// One fused attention call over `batch` sequences of `seq` tokens (q_len = kv_len), forward or backward.
 struct AttentionSample {

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cmath>
 
 namespace orrery {
 
@@ -157,10 +156,18 @@ Seconds ProfiledComputeModel::elementwise(const ElementwiseShape& s) const {
     return static_cast<double>(s.kernels) * elementwise(one);
   }
   const Bytes bytes = s.bytes();
+  // A PyTorch kernel family the profile measured prices by its own samples from its smallest measured size up (a few
+  // MiB, where the family's rate already holds); smaller tasks, and families it did not measure, by the copy
+  // kernel's samples, which reach down to where launch latency dominates.
+  std::string kind = profile_kind(s.kernel);
+  if (std::none_of(profile_.memory.begin(), profile_.memory.end(),
+                   [&](const CopySample& m) { return m.kind == kind && m.bytes <= bytes; })) {
+    kind = "copy";
+  }
   const CopySample* lo = nullptr;
   const CopySample* hi = nullptr;
   for (const CopySample& m : profile_.memory) {
-    if (m.kind != "copy") continue;
+    if (m.kind != kind) continue;
     if (m.bytes <= bytes && (!lo || m.bytes > lo->bytes)) lo = &m;
     if (m.bytes >= bytes && (!hi || m.bytes < hi->bytes)) hi = &m;
   }

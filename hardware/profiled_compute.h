@@ -8,8 +8,10 @@
 // a shape between measured neighbours lies between their times. A shape outside every complete cell goes to the
 // default model. Grouped GEMMs are `batch` kernels of the
 // per-expert shape; strided-batched GEMMs go to the default model.
-// Memory-bound kernels: log(time) interpolated linearly in log(bytes) between copy samples; above the largest,
-// that sample's bandwidth (large copies are bandwidth-bound); below the smallest, the default model.
+// Memory-bound kernels: log(time) interpolated linearly in log(bytes) between the samples of the task's kernel
+// family (ElementwiseShape::kernel: copy samples for generic kernels; a PyTorch family's own samples from its
+// smallest measured size up, copy samples below that or where the profile has none); above the largest, that
+// sample's bandwidth (large copies are bandwidth-bound); below the smallest copy sample, the default model.
 // Attention (self-attention without a window, CP half block or packing, dqk = dv): samples of the same head_dim,
 // mask, direction, dtype and GQA group size (heads / kv_heads). Time per (batch x heads) is taken from the sample
 // at each measured sequence length (the one whose batch x heads is nearest the op's), log-interpolated in

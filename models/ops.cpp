@@ -77,4 +77,19 @@ Bytes AttentionShape::bytes() const {
   return backward ? 2 * forward + o : forward;  // + dO in, dQ dK dV out, O re-read
 }
 
+const char* profile_kind(ElementwiseKernel k) {
+  switch (k) {
+    case ElementwiseKernel::kGeneric: return "copy";
+    case ElementwiseKernel::kVectorized: return "pytorch_vectorized";
+    case ElementwiseKernel::kCast: return "pytorch_cast";
+    case ElementwiseKernel::kStrided: return "pytorch_strided";
+    case ElementwiseKernel::kStridedCast: return "pytorch_strided_cast";
+    case ElementwiseKernel::kCat: return "pytorch_cat";
+    case ElementwiseKernel::kLogSoftmax: return "pytorch_log_softmax";
+    case ElementwiseKernel::kLogSoftmaxBackward: return "pytorch_log_softmax_backward";
+    case ElementwiseKernel::kFusedAdamW: return "pytorch_adamw";
+  }
+  return "copy";
+}
+
 }  // namespace orrery

@@ -59,14 +59,46 @@ struct AttentionShape {
   bool operator==(const AttentionShape&) const = default;
 };
 
+/// Which kernel runs a memory-bound task, and so which measured rate prices it (hardware/profiled_compute.cpp).
+/// kGeneric: a plain copy's bandwidth (a fused Megatron/TE kernel, our own copy benchmark). The others are the paths
+/// PyTorch's eager CUDA kernels take (aten/src/ATen/native/cuda/CUDALoops.cuh, gpu_kernel_impl), which move bytes at
+/// very different rates (H200, tools/calibrate_pytorch_kernels.py, scenarios/measured/h200-2026-11-30: 4.35 TB/s
+/// vectorized, 2.84 casting, 2.70 strided, 1.29 strided with casts, 0.99 cat):
+///   kVectorized    every operand contiguous and of one dtype (vectorized_elementwise_kernel; also fp32 -> bf16)
+///   kCast          contiguous operands of mixed dtypes, e.g. fp32 + bf16 or a bf16 -> fp32 copy
+///                  (unrolled_elementwise_kernel, casting per element)
+///   kStrided       a broadcast or non-contiguous operand of one dtype (elementwise_kernel with offset arithmetic)
+///   kStridedCast   broadcast or non-contiguous with mixed dtypes (elementwise_kernel with casts: RoPE's q * cos)
+///   kCat           torch.cat of non-contiguous pieces (CatArrayBatchedCopy)
+///   kLogSoftmax, kLogSoftmaxBackward  cunn_SoftMaxForward / cunn_SoftMaxBackward over long rows (several passes)
+///   kFusedAdamW    torch.optim.AdamW(fused=True)'s multi_tensor_apply kernels
+enum class ElementwiseKernel : std::uint8_t {
+  kGeneric,
+  kVectorized,
+  kCast,
+  kStrided,
+  kStridedCast,
+  kCat,
+  kLogSoftmax,
+  kLogSoftmaxBackward,
+  kFusedAdamW,
+};
+
+/// The measured-profile sample kind that prices `k` ("copy" for kGeneric, "pytorch_vectorized", ...: the kinds
+/// tools/calibrate_pytorch_kernels.py writes).
+const char* profile_kind(ElementwiseKernel k);
+
 /// A memory-bound kernel (norm, activation, residual, softmax, optimizer update): its HBM traffic and FLOPs.
 /// `kernels` > 1 stands for that many launches sharing the traffic evenly (e.g. the per-chunk copies of a
-/// list-based torch.distributed collective); each launch pays the per-kernel overhead.
+/// list-based torch.distributed collective); each launch pays the per-kernel overhead. `kernel` says which kernel
+/// family runs it; its bytes count every operand read once and the output written once, whatever the kernel's
+/// own passes (the family's measured rate covers those).
 struct ElementwiseShape {
   Bytes bytes_read = 0;
   Bytes bytes_written = 0;
   Flops flops = 0;
   std::int64_t kernels = 1;
+  ElementwiseKernel kernel = ElementwiseKernel::kGeneric;
   Bytes bytes() const { return bytes_read + bytes_written; }
   bool operator==(const ElementwiseShape&) const = default;
 };

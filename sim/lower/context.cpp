@@ -127,8 +127,14 @@ TaskId Emitter::attention(const char* label, AttentionShape shape, std::initiali
 }
 
 TaskId Emitter::elementwise(const char* label, Bytes read, Bytes written, std::initializer_list<TaskId> deps) {
+  return elementwise(label, ElementwiseKernel::kGeneric, read, written, deps);
+}
+
+TaskId Emitter::elementwise(const char* label, ElementwiseKernel kernel, Bytes read, Bytes written,
+                            std::initializer_list<TaskId> deps) {
   if (dropped()) return -1;
-  return builder_.add(base(TaskKind::kElementwise, label, Stream::kCompute), ElementwiseShape{read, written, 0.0}, deps);
+  return builder_.add(base(TaskKind::kElementwise, label, Stream::kCompute),
+                      ElementwiseShape{read, written, 0.0, 1, kernel}, deps);
 }
 
 TaskId Emitter::comm_copies(const char* label, Bytes read, Bytes written, std::int64_t kernels,
@@ -138,9 +144,11 @@ TaskId Emitter::comm_copies(const char* label, Bytes read, Bytes written, std::i
                       deps);
 }
 
-TaskId Emitter::optimizer(const char* label, Bytes read, Bytes written, std::initializer_list<TaskId> deps) {
+TaskId Emitter::optimizer(const char* label, Bytes read, Bytes written, std::initializer_list<TaskId> deps,
+                          ElementwiseKernel kernel) {
   if (dropped()) return -1;
-  return builder_.add(base(TaskKind::kOptimizer, label, Stream::kCompute), ElementwiseShape{read, written, 0.0}, deps);
+  return builder_.add(base(TaskKind::kOptimizer, label, Stream::kCompute),
+                      ElementwiseShape{read, written, 0.0, 1, kernel}, deps);
 }
 
 TaskId Emitter::host_sync(const char* label, std::initializer_list<TaskId> deps) {

@@ -102,12 +102,16 @@ class Emitter {
   TaskId gemm(const char* label, GemmShape shape, std::initializer_list<TaskId> deps = {});
   TaskId attention(const char* label, AttentionShape shape, std::initializer_list<TaskId> deps = {});
   TaskId elementwise(const char* label, Bytes read, Bytes written, std::initializer_list<TaskId> deps = {});
+  /// A memory-bound task run by a given kernel family (ElementwiseKernel, models/ops.h), which prices it.
+  TaskId elementwise(const char* label, ElementwiseKernel kernel, Bytes read, Bytes written,
+                     std::initializer_list<TaskId> deps = {});
   /// TaskKind::kCommCopy on the compute stream: `kernels` separate memory-bound launches that a collective
   /// library runs around its transfer and that together read `read` and write `written` bytes (e.g. the per-rank
   /// chunk copies of a list-based torch.distributed collective); each pays the per-kernel overhead.
   TaskId comm_copies(const char* label, Bytes read, Bytes written, std::int64_t kernels,
                      std::initializer_list<TaskId> deps = {});
-  TaskId optimizer(const char* label, Bytes read, Bytes written, std::initializer_list<TaskId> deps = {});
+  TaskId optimizer(const char* label, Bytes read, Bytes written, std::initializer_list<TaskId> deps = {},
+                   ElementwiseKernel kernel = ElementwiseKernel::kGeneric);
   /// The GPU waiting for the host after a device-to-host synchronisation that follows `deps`.
   TaskId host_sync(const char* label, std::initializer_list<TaskId> deps = {});
   /// A collective of `group` on `stream`; `bytes` as nccl-tests sizes it (collective_cost.h). Returns -1 and adds

@@ -173,7 +173,7 @@ TaskId DataParallelLowering::emit_optimizer(Emitter& emit, const std::vector<Tas
     const TaskId start = emit.optimizer("optimizer_wait", 0, 0);
     for (TaskId t : after) emit.depend(start, t);
     const Bytes kept = local_params_ * (ctx_.param_bytes + ctx_.optimizer_bytes);
-    emit.optimizer("adamw", kept + local_params_ * ctx_.grad_bytes, kept);
+    emit.optimizer("adamw", kept + local_params_ * ctx_.grad_bytes, kept, {}, ElementwiseKernel::kFusedAdamW);
     const TaskId zero_grad = emit.optimizer("zero_grad", 0, 0);
     emit.deallocate(zero_grad, MemoryKind::kGradients, local_params_ * ctx_.grad_bytes);
     return zero_grad;

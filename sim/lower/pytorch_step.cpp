@@ -46,16 +46,16 @@ AttentionShape PytorchStepLowering::attention(bool backward) const {
 TaskId PytorchStepLowering::rmsnorm_fwd(TaskId input, bool save_input) {
   // LlamaRMSNorm: x.to(fp32); var = x.pow(2).mean(-1); x * rsqrt(var + eps); weight * that.
   const Bytes x = kF32 * T_ * h_, row = kF32 * T_;
-  TaskId t = emit_.elementwise("rmsnorm_pow", x, x, {input});
+  TaskId t = emit_.elementwise("rmsnorm_pow", ElementwiseKernel::kVectorized, x, x, {input});
   emit_.save(t, (save_input ? x : 0) + x);  // the input (kept by pow and mul); the transient square
   t = emit_.elementwise("rmsnorm_mean", x, row);
   emit_.release(t, x);  // the square
-  t = emit_.elementwise("rmsnorm_add_eps", row, row);
-  t = emit_.elementwise("rmsnorm_rsqrt", row, row);
+  t = emit_.elementwise("rmsnorm_add_eps", ElementwiseKernel::kVectorized, row, row);
+  t = emit_.elementwise("rmsnorm_rsqrt", ElementwiseKernel::kVectorized, row, row);
   emit_.save(t, row);
-  t = emit_.elementwise("rmsnorm_mul", x + row, x);
+  t = emit_.elementwise("rmsnorm_mul", ElementwiseKernel::kStrided, x + row, x);  // x * rsqrt: a broadcast row
   emit_.save(t, x);  // the normalised x, kept by the weight multiply
-  return emit_.elementwise("rmsnorm_weight", x, x);
+  return emit_.elementwise("rmsnorm_weight", ElementwiseKernel::kStrided, x, x);  // a broadcast weight
 }
 
 TaskId PytorchStepLowering::rmsnorm_bwd(TaskId grad, bool saved_input) {
@@ -64,21 +64,21 @@ TaskId PytorchStepLowering::rmsnorm_bwd(TaskId grad, bool saved_input) {
   {
     const Phase p = emit_.phase();
     emit_.set_phase(Phase::kBackwardWeight);
-    emit_.elementwise("rmsnorm_weight", 2 * x, x, {grad});                 // dy * normalised
+    emit_.elementwise("rmsnorm_weight", ElementwiseKernel::kVectorized, 2 * x, x, {grad});  // dy * normalised
     const TaskId w = emit_.elementwise("rmsnorm_weight", x, kF32 * h_);   // summed over tokens -> weight .grad
     if (emit_.microbatch() <= 0) emit_.allocate(w, MemoryKind::kGradients, kF32 * h_);
     emit_.set_phase(p);
   }
-  TaskId t = emit_.elementwise("rmsnorm_weight", x, x, {grad});          // dy * weight
-  t = emit_.elementwise("rmsnorm_mul", x + row, x);                      // d(normalised) * rsqrt
-  t = emit_.elementwise("rmsnorm_mul", 2 * x, x);                        // d(normalised) * x
+  TaskId t = emit_.elementwise("rmsnorm_weight", ElementwiseKernel::kVectorized, x, x, {grad});  // dy * weight
+  t = emit_.elementwise("rmsnorm_mul", ElementwiseKernel::kStrided, x + row, x);  // d(normalised) * rsqrt, a broadcast row
+  t = emit_.elementwise("rmsnorm_mul", ElementwiseKernel::kVectorized, 2 * x, x);  // d(normalised) * x
   t = emit_.elementwise("rmsnorm_sum", x, row);                          // summed per row -> d rsqrt
-  for (int k = 0; k < 3; ++k) t = emit_.elementwise("rmsnorm_rsqrt", 2 * row, row);  // rsqrt' and the chain
-  t = emit_.elementwise("rmsnorm_mean", row, x);                          // expand d var / h
-  t = emit_.elementwise("rmsnorm_pow", x, x);                             // pow(x, 1)
-  t = emit_.elementwise("rmsnorm_pow", x, x);                             // times 2
-  t = emit_.elementwise("rmsnorm_pow", 2 * x, x);                         // times the incoming gradient
-  t = emit_.elementwise("rmsnorm_add", 2 * x, x);                         // both paths into dx
+  for (int k = 0; k < 3; ++k) t = emit_.elementwise("rmsnorm_rsqrt", ElementwiseKernel::kVectorized, 2 * row, row);  // rsqrt' and the chain
+  t = emit_.elementwise("rmsnorm_mean", ElementwiseKernel::kStrided, row, x);  // expand d var / h (a broadcast)
+  t = emit_.elementwise("rmsnorm_pow", ElementwiseKernel::kVectorized, x, x);  // pow(x, 1)
+  t = emit_.elementwise("rmsnorm_pow", ElementwiseKernel::kVectorized, x, x);  // times 2
+  t = emit_.elementwise("rmsnorm_pow", ElementwiseKernel::kVectorized, 2 * x, x);  // times the incoming gradient
+  t = emit_.elementwise("rmsnorm_add", ElementwiseKernel::kVectorized, 2 * x, x);  // both paths into dx
   emit_.release(t, x + row + (saved_input ? x : 0));
   return t;
 }
@@ -86,11 +86,11 @@ TaskId PytorchStepLowering::rmsnorm_bwd(TaskId grad, bool saved_input) {
 TaskId PytorchStepLowering::linear_fwd(const char* label, TaskId input, std::int64_t n, std::int64_t k, bool cast_input) {
   TaskId x = input;
   if (cast_input) {
-    x = emit_.elementwise("autocast_input", kF32 * T_ * k, kBf16 * T_ * k, {x});
+    x = emit_.elementwise("autocast_input", ElementwiseKernel::kVectorized, kF32 * T_ * k, kBf16 * T_ * k, {x});
     emit_.save(x, kBf16 * T_ * k);
   }
   // autocast's weight cache: the bf16 copy lives until this linear's backward has used it.
-  const TaskId w = emit_.elementwise("autocast_weight", kF32 * n * k, kBf16 * n * k);
+  const TaskId w = emit_.elementwise("autocast_weight", ElementwiseKernel::kVectorized, kF32 * n * k, kBf16 * n * k);
   emit_.allocate(w, MemoryKind::kWeights, kBf16 * n * k);
   return emit_.gemm(label, GemmShape{T_, n, k, 1, DType::kBf16}, {x, w});
 }
@@ -106,39 +106,40 @@ TaskId PytorchStepLowering::linear_bwd(const char* label, TaskId grad, std::int6
   emit_.allocate(wgrad, MemoryKind::kGradients, kBf16 * n * k);  // the bf16 weight gradient
   // The bf16 weight gradient is cast and accumulated into the fp32 .grad, which the first micro-batch creates.
   const bool first = emit_.microbatch() <= 0;
-  const TaskId acc = emit_.elementwise("grad_accumulate", kBf16 * n * k + (first ? 0 : kF32 * n * k), kF32 * n * k);
+  const TaskId acc =
+      emit_.elementwise("grad_accumulate", ElementwiseKernel::kCast, kBf16 * n * k + (first ? 0 : kF32 * n * k), kF32 * n * k);
   if (first) emit_.allocate(acc, MemoryKind::kGradients, kF32 * n * k);
   emit_.deallocate(acc, MemoryKind::kGradients, kBf16 * n * k);
   emit_.set_phase(p);
   if (!cast_input) return dgrad;
-  return emit_.elementwise("autocast_input", kBf16 * T_ * k, kF32 * T_ * k, {dgrad});  // the cast's backward
+  return emit_.elementwise("autocast_input", ElementwiseKernel::kCast, kBf16 * T_ * k, kF32 * T_ * k, {dgrad});  // the cast's backward
 }
 
 TaskId PytorchStepLowering::rope(TaskId input, std::int64_t e) {
   // q * cos + rotate_half(q) * sin with fp32 cos/sin: bf16 in, fp32 out. Eager kernels run in stream order, so
   // only the first needs its input as a dependency.
-  emit_.elementwise("rope_mul", kBf16 * e, kF32 * e, {input});
-  emit_.elementwise("rope_neg", kBf16 * e / 2, kBf16 * e / 2);
-  emit_.elementwise("rope_cat", kBf16 * e, kBf16 * e);
-  emit_.elementwise("rope_mul", kBf16 * e, kF32 * e);
-  return emit_.elementwise("rope_add", 2 * kF32 * e, kF32 * e);
+  emit_.elementwise("rope_mul", ElementwiseKernel::kStridedCast, kBf16 * e, kF32 * e, {input});
+  emit_.elementwise("rope_neg", ElementwiseKernel::kStrided, kBf16 * e / 2, kBf16 * e / 2);
+  emit_.elementwise("rope_cat", ElementwiseKernel::kCat, kBf16 * e, kBf16 * e);
+  emit_.elementwise("rope_mul", ElementwiseKernel::kStridedCast, kBf16 * e, kF32 * e);
+  return emit_.elementwise("rope_add", ElementwiseKernel::kStrided, 2 * kF32 * e, kF32 * e);
 }
 
 TaskId PytorchStepLowering::rope_bwd(TaskId grad, std::int64_t e) {
   // Backward of q * cos + rotate_half(q) * sin with an fp32 gradient and a bf16 q: each mixed-dtype product's
   // gradient is an fp32 multiply then a cast to bf16; rotate_half's cat and slices scatter into zero-filled
   // tensors; neg; and the two bf16 paths are summed.
-  emit_.elementwise("rope_mul", kF32 * e, kF32 * e, {grad});
-  emit_.elementwise("rope_cast", kF32 * e, kBf16 * e);
-  emit_.elementwise("rope_mul", kF32 * e, kF32 * e);
-  emit_.elementwise("rope_cast", kF32 * e, kBf16 * e);
-  emit_.elementwise("rope_neg", kBf16 * e / 2, kBf16 * e / 2);
+  emit_.elementwise("rope_mul", ElementwiseKernel::kStrided, kF32 * e, kF32 * e, {grad});
+  emit_.elementwise("rope_cast", ElementwiseKernel::kVectorized, kF32 * e, kBf16 * e);
+  emit_.elementwise("rope_mul", ElementwiseKernel::kStrided, kF32 * e, kF32 * e);
+  emit_.elementwise("rope_cast", ElementwiseKernel::kVectorized, kF32 * e, kBf16 * e);
+  emit_.elementwise("rope_neg", ElementwiseKernel::kStrided, kBf16 * e / 2, kBf16 * e / 2);
   for (int half = 0; half < 2; ++half) {
-    emit_.elementwise("rope_slice_zero", 0, kBf16 * e);
-    emit_.elementwise("rope_slice_copy", kBf16 * e / 2, kBf16 * e / 2);
+    emit_.elementwise("rope_slice_zero", ElementwiseKernel::kVectorized, 0, kBf16 * e);
+    emit_.elementwise("rope_slice_copy", ElementwiseKernel::kStrided, kBf16 * e / 2, kBf16 * e / 2);
   }
-  emit_.elementwise("rope_add", 2 * kBf16 * e, kBf16 * e);
-  return emit_.elementwise("rope_add", 2 * kBf16 * e, kBf16 * e);
+  emit_.elementwise("rope_add", ElementwiseKernel::kVectorized, 2 * kBf16 * e, kBf16 * e);
+  return emit_.elementwise("rope_add", ElementwiseKernel::kStrided, 2 * kBf16 * e, kBf16 * e);  // q-strided + contiguous
 }
 
 // ---- the layer ----
@@ -151,43 +152,43 @@ TaskId PytorchStepLowering::layer_forward(TaskId input) {
   const TaskId vp = linear_fwd("v_proj", x, kv, h_, true);
   TaskId qr = rope(qp, T_ * q), kr = rope(kp, T_ * kv);
   // SDPA under autocast casts the fp32 q and k back to bf16.
-  qr = emit_.elementwise("autocast_input", kF32 * T_ * q, kBf16 * T_ * q, {qr});
-  kr = emit_.elementwise("autocast_input", kF32 * T_ * kv, kBf16 * T_ * kv, {kr});
+  qr = emit_.elementwise("autocast_input", ElementwiseKernel::kVectorized, kF32 * T_ * q, kBf16 * T_ * q, {qr});
+  kr = emit_.elementwise("autocast_input", ElementwiseKernel::kVectorized, kF32 * T_ * kv, kBf16 * T_ * kv, {kr});
   const AttentionShape a = attention(false);
   // The flash kernel's output is already [b, s, H, d]: transpose(1, 2).reshape copies nothing, and o_proj keeps
   // the same storage SDPA keeps.
   TaskId o = emit_.attention("attention", a, {qr, kr, vp});
   emit_.save(o, kBf16 * T_ * (q + 2 * kv) + kBf16 * T_ * q + kF32 * ctx_.batch * H_ * ctx_.seq);
   o = linear_fwd("o_proj", o, h_, q, false);
-  TaskId r = emit_.elementwise("residual_add", kF32 * T_ * h_ + kBf16 * T_ * h_, kF32 * T_ * h_, {o});
+  TaskId r = emit_.elementwise("residual_add", ElementwiseKernel::kCast, kF32 * T_ * h_ + kBf16 * T_ * h_, kF32 * T_ * h_, {o});
   x = rmsnorm_fwd(r, true);
   const TaskId gate = linear_fwd("gate_proj", x, f_, h_, true);
   const TaskId up = linear_fwd("up_proj", x, f_, h_, true);
-  TaskId s = emit_.elementwise("silu", kBf16 * T_ * f_, kBf16 * T_ * f_, {gate});
+  TaskId s = emit_.elementwise("silu", ElementwiseKernel::kVectorized, kBf16 * T_ * f_, kBf16 * T_ * f_, {gate});
   emit_.save(s, 2 * kBf16 * T_ * f_);  // SiLU's input (the gate output) and its output
-  TaskId prod = emit_.elementwise("mul", 2 * kBf16 * T_ * f_, kBf16 * T_ * f_, {s, up});
+  TaskId prod = emit_.elementwise("mul", ElementwiseKernel::kVectorized, 2 * kBf16 * T_ * f_, kBf16 * T_ * f_, {s, up});
   emit_.save(prod, 2 * kBf16 * T_ * f_);  // the up output (kept by the product) and the product (down's input)
   const TaskId down = linear_fwd("down_proj", prod, h_, f_, false);
-  return emit_.elementwise("residual_add", kF32 * T_ * h_ + kBf16 * T_ * h_, kF32 * T_ * h_, {down});
+  return emit_.elementwise("residual_add", ElementwiseKernel::kCast, kF32 * T_ * h_ + kBf16 * T_ * h_, kF32 * T_ * h_, {down});
 }
 
 TaskId PytorchStepLowering::layer_backward(TaskId grad) {
   const std::int64_t q = H_ * d_, kv = K_ * d_;
   // Residual add: the bf16 branch receives the fp32 gradient cast to bf16.
-  TaskId g = emit_.elementwise("residual_add", kF32 * T_ * h_, kBf16 * T_ * h_, {grad});
+  TaskId g = emit_.elementwise("residual_add", ElementwiseKernel::kVectorized, kF32 * T_ * h_, kBf16 * T_ * h_, {grad});
   g = linear_bwd("down_proj", g, h_, f_, false);
-  TaskId ds = emit_.elementwise("mul", 2 * kBf16 * T_ * f_, kBf16 * T_ * f_, {g});  // d silu = d prod * up
-  TaskId du = emit_.elementwise("mul", 2 * kBf16 * T_ * f_, kBf16 * T_ * f_, {g});  // d up = d prod * silu
+  TaskId ds = emit_.elementwise("mul", ElementwiseKernel::kVectorized, 2 * kBf16 * T_ * f_, kBf16 * T_ * f_, {g});  // d silu = d prod * up
+  TaskId du = emit_.elementwise("mul", ElementwiseKernel::kVectorized, 2 * kBf16 * T_ * f_, kBf16 * T_ * f_, {g});  // d up = d prod * silu
   emit_.release(du, kBf16 * T_ * f_);  // the up output
-  ds = emit_.elementwise("silu", 2 * kBf16 * T_ * f_, kBf16 * T_ * f_, {ds});
+  ds = emit_.elementwise("silu", ElementwiseKernel::kVectorized, 2 * kBf16 * T_ * f_, kBf16 * T_ * f_, {ds});
   emit_.release(ds, 2 * kBf16 * T_ * f_);  // SiLU's input and output
   const TaskId gg = linear_bwd("gate_proj", ds, f_, h_, true);
   const TaskId gu = linear_bwd("up_proj", du, f_, h_, true);
-  g = emit_.elementwise("grad_add", 2 * kF32 * T_ * h_, kF32 * T_ * h_, {gg, gu});
+  g = emit_.elementwise("grad_add", ElementwiseKernel::kVectorized, 2 * kF32 * T_ * h_, kF32 * T_ * h_, {gg, gu});
   g = rmsnorm_bwd(g, true);
-  g = emit_.elementwise("residual_grad_add", 2 * kF32 * T_ * h_, kF32 * T_ * h_, {g, grad});
+  g = emit_.elementwise("residual_grad_add", ElementwiseKernel::kVectorized, 2 * kF32 * T_ * h_, kF32 * T_ * h_, {g, grad});
   const TaskId r = g;
-  g = emit_.elementwise("residual_add", kF32 * T_ * h_, kBf16 * T_ * h_, {g});
+  g = emit_.elementwise("residual_add", ElementwiseKernel::kVectorized, kF32 * T_ * h_, kBf16 * T_ * h_, {g});
   g = linear_bwd("o_proj", g, h_, q, false, false);
   const AttentionShape a = attention(true);
   g = emit_.attention("attention", a, {g});
@@ -199,17 +200,17 @@ TaskId PytorchStepLowering::layer_backward(TaskId grad) {
     emit_.release(sum, 2 * kBf16 * T_ * q);
     g = sum;
   }
-  TaskId gq = emit_.elementwise("autocast_input", kBf16 * T_ * q, kF32 * T_ * q, {g});
-  TaskId gk = emit_.elementwise("autocast_input", kBf16 * T_ * kv, kF32 * T_ * kv, {g});
+  TaskId gq = emit_.elementwise("autocast_input", ElementwiseKernel::kCast, kBf16 * T_ * q, kF32 * T_ * q, {g});
+  TaskId gk = emit_.elementwise("autocast_input", ElementwiseKernel::kCast, kBf16 * T_ * kv, kF32 * T_ * kv, {g});
   gq = rope_bwd(gq, T_ * q);
   gk = rope_bwd(gk, T_ * kv);
   const TaskId a1 = linear_bwd("q_proj", gq, q, h_, true);
   const TaskId a2 = linear_bwd("k_proj", gk, kv, h_, true);
   const TaskId a3 = linear_bwd("v_proj", g, kv, h_, true);
-  g = emit_.elementwise("grad_add", 2 * kF32 * T_ * h_, kF32 * T_ * h_, {a1, a2});
-  g = emit_.elementwise("grad_add", 2 * kF32 * T_ * h_, kF32 * T_ * h_, {g, a3});
+  g = emit_.elementwise("grad_add", ElementwiseKernel::kVectorized, 2 * kF32 * T_ * h_, kF32 * T_ * h_, {a1, a2});
+  g = emit_.elementwise("grad_add", ElementwiseKernel::kVectorized, 2 * kF32 * T_ * h_, kF32 * T_ * h_, {g, a3});
   g = rmsnorm_bwd(g, true);
-  return emit_.elementwise("residual_grad_add", 2 * kF32 * T_ * h_, kF32 * T_ * h_, {g, r});
+  return emit_.elementwise("residual_grad_add", ElementwiseKernel::kVectorized, 2 * kF32 * T_ * h_, kF32 * T_ * h_, {g, r});
 }
 
 // ---- embedding, head and loss ----
@@ -223,11 +224,11 @@ TaskId PytorchStepLowering::embedding_backward(TaskId grad) {
   // (tied to lm_head's, so the gradient memory exists already when the head ran first).
   const Phase p = emit_.phase();
   emit_.set_phase(Phase::kBackwardWeight);
-  TaskId t = emit_.elementwise("embedding", 0, kF32 * V_ * h_, {grad});
+  TaskId t = emit_.elementwise("embedding", ElementwiseKernel::kVectorized, 0, kF32 * V_ * h_, {grad});
   const bool separate = !ctx_.model.tie_word_embeddings && emit_.microbatch() <= 0;
   if (separate) emit_.allocate(t, MemoryKind::kGradients, kF32 * V_ * h_);
   t = emit_.elementwise("embedding", kF32 * T_ * h_ + 8 * T_, kF32 * T_ * h_);
-  t = emit_.elementwise("grad_accumulate", 2 * kF32 * V_ * h_, kF32 * V_ * h_);
+  t = emit_.elementwise("grad_accumulate", ElementwiseKernel::kVectorized, 2 * kF32 * V_ * h_, kF32 * V_ * h_);
   emit_.set_phase(p);
   return t;
 }
@@ -237,9 +238,9 @@ TaskId PytorchStepLowering::head_forward(TaskId input) {
   const Bytes logits16 = kBf16 * T_ * V_, logits32 = kF32 * T_ * V_;
   TaskId l = linear_fwd("lm_head", x, V_, h_, true);
   emit_.save(l, logits16);  // the bf16 logits, held by the model output until the loss is computed
-  TaskId up = emit_.elementwise("logits_float", logits16, logits32, {l});
+  TaskId up = emit_.elementwise("logits_float", ElementwiseKernel::kCast, logits16, logits32, {l});
   emit_.save(up, logits32);
-  TaskId ls = emit_.elementwise("log_softmax", logits32, logits32, {up});
+  TaskId ls = emit_.elementwise("log_softmax", ElementwiseKernel::kLogSoftmax, logits32, logits32, {up});
   emit_.save(ls, logits32);  // log-softmax output, kept for the backward
   TaskId nll = emit_.elementwise("nll_loss", kF32 * T_ + 8 * T_, kF32, {ls});
   emit_.release(nll, logits16 + logits32);  // the bf16 and fp32 logits
@@ -248,12 +249,12 @@ TaskId PytorchStepLowering::head_forward(TaskId input) {
 
 TaskId PytorchStepLowering::head_backward(TaskId after) {
   const Bytes logits16 = kBf16 * T_ * V_, logits32 = kF32 * T_ * V_;
-  TaskId g = emit_.elementwise("nll_loss", 8 * T_, logits32, {after});  // scatter -1/N into a zeroed fp32 matrix
+  TaskId g = emit_.elementwise("nll_loss", ElementwiseKernel::kVectorized, 8 * T_, logits32, {after});  // scatter -1/N into a zeroed fp32 matrix
   emit_.save(g, logits32);
-  g = emit_.elementwise("log_softmax", 2 * logits32, logits32, {g});
+  g = emit_.elementwise("log_softmax", ElementwiseKernel::kLogSoftmaxBackward, 2 * logits32, logits32, {g});
   emit_.save(g, logits32);
   emit_.release(g, 2 * logits32);  // the saved log-softmax and the NLL gradient
-  g = emit_.elementwise("logits_float", logits32, logits16, {g});
+  g = emit_.elementwise("logits_float", ElementwiseKernel::kVectorized, logits32, logits16, {g});
   emit_.save(g, logits16);
   emit_.release(g, logits32);
   TaskId d = linear_bwd("lm_head", g, V_, h_, true);

@@ -1,6 +1,6 @@
 // `orrery calibrate`: the CPU side of calibration.
 //   plan SCENARIO... --out PLAN        what orrery-calibrate and tools/calibrate_attention.py measure
-//   fit RAW.json [--attention A.json] --out PROFILE   raw measurements -> the profile the cost models read
+//   fit RAW.json [--attention A.json] [--pytorch P.json] --out PROFILE   raw measurements -> the profile
 //   import-nccl-tests LOG... --out PROFILE            collective tables from real nccl-tests logs
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -83,14 +83,15 @@ void run_plan(const PlanArgs& a) {
 }
 
 struct FitArgs {
-  std::string raw, attention, out;
+  std::string raw, attention, pytorch, out;
 };
 
 void run_fit(const FitArgs& a) {
   const nlohmann::json raw = read_json_file(a.raw, "RAW");
   nlohmann::json attention;
   if (!a.attention.empty()) attention = read_json_file(a.attention, "--attention");
-  const GpuProfile p = fit_raw_profile(raw, a.raw, a.attention.empty() ? nullptr : &attention, a.attention);
+  GpuProfile p = fit_raw_profile(raw, a.raw, a.attention.empty() ? nullptr : &attention, a.attention);
+  if (!a.pytorch.empty()) add_pytorch_kernels(read_json_file(a.pytorch, "--pytorch"), a.pytorch, p);
   std::ofstream out(a.out);
   if (!out) throw Error::io(a.out, "cannot be written");
   out << gpu_profile_json(p).dump(1) << "\n";
@@ -151,6 +152,8 @@ void add_calibrate_command(CLI::App& app) {
   CLI::App* fit = cmd->add_subcommand("fit", "turn orrery-calibrate's raw measurements into a profile");
   fit->add_option("raw", f->raw, "raw measurements (orrery-calibrate --out)")->required();
   fit->add_option("--attention", f->attention, "attention measurements (tools/calibrate_attention.py --out)")->check(non_empty_file());
+  fit->add_option("--pytorch", f->pytorch, "PyTorch kernel-family measurements (tools/calibrate_pytorch_kernels.py --out)")
+      ->check(non_empty_file());
   fit->add_option("--out", f->out, "profile JSON to write")->required();
   fit->callback([f] { run_fit(*f); });
 

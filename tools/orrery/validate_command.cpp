@@ -13,6 +13,7 @@
 
 #include "hardware/gpu_profile.h"
 #include "models/error.h"
+#include "models/json_fields.h"
 #include "sim/validation.h"
 #include "tools/orrery/commands.h"
 #include "tools/orrery/outputs.h"
@@ -63,6 +64,10 @@ Outcome evaluate(const fs::path& file, bool keep_prediction, const PredictOption
   o.result.name = file.stem().string();
   o.result.prefix = source_prefix(o.result.name);
   try {
+    // Only documents with an `expect` block are records; others (scenarios without published figures, and the
+    // measurement files kept beside the measured scenarios) are passed over without being parsed as scenarios.
+    const nlohmann::json doc = read_json_file(file, "validate");
+    if (!doc.is_object() || !doc.contains("expect")) return o;
     Scenario s = load_scenario(file);
     o.has_expect = !s.expect.empty();
     if (!o.has_expect) return o;
