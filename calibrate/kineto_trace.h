@@ -23,8 +23,9 @@ enum class KernelClass : std::uint8_t { kGemm, kAttention, kCommunication, kOthe
 const char* to_string(KernelClass c);
 
 /// The class of a GPU kernel by its name: NCCL kernels ("nccl"); fused attention ("flash", "fmha", "attention",
-/// "sdpa"); GEMMs (cuBLAS/CUTLASS names: "gemm", "cutlass", "xmma", "cublas", "wgmma", Volta/Ampere "s884"/"s16816"
-/// tensor-core kernels); everything else (elementwise, norms, reductions, softmax, optimizer) is kOther.
+/// "sdpa", and cuDNN SDPA's "cudnn::fusion" helpers); GEMMs (cuBLAS/CUTLASS names: "gemm", "cutlass", "xmma",
+/// "cublas", "wgmma", cuBLAS 12.8+'s Hopper "nvjet", Volta/Ampere "s884"/"s16816" tensor-core kernels); everything
+/// else (elementwise, norms, reductions, softmax, optimizer) is kOther.
 KernelClass classify_kernel(std::string_view name);
 
 struct KinetoKernel {

@@ -17,7 +17,7 @@
 #              $OUT/calibrate.tar with raw.json and attention.json, and tools/calibrate_pytorch_kernels.py: pytorch.json
 #   pytorch-kernels  that last script alone
 # Afterwards, on a machine with orrery built:
-#   orrery calibrate fit OUT/raw.json --attention OUT/attention.json --out hardware/profiles/h200.json
+#   orrery calibrate fit raw.json --attention attention.json --pytorch pytorch.json --out hardware/profiles/h200.json
 #   orrery compare --kineto OUT/llama-1b.trace.json.gz scenarios/measured/h200-llama-1b.json
 #   orrery compare --measured OUT/llama-1b.executed.json scenarios/measured/h200-llama-1b.json
 # and commit the outputs under scenarios/measured/ with the hardware they came from.

@@ -302,3 +302,85 @@ TEST_CASE("a profile from CUDA's device name matches its GPU preset", "[calibrat
   CHECK_FALSE(same_gpu_model("NVIDIA H200", a100.cluster.gpu));
   CHECK_FALSE(same_gpu_model("NVIDIA H100 80GB HBM3", h200.cluster.gpu));
 }
+
+namespace {
+
+// tools/calibrate_pytorch_kernels.py's output for two families: pytorch_cast at 2.5 TB/s + 4 us and pytorch_strided
+// at 1.25 TB/s, at 16 MiB, 256 MiB and 1 GiB (median of {t, 2t, t}).
+nlohmann::json pytorch_kernels() {
+  nlohmann::json samples = nlohmann::json::array();
+  for (const auto& [kind, rate, overhead] : {std::tuple{"pytorch_cast", 2.5e12, 4e-6}, std::tuple{"pytorch_strided", 1.25e12, 0.0}}) {
+    for (Bytes b : {Bytes{16} << 20, Bytes{256} << 20, Bytes{1} << 30}) {
+      const double t = overhead + static_cast<double>(b) / rate;
+      samples.push_back({{"kind", kind}, {"bytes", b}, {"elements", b / 10}, {"times_s", {t, 2 * t, t}},
+                         {"kernels", {"void at::native::unrolled_elementwise_kernel<...>"}}});
+    }
+  }
+  return {{"format", "orrery-pytorch-kernels-raw"}, {"version", 1}, {"gpu", "NVIDIA H200"}, {"torch", "2.11.0"},
+          {"cuda", "13.0"}, {"date", "2026-11-30T21:33:01Z"}, {"warmup", 3}, {"repetitions", 3}, {"memory", samples}};
+}
+
+}  // namespace
+
+TEST_CASE("orrery calibrate fit --pytorch adds PyTorch's kernel families with their own rates", "[calibrate][fit]") {
+  GpuProfile p = fit(recorded());
+  const std::size_t copies = p.memory.size();
+  add_pytorch_kernels(pytorch_kernels(), "pytorch.json", p);
+  REQUIRE(p.memory.size() == copies + 6);
+  CHECK(p.memory[copies].kind == "pytorch_cast");
+  CHECK(p.memory[copies].seconds == Approx(4e-6 + (16 << 20) / 2.5e12).epsilon(1e-9));  // the median
+  // One fitted line per family over its samples of 64 MiB or more: the law the times were built from.
+  REQUIRE(p.fitted.size() == 4);
+  CHECK(p.fitted[2].what == "memory pytorch_cast");
+  CHECK(p.fitted[2].rate == Approx(2.5e12).epsilon(1e-6));
+  CHECK(p.fitted[2].overhead == Approx(4e-6).epsilon(1e-3));
+  CHECK(p.fitted[2].samples == 2);
+  CHECK(p.fitted[3].what == "memory pytorch_strided");
+  CHECK(p.fitted[3].rate == Approx(1.25e12).epsilon(1e-6));
+  const GpuProfile again = parse_gpu_profile(gpu_profile_json(p), "again");
+  CHECK(again.memory.size() == p.memory.size());
+
+  const auto error = [&](const nlohmann::json& doc) {
+    GpuProfile q = fit(recorded());
+    try {
+      add_pytorch_kernels(doc, "pytorch.json", q);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  nlohmann::json bad = pytorch_kernels();
+  bad["memory"][0]["kind"] = "copy";
+  CHECK(error(bad).find("pytorch.json.memory[0].kind (copy) must be a PyTorch kernel family") == 0);
+  bad = pytorch_kernels();
+  bad["memory"][1]["bytes"] = bad["memory"][0]["bytes"];
+  CHECK(error(bad).find("a repeated size") != std::string::npos);
+  bad = pytorch_kernels();
+  bad["format"] = "orrery-attention-raw";
+  CHECK(error(bad).find("pytorch.json.format (orrery-attention-raw) must be \"orrery-pytorch-kernels-raw\"") == 0);
+}
+
+TEST_CASE("a PyTorch kernel family is priced by its own samples, copy samples below them or where absent",
+          "[calibrate][profile]") {
+  GpuProfile p;
+  p.gpu = "NVIDIA H200";
+  // Copy samples: 3 us + bytes / 4 TB/s from 64 KiB to 4 GiB.
+  const auto copy = [](Bytes b) { return 3e-6 + static_cast<double>(b) / 4e12; };
+  for (Bytes b = Bytes{1} << 16; b <= Bytes{1} << 32; b <<= 4) p.memory.push_back({"copy", b, copy(b)});
+  // pytorch_cast at exactly 2 TB/s, 16 MiB and 1 GiB.
+  for (Bytes b : {Bytes{16} << 20, Bytes{1} << 30}) p.memory.push_back({"pytorch_cast", b, static_cast<double>(b) / 2e12});
+  const Scenario s = test::scenario(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 1}})");
+  const ProfiledComputeModel pm(p, std::make_unique<RooflineComputeModel>(s.cluster.gpu, default_cost_params().compute));
+  const auto shape = [](Bytes read, Bytes written, ElementwiseKernel k) { return ElementwiseShape{read, written, 0, 1, k}; };
+  // Within the family's range: log-log between its samples, which both lie on 2 TB/s, so exactly 2 TB/s.
+  const Bytes mid = Bytes{128} << 20;
+  CHECK(pm.elementwise(shape(mid / 2, mid / 2, ElementwiseKernel::kCast)) == Approx(mid / 2e12).epsilon(1e-9));
+  // Above it: the largest sample's bandwidth.
+  const Bytes big = Bytes{4} << 30;
+  CHECK(pm.elementwise(shape(big, 0, ElementwiseKernel::kCast)) == Approx(big / 2e12).epsilon(1e-9));
+  // Below it, and for a family the profile did not measure: the copy samples (exact at a measured copy size).
+  CHECK(pm.elementwise(shape(Bytes{1} << 20, 0, ElementwiseKernel::kCast)) == Approx(copy(Bytes{1} << 20)).epsilon(1e-9));
+  CHECK(pm.elementwise(shape(Bytes{1} << 24, 0, ElementwiseKernel::kStrided)) == Approx(copy(Bytes{1} << 24)).epsilon(1e-9));
+  CHECK(pm.elementwise(shape(Bytes{1} << 24, 0, ElementwiseKernel::kGeneric)) == Approx(copy(Bytes{1} << 24)).epsilon(1e-9));
+  CHECK(pm.uncovered_memory() == 0);
+}

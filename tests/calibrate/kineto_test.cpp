@@ -1,4 +1,5 @@
-// The Kineto trace reader on two real PyTorch profiler traces (tests/data/kineto, from HolisticTraceAnalysis).
+// The Kineto trace reader on real PyTorch profiler traces: two from HolisticTraceAnalysis (tests/data/kineto) and
+// the H200 Llama steps of scenarios/measured/h200-2026-11-30 (tools/pytorch_train_step.py).
 // Expected figures were computed independently with Python's json and gzip modules (kernels attributed to the
 // ProfilerStep whose CPU window holds their correlated launch call).
 #include <catch2/catch.hpp>
@@ -83,6 +84,39 @@ TEST_CASE("kernel names are classified as cuBLAS, CUTLASS, flash-attention and N
         KernelClass::kCommunication);
   CHECK(classify_kernel("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>") ==
         KernelClass::kOther);
+  // cuBLAS 13 on Hopper, and the helpers of cuDNN's fused SDPA backward (the H200 traces).
+  CHECK(classify_kernel("nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NTN") == KernelClass::kGemm);
+  CHECK(classify_kernel("void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16>") == KernelClass::kGemm);
+  CHECK(classify_kernel("void cudnn::fusion::compute_dot_do_o_specialized<true, 64>(void const*)") ==
+        KernelClass::kAttention);
+  CHECK(classify_kernel("void cudnn::fusion::convert_dq_to_16bits<true>(void const*, void*)") == KernelClass::kAttention);
+}
+
+TEST_CASE("a real H200 Llama-3.2-1B training step: nvjet GEMMs, cuDNN attention, layers", "[calibrate][kineto]") {
+  // Recorded by tools/pytorch_train_step.py on an H200 (PyTorch 2.11.0+cu130, 2026-11-30). Expected figures from an
+  // independent Python reading of the same file (launch-correlated step attribution, the same name rules).
+  const KinetoTrace t = read_kineto_trace(
+      (test::source_dir() / "scenarios" / "measured" / "h200-2026-11-30" / "llama-1b.trace.json.gz").string());
+  REQUIRE(t.steps.size() == 2);
+  CHECK(t.steps[1].name == "ProfilerStep#2");
+  CHECK(t.steps[1].duration == Approx(365249.451e-6));
+  CHECK(t.kernels.size() == 5735);
+  const StepKernelTime s = step_kernel_time(t, 1);
+  CHECK(s.kernels == 2436);
+  CHECK(s.by_class[static_cast<int>(KernelClass::kGemm)] == Approx(157690.761e-6));
+  CHECK(s.by_class[static_cast<int>(KernelClass::kAttention)] == Approx(44200.461e-6));
+  CHECK(s.by_class[static_cast<int>(KernelClass::kOther)] == Approx(156641.706e-6));
+  CHECK(s.by_class[static_cast<int>(KernelClass::kCommunication)] == 0);
+  Seconds layer5 = 0;
+  int layer5_kernels = 0;
+  for (const KinetoKernel& k : t.kernels) {
+    if (k.step == 1 && k.layer == 5 && !k.backward) {
+      layer5 += k.duration;
+      ++layer5_kernels;
+    }
+  }
+  CHECK(layer5_kernels == 48);
+  CHECK(layer5 == Approx(5619.167e-6));
 }
 
 TEST_CASE("a file that is not a Kineto trace is refused by name", "[calibrate][kineto]") {

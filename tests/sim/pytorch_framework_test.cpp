@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <set>
 #include <variant>
 
 #include "test_support.h"
@@ -85,4 +86,35 @@ TEST_CASE("pytorch framework refuses what its recipe does not run", "[sim][pytor
   CHECK(test::scenario_error(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 1},
       "training": {"seq_length": 4096, "framework": "jax"}})")
             .find("training.framework (jax)") != std::string::npos);
+}
+
+TEST_CASE("pytorch framework: each elementwise op names the kernel path PyTorch takes for it", "[sim][pytorch]") {
+  // The paths of aten/src/ATen/native/cuda/CUDALoops.cuh as the H200 trace of this model shows them: the residual
+  // add mixes an fp32 stream with a bf16 branch (unrolled, casting), RoPE multiplies a transposed bf16 q by fp32 cos
+  // (strided with casts) and concatenates q's halves, RMSNorm multiplies by a broadcast row, the bf16 MLP product
+  // and the fp32 -> bf16 autocast copies are vectorized, and the loss and the optimizer have kernels of their own.
+  const WorkloadGraph g = test::lowered(llama_1b("pytorch"));
+  const Program& p = g.programs[0];
+  std::map<std::string, std::set<ElementwiseKernel>> forward;
+  std::map<std::string, std::set<ElementwiseKernel>> other;
+  for (const Task& t : p.tasks) {
+    const auto* e = std::get_if<ElementwiseShape>(&p.ops[static_cast<std::size_t>(t.op)]);
+    if (!e) continue;
+    (t.phase == Phase::kForward && t.layer == 3 ? forward : other)[t.label].insert(e->kernel);
+  }
+  using K = ElementwiseKernel;
+  CHECK(forward["residual_add"] == std::set<K>{K::kCast});
+  CHECK(forward["rope_mul"] == std::set<K>{K::kStridedCast});
+  CHECK(forward["rope_cat"] == std::set<K>{K::kCat});
+  CHECK(forward["rmsnorm_mul"] == std::set<K>{K::kStrided});
+  CHECK(forward["mul"] == std::set<K>{K::kVectorized});
+  CHECK(forward["autocast_input"] == std::set<K>{K::kVectorized});
+  CHECK(other["log_softmax"] == std::set<K>{K::kLogSoftmax, K::kLogSoftmaxBackward});
+  CHECK(other["adamw"] == std::set<K>{K::kFusedAdamW});
+  // Megatron's fused kernels keep the generic copy rate.
+  const WorkloadGraph m = test::lowered(llama_1b("megatron"));
+  for (const Task& t : m.programs[0].tasks) {
+    const auto* e = std::get_if<ElementwiseShape>(&m.programs[0].ops[static_cast<std::size_t>(t.op)]);
+    if (e) CHECK(e->kernel == K::kGeneric);
+  }
 }

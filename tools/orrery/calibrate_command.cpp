@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -97,14 +98,16 @@ void run_fit(const FitArgs& a) {
   out << gpu_profile_json(p).dump(1) << "\n";
   std::cout << fmt::format("{}: {} GEMM shapes, {} memory kernels, {} attention calls, {} collectives\n", p.gpu,
                            p.gemm.size(), p.memory.size(), p.attention.size(), p.collectives.size());
+  std::size_t width = 20;  // the longest name: "memory pytorch_log_softmax_backward"
+  for (const FittedRate& r : p.fitted) width = std::max(width, r.what.size());
   for (const FittedRate& r : p.fitted) {
     const bool gemm = r.what.rfind("gemm", 0) == 0;
-    std::cout << fmt::format("  {:<20} {:>10.1f} {}  overhead {:6.2f} us  ({} samples)\n", r.what,
+    std::cout << fmt::format("  {:<{}} {:>10.1f} {}  overhead {:6.2f} us  ({} samples)\n", r.what, width,
                              gemm ? r.rate / 1e12 : r.rate / 1e9, gemm ? "TFLOP/s" : "GB/s   ", r.overhead * 1e6,
                              r.samples);
   }
   if (p.launch_kernel > 0 || p.launch_host > 0) {
-    std::cout << fmt::format("  launch               {:>10.2f} us GPU, {:.2f} us host\n", p.launch_kernel * 1e6,
+    std::cout << fmt::format("  {:<{}} {:>10.2f} us GPU, {:.2f} us host\n", "launch", width, p.launch_kernel * 1e6,
                              p.launch_host * 1e6);
   }
   std::cout << fmt::format("wrote {}\n", a.out);
