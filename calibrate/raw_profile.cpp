@@ -76,6 +76,10 @@ void read_attention(const json& doc, const std::string& path, GpuProfile& p) {
     forward.seconds = median_time(s, "forward_s");
     backward.backward = true;
     backward.seconds = median_time(s, "backward_s");
+    if (auto gqa = s.optional_string("gqa")) {
+      require(*gqa == "native" || *gqa == "expanded", s.field("gqa"), *gqa, "must be native or expanded");
+    }
+    s.allow("kernels");  // the kernel names one call launched: documentation of the backend that ran
     s.reject_unknown();
     p.attention.push_back(forward);
     p.attention.push_back(backward);

@@ -8,7 +8,11 @@ descriptor (cuDNN 9) takes its causal mask only as an undocumented block-mask te
 on a machine without a GPU. PyTorch's scaled_dot_product_attention dispatches to fused kernels of the same family
 (FlashAttention-2, cuDNN's fused attention, memory-efficient attention; the math fallback is disabled here), so it
 measures a fused kernel close to what a training step runs, though not necessarily the one Transformer Engine picks.
-Grouped-query K/V are expanded to all query heads outside the timed region, so every fused backend qualifies.
+Grouped-query K/V are passed as they are with enable_gqa=True (PyTorch 2.5+), as transformers' SDPA attention does
+in the measured PyTorch steps: cuDNN then runs its native GQA kernels, whose backward adds a per-group reduction of
+dK and dV (fmha_reduce_head in the H200 traces). With an older PyTorch they are expanded to all query heads outside
+the timed region. Each sample records which of the two ran ("gqa": "native" or "expanded") and the kernels one
+forward and backward call launched.
 
 Reads the `attention` lines of a calibration plan (calibrate/bench/bench_plan.h):
     attention B H KVH S D causal|full DTYPE
@@ -17,7 +21,7 @@ separately with CUDA events after warm-up, on pseudo-random inputs (never zeros)
 with torch.cuda._sleep while the host enqueues a batch of calls, so the host's dispatch time is not timed. Writes "orrery-attention-raw" version 1:
     {"format": "orrery-attention-raw", "version": 1, "gpu", "torch", "cuda", "cudnn", "date", "warmup",
      "repetitions", "samples": [{"batch", "heads", "kv_heads", "seq", "head_dim", "causal", "dtype",
-                                 "forward_s": [...], "backward_s": [...]}]}
+                                 "forward_s": [...], "backward_s": [...], "gqa", "kernels": [names]}]}
 
     python3 tools/calibrate_attention.py --plan calibrate/plans/default.plan --out attention.json
 """
@@ -80,14 +84,21 @@ def measure(torch, shape, warmup, repetitions):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     q = rand(b, h, s, d).requires_grad_()
-    # Grouped K/V expanded to every query head before timing (each fused kernel reads K/V per head anyway).
-    k = rand(b, kvh, s, d).repeat_interleave(h // kvh, dim=1).requires_grad_()
-    v = rand(b, kvh, s, d).repeat_interleave(h // kvh, dim=1).requires_grad_()
+    k = rand(b, kvh, s, d).requires_grad_()
+    v = rand(b, kvh, s, d).requires_grad_()
     grad = rand(b, h, s, d)
     fused = [SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
+    gqa = "native"
+    with sdpa_kernel(fused):
+        try:
+            F.scaled_dot_product_attention(q, k, v, is_causal=shape["causal"], enable_gqa=h != kvh)
+        except (TypeError, RuntimeError):  # no enable_gqa (PyTorch < 2.5), or no fused kernel takes it
+            gqa = "expanded"
+            k = k.detach().repeat_interleave(h // kvh, dim=1).requires_grad_()
+            v = v.detach().repeat_interleave(h // kvh, dim=1).requires_grad_()
 
     def forward():
-        return F.scaled_dot_product_attention(q, k, v, is_causal=shape["causal"])
+        return F.scaled_dot_product_attention(q, k, v, is_causal=shape["causal"], enable_gqa=gqa == "native" and h != kvh)
 
     with sdpa_kernel(fused):
         forward_s = time_calls(torch, forward, warmup, repetitions)
@@ -97,7 +108,23 @@ def measure(torch, shape, warmup, repetitions):
             torch.autograd.grad(out, (q, k, v), grad, retain_graph=True)
 
         backward_s = time_calls(torch, backward, warmup, repetitions)
-    return dict(shape, forward_s=forward_s, backward_s=backward_s)
+        kernels = kernel_names(torch, lambda: torch.autograd.grad(forward(), (q, k, v), grad))
+    return dict(shape, forward_s=forward_s, backward_s=backward_s, gqa=gqa, kernels=kernels)
+
+
+def kernel_names(torch, fn):
+    """The CUDA kernels one call launches, or [] where the profiler says nothing."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn()
+            torch.cuda.synchronize()
+        cuda = torch.autograd.DeviceType.CUDA
+        return sorted({e.key[:160] for e in prof.key_averages() if getattr(e, "device_type", None) == cuda})
+    except Exception as e:  # the names document the run; their absence must not lose the timings
+        print(f"  note: no kernel names ({e})", file=sys.stderr)
+        return []
 
 
 def main():

@@ -32,7 +32,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from calibrate_attention import time_calls  # noqa: E402  (the same event timing)
+from calibrate_attention import kernel_names, time_calls  # noqa: E402  (the same event timing and names)
 
 VOCAB = 128256  # Llama 3's vocabulary: the loss's row length
 
@@ -75,21 +75,6 @@ def cases(torch, n):
     opt.step()  # allocates the moments
     out.append(("pytorch_adamw", 28 * (n // 16) * 16, opt.step))
     return out
-
-
-def kernel_names(torch, fn):
-    """The CUDA kernels one call launches (which of PyTorch's paths it took), or [] where the profiler says nothing."""
-    try:
-        from torch.profiler import ProfilerActivity, profile
-
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            fn()
-            torch.cuda.synchronize()
-        cuda = torch.autograd.DeviceType.CUDA
-        return sorted({e.key[:160] for e in prof.key_averages() if getattr(e, "device_type", None) == cuda})
-    except Exception as e:  # the names document the run; their absence must not lose the timings
-        print(f"  note: no kernel names ({e})", file=sys.stderr)
-        return []
 
 
 def main():

@@ -15,7 +15,7 @@
 #              tools/make-gpu-inputs.sh): $OUT/execute.tar with <model>.executed.json and its Chrome trace
 #   calibrate  orrery-calibrate over calibrate/plans/default.plan and tools/calibrate_attention.py:
 #              $OUT/calibrate.tar with raw.json and attention.json, and tools/calibrate_pytorch_kernels.py: pytorch.json
-#   pytorch-kernels  that last script alone
+#   attention, pytorch-kernels  one of those two scripts alone
 # Afterwards, on a machine with orrery built:
 #   orrery calibrate fit raw.json --attention attention.json --pytorch pytorch.json --out hardware/profiles/h200.json
 #   orrery compare --kineto OUT/llama-1b.trace.json.gz scenarios/measured/h200-llama-1b.json
@@ -101,10 +101,14 @@ for part in "${parts[@]}"; do
         --out "$work/attention.json" --warmup 3 --repetitions 10
       step 120 pytorch-kernels python3 tools/calibrate_pytorch_kernels.py --out "$work/pytorch.json"
       pack calibrate raw.json attention.json pytorch.json calibrate.log attention.log pytorch-kernels.log ;;
+    attention)  # fused attention alone (part of calibrate)
+      step 120 attention python3 tools/calibrate_attention.py --plan calibrate/plans/default.plan \
+        --out "$work/attention.json" --warmup 3 --repetitions 10
+      pack attention attention.json attention.log ;;
     pytorch-kernels)  # PyTorch's eager kernel paths alone (part of calibrate)
       step 120 pytorch-kernels python3 tools/calibrate_pytorch_kernels.py --out "$work/pytorch.json"
       pack pytorch-kernels pytorch.json pytorch-kernels.log ;;
-    *) echo "unknown part '$part' (build, train, execute, calibrate, pytorch-kernels)" | log; exit 2 ;;
+    *) echo "unknown part '$part' (build, train, execute, calibrate, attention, pytorch-kernels)" | log; exit 2 ;;
   esac
   pack logs session.log build-tools.log
 done
