@@ -79,6 +79,9 @@ void read_attention(const json& doc, const std::string& path, GpuProfile& p) {
     if (auto gqa = s.optional_string("gqa")) {
       require(*gqa == "native" || *gqa == "expanded", s.field("gqa"), *gqa, "must be native or expanded");
     }
+    if (auto layout = s.optional_string("layout")) {
+      require(*layout == "bshd" || *layout == "bhsd", s.field("layout"), *layout, "must be bshd or bhsd");
+    }
     s.allow("kernels");  // the kernel names one call launched: documentation of the backend that ran
     s.reject_unknown();
     p.attention.push_back(forward);

@@ -11,8 +11,9 @@ measures a fused kernel close to what a training step runs, though not necessari
 Grouped-query K/V are passed as they are with enable_gqa=True (PyTorch 2.5+), as transformers' SDPA attention does
 in the measured PyTorch steps: cuDNN then runs its native GQA kernels, whose backward adds a per-group reduction of
 dK and dV (fmha_reduce_head in the H200 traces). With an older PyTorch they are expanded to all query heads outside
-the timed region. Each sample records which of the two ran ("gqa": "native" or "expanded") and the kernels one
-forward and backward call launched.
+the timed region. Q, K, V and dO are stored [batch, seq, heads, head_dim] ("layout": "bshd"), as a training step
+passes them. Each sample records which GQA path ran ("gqa": "native" or "expanded") and the kernels one forward and
+backward call launched.
 
 Reads the `attention` lines of a calibration plan (calibrate/bench/bench_plan.h):
     attention B H KVH S D causal|full DTYPE
@@ -21,7 +22,7 @@ separately with CUDA events after warm-up, on pseudo-random inputs (never zeros)
 with torch.cuda._sleep while the host enqueues a batch of calls, so the host's dispatch time is not timed. Writes "orrery-attention-raw" version 1:
     {"format": "orrery-attention-raw", "version": 1, "gpu", "torch", "cuda", "cudnn", "date", "warmup",
      "repetitions", "samples": [{"batch", "heads", "kv_heads", "seq", "head_dim", "causal", "dtype",
-                                 "forward_s": [...], "backward_s": [...], "gqa", "kernels": [names]}]}
+                                 "forward_s": [...], "backward_s": [...], "gqa", "layout", "kernels": [names]}]}
 
     python3 tools/calibrate_attention.py --plan calibrate/plans/default.plan --out attention.json
 """
@@ -83,10 +84,14 @@ def measure(torch, shape, warmup, repetitions):
 
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    q = rand(b, h, s, d).requires_grad_()
-    k = rand(b, kvh, s, d).requires_grad_()
-    v = rand(b, kvh, s, d).requires_grad_()
-    grad = rand(b, h, s, d)
+    # Stored [batch, seq, heads, head_dim] and viewed as [batch, heads, seq, head_dim], as a training step hands them
+    # to SDPA (transformers transposes its projections' [b, s, h, d] output; Megatron's [s, b, h, d] is strided too).
+    q_leaf = rand(b, s, h, d).requires_grad_()
+    k_leaf = rand(b, s, kvh, d).requires_grad_()
+    v_leaf = rand(b, s, kvh, d).requires_grad_()
+    q, k, v = (x.transpose(1, 2) for x in (q_leaf, k_leaf, v_leaf))
+    leaves = (q_leaf, k_leaf, v_leaf)
+    grad = rand(b, s, h, d).transpose(1, 2)
     fused = [SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
     gqa = "native"
     with sdpa_kernel(fused):
@@ -94,8 +99,10 @@ def measure(torch, shape, warmup, repetitions):
             F.scaled_dot_product_attention(q, k, v, is_causal=shape["causal"], enable_gqa=h != kvh)
         except (TypeError, RuntimeError):  # no enable_gqa (PyTorch < 2.5), or no fused kernel takes it
             gqa = "expanded"
-            k = k.detach().repeat_interleave(h // kvh, dim=1).requires_grad_()
-            v = v.detach().repeat_interleave(h // kvh, dim=1).requires_grad_()
+            k_leaf = k.detach().repeat_interleave(h // kvh, dim=1).transpose(1, 2).contiguous().requires_grad_()
+            v_leaf = v.detach().repeat_interleave(h // kvh, dim=1).transpose(1, 2).contiguous().requires_grad_()
+            k, v = k_leaf.transpose(1, 2), v_leaf.transpose(1, 2)
+            leaves = (q_leaf, k_leaf, v_leaf)
 
     def forward():
         return F.scaled_dot_product_attention(q, k, v, is_causal=shape["causal"], enable_gqa=gqa == "native" and h != kvh)
@@ -105,11 +112,11 @@ def measure(torch, shape, warmup, repetitions):
         out = forward()
 
         def backward():
-            torch.autograd.grad(out, (q, k, v), grad, retain_graph=True)
+            torch.autograd.grad(out, leaves, grad, retain_graph=True)
 
         backward_s = time_calls(torch, backward, warmup, repetitions)
-        kernels = kernel_names(torch, lambda: torch.autograd.grad(forward(), (q, k, v), grad))
-    return dict(shape, forward_s=forward_s, backward_s=backward_s, gqa=gqa, kernels=kernels)
+        kernels = kernel_names(torch, lambda: torch.autograd.grad(forward(), leaves, grad))
+    return dict(shape, forward_s=forward_s, backward_s=backward_s, gqa=gqa, layout="bshd", kernels=kernels)
 
 
 def kernel_names(torch, fn):
