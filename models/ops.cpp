@@ -82,7 +82,9 @@ const char* profile_kind(ElementwiseKernel k) {
     case ElementwiseKernel::kGeneric: return "copy";
     case ElementwiseKernel::kVectorized: return "pytorch_vectorized";
     case ElementwiseKernel::kCast: return "pytorch_cast";
+    case ElementwiseKernel::kCastCopy: return "pytorch_cast_copy";
     case ElementwiseKernel::kStrided: return "pytorch_strided";
+    case ElementwiseKernel::kStridedHalf: return "pytorch_strided_half";
     case ElementwiseKernel::kStridedCast: return "pytorch_strided_cast";
     case ElementwiseKernel::kCat: return "pytorch_cat";
     case ElementwiseKernel::kLogSoftmax: return "pytorch_log_softmax";

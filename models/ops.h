@@ -62,12 +62,17 @@ struct AttentionShape {
 /// Which kernel runs a memory-bound task, and so which measured rate prices it (hardware/profiled_compute.cpp).
 /// kGeneric: a plain copy's bandwidth (a fused Megatron/TE kernel, our own copy benchmark). The others are the paths
 /// PyTorch's eager CUDA kernels take (aten/src/ATen/native/cuda/CUDALoops.cuh, gpu_kernel_impl), which move bytes at
-/// very different rates (H200, tools/calibrate_pytorch_kernels.py, scenarios/measured/h200-2026-11-30: 4.35 TB/s
-/// vectorized, 2.84 casting, 2.70 strided, 1.29 strided with casts, 0.99 cat):
+/// very different rates (H200, tools/calibrate_pytorch_kernels.py, scenarios/measured/h200-2026-11-30: 4.39 TB/s
+/// vectorized, 2.87 casting, 2.72 strided, 1.29 strided with casts, 1.00 cat):
 ///   kVectorized    every operand contiguous and of one dtype (vectorized_elementwise_kernel; also fp32 -> bf16)
-///   kCast          contiguous operands of mixed dtypes, e.g. fp32 + bf16 or a bf16 -> fp32 copy
-///                  (unrolled_elementwise_kernel, casting per element)
-///   kStrided       a broadcast or non-contiguous operand of one dtype (elementwise_kernel with offset arithmetic)
+///   kCast          contiguous operands of mixed dtypes, e.g. fp32 + bf16 (unrolled_elementwise_kernel, casting
+///                  per element)
+///   kCastCopy      a contiguous widening copy, bf16 -> fp32 (direct_copy_kernel_cuda, unrolled): slower per byte
+///                  than kCast on the H200
+///   kStrided       a broadcast or non-contiguous operand of one 4-byte dtype (elementwise_kernel<128, 2> with
+///                  offset arithmetic)
+///   kStridedHalf   the same with 2-byte elements (elementwise_kernel<128, 4>): bound by elements, not bytes, so
+///                  about half kStrided's rate per byte
 ///   kStridedCast   broadcast or non-contiguous with mixed dtypes (elementwise_kernel with casts: RoPE's q * cos)
 ///   kCat           torch.cat of non-contiguous pieces (CatArrayBatchedCopy)
 ///   kLogSoftmax, kLogSoftmaxBackward  cunn_SoftMaxForward / cunn_SoftMaxBackward over long rows (several passes)
@@ -76,7 +81,9 @@ enum class ElementwiseKernel : std::uint8_t {
   kGeneric,
   kVectorized,
   kCast,
+  kCastCopy,
   kStrided,
+  kStridedHalf,
   kStridedCast,
   kCat,
   kLogSoftmax,

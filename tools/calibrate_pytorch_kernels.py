@@ -10,8 +10,10 @@ last two move bytes at about half the rate of the first (H200 trace of a Llama-3
 copy bandwidth cannot price them all. Each case below runs the path a Llama step runs, at several sizes, and is
 recorded with the bytes the lowering counts for it (every operand read once, the output written once):
     pytorch_vectorized     fp32 a + b, contiguous                                   12 B/element
-    pytorch_cast           fp32 a + bf16 b -> fp32 (the residual add; bf16 -> fp32 casts)  10 B/element
+    pytorch_cast           fp32 a + bf16 b -> fp32 (the residual add)               10 B/element
+    pytorch_cast_copy      bf16 a.float() (autocast's casts back, the fp32 logits)  6 B/element
     pytorch_strided        fp32 x[T,h] * r[T,1] (a broadcast operand: RMSNorm)      8 B/element (+ r)
+    pytorch_strided_half   bf16 q[b,s,H,d].transpose(1,2) + bf16 contiguous (RoPE's backward)  6 B/element
     pytorch_strided_cast   bf16 q[b,s,H,d].transpose(1,2) * fp32 cos[b,1,s,d] (RoPE)  6 B/element (+ cos)
     pytorch_cat            cat of the two strided halves of q (rotate_half)          4 B/element
     pytorch_log_softmax    log_softmax over 128256 fp32 logits per row               8 B/element
@@ -50,6 +52,7 @@ def cases(torch, n):
     out.append(("pytorch_vectorized", 12 * n, lambda: a + b))
     b16 = rand(n, dtype=bf16)
     out.append(("pytorch_cast", 10 * n, lambda: a + b16))
+    out.append(("pytorch_cast_copy", 6 * n, lambda: b16.float()))
     h = 2048
     x, r = rand(n // h, h), rand(n // h, 1)
     out.append(("pytorch_strided", 8 * n + 4 * (n // h), lambda: x * r))
@@ -58,6 +61,8 @@ def cases(torch, n):
     q = rand(batch, s, heads, d, dtype=bf16).transpose(1, 2)
     cos = rand(batch, 1, s, d)
     out.append(("pytorch_strided_cast", 6 * n + 4 * batch * s * d, lambda: q * cos))
+    q16 = rand(batch, heads, s, d, dtype=bf16)
+    out.append(("pytorch_strided_half", 6 * n, lambda: q + q16))
     x1, x2 = q[..., : d // 2], q[..., d // 2:]
     out.append(("pytorch_cat", 4 * n, lambda: torch.cat((x2, x1), dim=-1)))
     rows = max(1, n // VOCAB)

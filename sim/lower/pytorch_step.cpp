@@ -106,20 +106,21 @@ TaskId PytorchStepLowering::linear_bwd(const char* label, TaskId grad, std::int6
   emit_.allocate(wgrad, MemoryKind::kGradients, kBf16 * n * k);  // the bf16 weight gradient
   // The bf16 weight gradient is cast and accumulated into the fp32 .grad, which the first micro-batch creates.
   const bool first = emit_.microbatch() <= 0;
-  const TaskId acc =
-      emit_.elementwise("grad_accumulate", ElementwiseKernel::kCast, kBf16 * n * k + (first ? 0 : kF32 * n * k), kF32 * n * k);
+  // The first is a widening copy; later ones add the bf16 gradient into the fp32 one.
+  const TaskId acc = emit_.elementwise("grad_accumulate", first ? ElementwiseKernel::kCastCopy : ElementwiseKernel::kCast,
+                                       kBf16 * n * k + (first ? 0 : kF32 * n * k), kF32 * n * k);
   if (first) emit_.allocate(acc, MemoryKind::kGradients, kF32 * n * k);
   emit_.deallocate(acc, MemoryKind::kGradients, kBf16 * n * k);
   emit_.set_phase(p);
   if (!cast_input) return dgrad;
-  return emit_.elementwise("autocast_input", ElementwiseKernel::kCast, kBf16 * T_ * k, kF32 * T_ * k, {dgrad});  // the cast's backward
+  return emit_.elementwise("autocast_input", ElementwiseKernel::kCastCopy, kBf16 * T_ * k, kF32 * T_ * k, {dgrad});  // the cast's backward
 }
 
 TaskId PytorchStepLowering::rope(TaskId input, std::int64_t e) {
   // q * cos + rotate_half(q) * sin with fp32 cos/sin: bf16 in, fp32 out. Eager kernels run in stream order, so
   // only the first needs its input as a dependency.
   emit_.elementwise("rope_mul", ElementwiseKernel::kStridedCast, kBf16 * e, kF32 * e, {input});
-  emit_.elementwise("rope_neg", ElementwiseKernel::kStrided, kBf16 * e / 2, kBf16 * e / 2);
+  emit_.elementwise("rope_neg", ElementwiseKernel::kStridedHalf, kBf16 * e / 2, kBf16 * e / 2);
   emit_.elementwise("rope_cat", ElementwiseKernel::kCat, kBf16 * e, kBf16 * e);
   emit_.elementwise("rope_mul", ElementwiseKernel::kStridedCast, kBf16 * e, kF32 * e);
   return emit_.elementwise("rope_add", ElementwiseKernel::kStrided, 2 * kF32 * e, kF32 * e);
@@ -133,13 +134,13 @@ TaskId PytorchStepLowering::rope_bwd(TaskId grad, std::int64_t e) {
   emit_.elementwise("rope_cast", ElementwiseKernel::kVectorized, kF32 * e, kBf16 * e);
   emit_.elementwise("rope_mul", ElementwiseKernel::kStrided, kF32 * e, kF32 * e);
   emit_.elementwise("rope_cast", ElementwiseKernel::kVectorized, kF32 * e, kBf16 * e);
-  emit_.elementwise("rope_neg", ElementwiseKernel::kStrided, kBf16 * e / 2, kBf16 * e / 2);
+  emit_.elementwise("rope_neg", ElementwiseKernel::kStridedHalf, kBf16 * e / 2, kBf16 * e / 2);
   for (int half = 0; half < 2; ++half) {
     emit_.elementwise("rope_slice_zero", ElementwiseKernel::kVectorized, 0, kBf16 * e);
-    emit_.elementwise("rope_slice_copy", ElementwiseKernel::kStrided, kBf16 * e / 2, kBf16 * e / 2);
+    emit_.elementwise("rope_slice_copy", ElementwiseKernel::kStridedHalf, kBf16 * e / 2, kBf16 * e / 2);
   }
   emit_.elementwise("rope_add", ElementwiseKernel::kVectorized, 2 * kBf16 * e, kBf16 * e);
-  return emit_.elementwise("rope_add", ElementwiseKernel::kStrided, 2 * kBf16 * e, kBf16 * e);  // q-strided + contiguous
+  return emit_.elementwise("rope_add", ElementwiseKernel::kStridedHalf, 2 * kBf16 * e, kBf16 * e);  // q-strided + contiguous
 }
 
 // ---- the layer ----
@@ -200,8 +201,8 @@ TaskId PytorchStepLowering::layer_backward(TaskId grad) {
     emit_.release(sum, 2 * kBf16 * T_ * q);
     g = sum;
   }
-  TaskId gq = emit_.elementwise("autocast_input", ElementwiseKernel::kCast, kBf16 * T_ * q, kF32 * T_ * q, {g});
-  TaskId gk = emit_.elementwise("autocast_input", ElementwiseKernel::kCast, kBf16 * T_ * kv, kF32 * T_ * kv, {g});
+  TaskId gq = emit_.elementwise("autocast_input", ElementwiseKernel::kCastCopy, kBf16 * T_ * q, kF32 * T_ * q, {g});
+  TaskId gk = emit_.elementwise("autocast_input", ElementwiseKernel::kCastCopy, kBf16 * T_ * kv, kF32 * T_ * kv, {g});
   gq = rope_bwd(gq, T_ * q);
   gk = rope_bwd(gk, T_ * kv);
   const TaskId a1 = linear_bwd("q_proj", gq, q, h_, true);
@@ -238,7 +239,7 @@ TaskId PytorchStepLowering::head_forward(TaskId input) {
   const Bytes logits16 = kBf16 * T_ * V_, logits32 = kF32 * T_ * V_;
   TaskId l = linear_fwd("lm_head", x, V_, h_, true);
   emit_.save(l, logits16);  // the bf16 logits, held by the model output until the loss is computed
-  TaskId up = emit_.elementwise("logits_float", ElementwiseKernel::kCast, logits16, logits32, {l});
+  TaskId up = emit_.elementwise("logits_float", ElementwiseKernel::kCastCopy, logits16, logits32, {l});
   emit_.save(up, logits32);
   TaskId ls = emit_.elementwise("log_softmax", ElementwiseKernel::kLogSoftmax, logits32, logits32, {up});
   emit_.save(ls, logits32);  // log-softmax output, kept for the backward
