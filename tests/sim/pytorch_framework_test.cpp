@@ -91,7 +91,8 @@ TEST_CASE("pytorch framework refuses what its recipe does not run", "[sim][pytor
 TEST_CASE("pytorch framework: each elementwise op names the kernel path PyTorch takes for it", "[sim][pytorch]") {
   // The paths of aten/src/ATen/native/cuda/CUDALoops.cuh as the H200 trace of this model shows them: the residual
   // add mixes an fp32 stream with a bf16 branch (unrolled, casting), RoPE multiplies a transposed bf16 q by fp32 cos
-  // (strided with casts) and concatenates q's halves, RMSNorm multiplies by a broadcast row, the bf16 MLP product
+  // (strided with casts), negates a bf16 half (strided, 2-byte elements) and concatenates q's halves, the logits are
+  // widened by a bf16 -> fp32 copy, RMSNorm multiplies by a broadcast row, the bf16 MLP product
   // and the fp32 -> bf16 autocast copies are vectorized, and the loss and the optimizer have kernels of their own.
   const WorkloadGraph g = test::lowered(llama_1b("pytorch"));
   const Program& p = g.programs[0];
@@ -106,6 +107,8 @@ TEST_CASE("pytorch framework: each elementwise op names the kernel path PyTorch 
   CHECK(forward["residual_add"] == std::set<K>{K::kCast});
   CHECK(forward["rope_mul"] == std::set<K>{K::kStridedCast});
   CHECK(forward["rope_cat"] == std::set<K>{K::kCat});
+  CHECK(forward["rope_neg"] == std::set<K>{K::kStridedHalf});  // a bf16 slice: bound by elements
+  CHECK(other["logits_float"] == std::set<K>{K::kCastCopy, K::kVectorized});  // bf16 -> fp32 up, fp32 -> bf16 back
   CHECK(forward["rmsnorm_mul"] == std::set<K>{K::kStrided});
   CHECK(forward["mul"] == std::set<K>{K::kVectorized});
   CHECK(forward["autocast_input"] == std::set<K>{K::kVectorized});
