@@ -60,6 +60,7 @@ void read_attention(const json& doc, const std::string& path, GpuProfile& p) {
   for (const char* key : {"gpu", "torch", "cuda", "cudnn", "date", "source", "backend"}) in.optional_string(key);
   in.int_or("warmup", 0, 0, INT32_MAX);
   in.int_or("repetitions", 0, 0, INT32_MAX);
+  in.int_or("rotate", 1, 1, INT32_MAX);  // input sets used in turn (L2-cold calls when more than one)
   const json& samples = list(in, "samples");
   for (std::size_t i = 0; i < samples.size(); ++i) {
     FieldReader s(samples[i], fmt::format("{}.samples[{}]", path, i));
@@ -82,6 +83,7 @@ void read_attention(const json& doc, const std::string& path, GpuProfile& p) {
     if (auto layout = s.optional_string("layout")) {
       require(*layout == "bshd" || *layout == "bhsd", s.field("layout"), *layout, "must be bshd or bhsd");
     }
+    s.int_or("rotate", 1, 1, INT32_MAX);
     s.allow("kernels");  // the kernel names one call launched: documentation of the backend that ran
     s.reject_unknown();
     p.attention.push_back(forward);

@@ -73,7 +73,7 @@ def time_calls(torch, fn, warmup, repetitions, target_s=2e-3, max_batch=32):
     return out
 
 
-def measure(torch, shape, warmup, repetitions):
+def measure(torch, shape, warmup, repetitions, rotate=1):
     F = torch.nn.functional
     dtype = torch.bfloat16 if shape["dtype"] == "bf16" else torch.float16
     b, h, kvh, s, d = (shape[k] for k in ("batch", "heads", "kv_heads", "seq", "head_dim"))
@@ -84,39 +84,51 @@ def measure(torch, shape, warmup, repetitions):
 
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    # Stored [batch, seq, heads, head_dim] and viewed as [batch, heads, seq, head_dim], as a training step hands them
-    # to SDPA (transformers transposes its projections' [b, s, h, d] output; Megatron's [s, b, h, d] is strided too).
-    q_leaf = rand(b, s, h, d).requires_grad_()
-    k_leaf = rand(b, s, kvh, d).requires_grad_()
-    v_leaf = rand(b, s, kvh, d).requires_grad_()
-    q, k, v = (x.transpose(1, 2) for x in (q_leaf, k_leaf, v_leaf))
-    leaves = (q_leaf, k_leaf, v_leaf)
-    grad = rand(b, s, h, d).transpose(1, 2)
     fused = [SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
-    gqa = "native"
+    native = True
     with sdpa_kernel(fused):
         try:
-            F.scaled_dot_product_attention(q, k, v, is_causal=shape["causal"], enable_gqa=h != kvh)
+            probe = rand(1, 1, h, d).transpose(1, 2), rand(1, 1, kvh, d).transpose(1, 2)
+            F.scaled_dot_product_attention(probe[0], probe[1], probe[1], enable_gqa=h != kvh)
         except (TypeError, RuntimeError):  # no enable_gqa (PyTorch < 2.5), or no fused kernel takes it
-            gqa = "expanded"
-            k_leaf = k.detach().repeat_interleave(h // kvh, dim=1).transpose(1, 2).contiguous().requires_grad_()
-            v_leaf = v.detach().repeat_interleave(h // kvh, dim=1).transpose(1, 2).contiguous().requires_grad_()
-            k, v = k_leaf.transpose(1, 2), v_leaf.transpose(1, 2)
-            leaves = (q_leaf, k_leaf, v_leaf)
+            native = False
 
-    def forward():
-        return F.scaled_dot_product_attention(q, k, v, is_causal=shape["causal"], enable_gqa=gqa == "native" and h != kvh)
+    def make_set():
+        # Stored [batch, seq, heads, head_dim] and viewed as [batch, heads, seq, head_dim], as a training step hands
+        # them to SDPA (transformers transposes its projections' [b, s, h, d] output; Megatron's [s, b, h, d] is
+        # strided too). Without native GQA, K and V are expanded to every query head.
+        kv_heads = kvh if native else h
+        leaves = (rand(b, s, h, d).requires_grad_(), rand(b, s, kv_heads, d).requires_grad_(),
+                  rand(b, s, kv_heads, d).requires_grad_())
+        return dict(leaves=leaves, views=tuple(x.transpose(1, 2) for x in leaves), grad=rand(b, s, h, d).transpose(1, 2))
+
+    # Several input sets used in turn, so that a call does not find the previous call's K and V in L2 (a training
+    # step's attention reads them cold from HBM).
+    sets = [make_set() for _ in range(rotate)]
+    turn = [0]
+
+    def next_set():
+        turn[0] = (turn[0] + 1) % len(sets)
+        return sets[turn[0]]
+
+    def attend(x):
+        q, k, v = x["views"]
+        return F.scaled_dot_product_attention(q, k, v, is_causal=shape["causal"], enable_gqa=native and h != kvh)
 
     with sdpa_kernel(fused):
-        forward_s = time_calls(torch, forward, warmup, repetitions)
-        out = forward()
+        forward_s = time_calls(torch, lambda: attend(next_set()), warmup, repetitions)
+        for x in sets:
+            x["out"] = attend(x)
 
         def backward():
-            torch.autograd.grad(out, leaves, grad, retain_graph=True)
+            x = next_set()
+            torch.autograd.grad(x["out"], x["leaves"], x["grad"], retain_graph=True)
 
         backward_s = time_calls(torch, backward, warmup, repetitions)
-        kernels = kernel_names(torch, lambda: torch.autograd.grad(forward(), leaves, grad))
-    return dict(shape, forward_s=forward_s, backward_s=backward_s, gqa=gqa, layout="bshd", kernels=kernels)
+        x = sets[0]
+        kernels = kernel_names(torch, lambda: torch.autograd.grad(attend(x), x["leaves"], x["grad"]))
+    return dict(shape, forward_s=forward_s, backward_s=backward_s, gqa="native" if native else "expanded",
+                layout="bshd", rotate=rotate, kernels=kernels)
 
 
 def kernel_names(torch, fn):
@@ -140,9 +152,10 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--repetitions", type=int, default=20)
+    ap.add_argument("--rotate", type=int, default=4, help="input sets used in turn (default 4; 1 keeps K/V in L2)")
     a = ap.parse_args()
-    if a.warmup < 0 or a.repetitions < 1:
-        sys.exit("--warmup must be >= 0 and --repetitions >= 1")
+    if a.warmup < 0 or a.repetitions < 1 or a.rotate < 1:
+        sys.exit("--warmup must be >= 0, --repetitions and --rotate >= 1")
     shapes = parse_plan(a.plan)
     import torch  # only needed on the GPU machine
 
@@ -151,7 +164,7 @@ def main():
     samples = []
     for shape in shapes:
         try:
-            sample = measure(torch, shape, a.warmup, a.repetitions)
+            sample = measure(torch, shape, a.warmup, a.repetitions, a.rotate)
         except RuntimeError as e:  # no fused kernel for this shape (or out of memory): keep the others
             print(f"  attention {shape}: skipped ({e})", file=sys.stderr)
             torch.cuda.empty_cache()
@@ -164,7 +177,7 @@ def main():
     doc = dict(format="orrery-attention-raw", version=1, gpu=torch.cuda.get_device_name(0), torch=torch.__version__,
                cuda=torch.version.cuda, cudnn=str(torch.backends.cudnn.version()),
                date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-               warmup=a.warmup, repetitions=a.repetitions, backend="torch.nn.functional.scaled_dot_product_attention (cuDNN, flash or efficient; math disabled)",
+               warmup=a.warmup, repetitions=a.repetitions, rotate=a.rotate, backend="torch.nn.functional.scaled_dot_product_attention (cuDNN, flash or efficient; math disabled)",
                samples=samples)
     with open(a.out, "w") as f:
         json.dump(doc, f, indent=1)
