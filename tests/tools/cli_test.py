@@ -176,6 +176,27 @@ def main():
     r = run(orrery, "compare", "--kineto", trace, "--measured", tl, one_gpu)
     expect(r.returncode == 2 and "exactly one measurement" in r.stderr, f"compare with two measurements: exit {r.returncode}")
 
+    # compare --measured on the reference executor's real H200 timeline of this scenario: every task matched, and the
+    # measured column is the file's own sums (computed from the JSON here, not read from the tool).
+    executed = os.path.join(source, "scenarios", "measured", "h200-2026-11-30", "llama-1b.executed.json")
+    doc = json.load(open(executed))
+    sums = {}
+    for t in doc["tasks"]:
+        sums[t["kind"]] = sums.get(t["kind"], 0.0) + t["end_s"] - t["start_s"]
+    span = max(t["end_s"] for t in doc["tasks"]) - min(t["start_s"] for t in doc["tasks"])
+    peak = max(s[1] for m in doc["memory"] for s in m["samples"]) / 2**30
+    r = run(orrery, "compare", "--measured", executed, one_gpu)
+    expect(r.returncode == 0 and f"matched {len(doc['tasks'])} tasks; 0 only predicted, 0 only measured" in r.stdout,
+           f"compare --measured on the H200 executor timeline: exit {r.returncode}: {r.stdout[:300]} {r.stderr[:200]}")
+    for kind, seconds in sums.items():
+        row = re.search(rf"^\s+{kind}\s+[\d.]+\s+([\d.]+)", r.stdout, re.M)
+        expect(row is not None and abs(float(row.group(1)) - seconds) < 1e-6,
+               f"compare --measured: {kind} measured {seconds:.6f}: {row.group(0) if row else r.stdout[:600]}")
+    row = re.search(r"^iteration time\s+[\d.]+\s+([\d.]+)", r.stdout, re.M)
+    expect(row is not None and abs(float(row.group(1)) - span) < 1e-6, f"compare --measured: iteration {span:.6f}")
+    row = re.search(r"^peak memory \(GiB\)\s+[\d.]+\s+([\d.]+)", r.stdout, re.M)
+    expect(row is not None and abs(float(row.group(1)) - peak) < 1e-3, f"compare --measured: peak {peak:.3f} GiB")
+
     for p in problems:
         print(p)
     print(f"cli: {len(problems)} problem(s)")
