@@ -81,8 +81,15 @@ for part in "${parts[@]}"; do
       start_build ;;  # compiles on the CPUs while `train` uses the GPU
     train)
       for m in "${models[@]}"; do
+        # SM clock, power and clock-limit reasons every 50 ms while the step runs (a slower backward than the
+        # calibration's isolated calls is power or clock limiting if these say so).
+        query=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active
+        nvidia-smi --query-gpu=$query --format=csv >/dev/null 2>&1 || query=${query/clocks_event/clocks_throttle}
+        nvidia-smi --query-gpu=$query --format=csv -lms 50 > "$work/clocks-$m.csv" 2>&1 &
+        local_smi=$!
         step 150 "train-$m" python3 tools/pytorch_train_step.py "scenarios/measured/h200-$m.json" --out "$work/$m"
-        pack "train-$m" "$m.json" "$m.trace.json.gz" "train-$m.log"
+        kill "$local_smi" 2>/dev/null
+        pack "train-$m" "$m.json" "$m.trace.json.gz" "train-$m.log" "clocks-$m.csv"
       done ;;
     execute)
       ensure_built
