@@ -61,6 +61,9 @@ void read_attention(const json& doc, const std::string& path, GpuProfile& p) {
   in.int_or("warmup", 0, 0, INT32_MAX);
   in.int_or("repetitions", 0, 0, INT32_MAX);
   in.int_or("rotate", 1, 1, INT32_MAX);  // input sets used in turn (L2-cold calls when more than one)
+  if (auto hold = in.optional_string("hold")) {  // what held the stream between timed batches
+    require(*hold == "gemm" || *hold == "sleep", in.field("hold"), *hold, "must be gemm or sleep");
+  }
   const json& samples = list(in, "samples");
   for (std::size_t i = 0; i < samples.size(); ++i) {
     FieldReader s(samples[i], fmt::format("{}.samples[{}]", path, i));
@@ -84,6 +87,7 @@ void read_attention(const json& doc, const std::string& path, GpuProfile& p) {
       require(*layout == "bshd" || *layout == "bhsd", s.field("layout"), *layout, "must be bshd or bhsd");
     }
     s.int_or("rotate", 1, 1, INT32_MAX);
+    s.optional_string("hold");
     s.allow("kernels");  // the kernel names one call launched: documentation of the backend that ran
     s.reject_unknown();
     p.attention.push_back(forward);

@@ -52,7 +52,10 @@ def parse_plan(path):
     return shapes
 
 
-def time_calls(torch, fn, warmup, repetitions, target_s=2e-3, max_batch=32):
+def time_calls(torch, fn, warmup, repetitions, target_s=2e-3, max_batch=32, hold=None):
+    """Median-ready per-call times of fn: CUDA events around a batch of calls, repeated. Before each batch the
+    stream is held while the host enqueues it, so host dispatch is not timed: by `hold()` (enqueued work of about
+    1.5 ms) when given, else by torch.cuda._sleep, a spin kernel."""
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(max(warmup, 1)):
@@ -63,7 +66,11 @@ def time_calls(torch, fn, warmup, repetitions, target_s=2e-3, max_batch=32):
     batch = max(1, min(max_batch, int(target_s / per_call + 0.999)))
     out = []
     for _ in range(repetitions):
-        torch.cuda._sleep(int(2e6 + batch * 2e5))  # ~1 ms + 0.1 ms per call at ~2 GHz: covers the host's dispatch
+        if hold:
+            for _ in range(1 + batch // 8):
+                hold()
+        else:
+            torch.cuda._sleep(int(2e6 + batch * 2e5))  # ~1 ms + 0.1 ms per call at ~2 GHz: covers the host's dispatch
         start.record()
         for _ in range(batch):
             fn()
@@ -73,7 +80,17 @@ def time_calls(torch, fn, warmup, repetitions, target_s=2e-3, max_batch=32):
     return out
 
 
-def measure(torch, shape, warmup, repetitions, rotate=1):
+def power_hold(torch):
+    """A bf16 8192^3 matrix product (about 1.4 ms on an H200): holds the stream as a training step's neighbouring
+    GEMMs do, at full power, so the timed calls run at the clocks a step runs them at. The H200 of 2026-11-30 ran
+    its steps power-capped (clock-limit reason SW power cap, about 630 W) at 1765 MHz on average, against 1980 MHz
+    for calls behind an idle spin kernel (scenarios/measured/h200-2026-11-30/clocks-*.csv)."""
+    a = torch.rand(8192, 8192, device="cuda", dtype=torch.bfloat16) - 0.5
+    b = torch.rand(8192, 8192, device="cuda", dtype=torch.bfloat16) - 0.5
+    return lambda: torch.matmul(a, b)
+
+
+def measure(torch, shape, warmup, repetitions, rotate=1, hold=None):
     F = torch.nn.functional
     dtype = torch.bfloat16 if shape["dtype"] == "bf16" else torch.float16
     b, h, kvh, s, d = (shape[k] for k in ("batch", "heads", "kv_heads", "seq", "head_dim"))
@@ -116,7 +133,7 @@ def measure(torch, shape, warmup, repetitions, rotate=1):
         return F.scaled_dot_product_attention(q, k, v, is_causal=shape["causal"], enable_gqa=native and h != kvh)
 
     with sdpa_kernel(fused):
-        forward_s = time_calls(torch, lambda: attend(next_set()), warmup, repetitions)
+        forward_s = time_calls(torch, lambda: attend(next_set()), warmup, repetitions, hold=hold)
         for x in sets:
             x["out"] = attend(x)
 
@@ -124,11 +141,11 @@ def measure(torch, shape, warmup, repetitions, rotate=1):
             x = next_set()
             torch.autograd.grad(x["out"], x["leaves"], x["grad"], retain_graph=True)
 
-        backward_s = time_calls(torch, backward, warmup, repetitions)
+        backward_s = time_calls(torch, backward, warmup, repetitions, hold=hold)
         x = sets[0]
         kernels = kernel_names(torch, lambda: torch.autograd.grad(attend(x), x["leaves"], x["grad"]))
     return dict(shape, forward_s=forward_s, backward_s=backward_s, gqa="native" if native else "expanded",
-                layout="bshd", rotate=rotate, kernels=kernels)
+                layout="bshd", rotate=rotate, hold="gemm" if hold else "sleep", kernels=kernels)
 
 
 def kernel_names(torch, fn):
@@ -153,6 +170,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--repetitions", type=int, default=20)
     ap.add_argument("--rotate", type=int, default=4, help="input sets used in turn (default 4; 1 keeps K/V in L2)")
+    ap.add_argument("--hold", choices=("gemm", "sleep"), default="gemm",
+                    help="what holds the stream before each timed batch: a full-power GEMM (default; the clocks of a "
+                         "training step) or an idle spin kernel (boost clocks)")
     a = ap.parse_args()
     if a.warmup < 0 or a.repetitions < 1 or a.rotate < 1:
         sys.exit("--warmup must be >= 0, --repetitions and --rotate >= 1")
@@ -161,10 +181,11 @@ def main():
 
     if not torch.cuda.is_available():
         sys.exit("calibrate_attention: no CUDA device visible to PyTorch")
+    hold = power_hold(torch) if a.hold == "gemm" else None
     samples = []
     for shape in shapes:
         try:
-            sample = measure(torch, shape, a.warmup, a.repetitions, a.rotate)
+            sample = measure(torch, shape, a.warmup, a.repetitions, a.rotate, hold)
         except RuntimeError as e:  # no fused kernel for this shape (or out of memory): keep the others
             print(f"  attention {shape}: skipped ({e})", file=sys.stderr)
             torch.cuda.empty_cache()
@@ -177,7 +198,7 @@ def main():
     doc = dict(format="orrery-attention-raw", version=1, gpu=torch.cuda.get_device_name(0), torch=torch.__version__,
                cuda=torch.version.cuda, cudnn=str(torch.backends.cudnn.version()),
                date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-               warmup=a.warmup, repetitions=a.repetitions, rotate=a.rotate, backend="torch.nn.functional.scaled_dot_product_attention (cuDNN, flash or efficient; math disabled)",
+               warmup=a.warmup, repetitions=a.repetitions, rotate=a.rotate, hold=a.hold, backend="torch.nn.functional.scaled_dot_product_attention (cuDNN, flash or efficient; math disabled)",
                samples=samples)
     with open(a.out, "w") as f:
         json.dump(doc, f, indent=1)

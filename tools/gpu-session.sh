@@ -108,10 +108,15 @@ for part in "${parts[@]}"; do
         --out "$work/attention.json" --warmup 3 --repetitions 10
       step 120 pytorch-kernels python3 tools/calibrate_pytorch_kernels.py --out "$work/pytorch.json"
       pack calibrate raw.json attention.json pytorch.json calibrate.log attention.log pytorch-kernels.log ;;
-    attention)  # fused attention alone (part of calibrate)
+    attention)  # fused attention alone (part of calibrate), with the clocks it ran at
+      query=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active
+      nvidia-smi --query-gpu=$query --format=csv >/dev/null 2>&1 || query=${query/clocks_event/clocks_throttle}
+      nvidia-smi --query-gpu=$query --format=csv -lms 50 > "$work/clocks-attention.csv" 2>&1 &
+      local_smi=$!
       step 120 attention python3 tools/calibrate_attention.py --plan calibrate/plans/default.plan \
         --out "$work/attention.json" --warmup 3 --repetitions 10
-      pack attention attention.json attention.log ;;
+      kill "$local_smi" 2>/dev/null
+      pack attention attention.json attention.log clocks-attention.csv ;;
     pytorch-kernels)  # PyTorch's eager kernel paths alone (part of calibrate)
       step 120 pytorch-kernels python3 tools/calibrate_pytorch_kernels.py --out "$work/pytorch.json"
       pack pytorch-kernels pytorch.json pytorch-kernels.log ;;
