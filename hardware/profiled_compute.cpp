@@ -156,14 +156,27 @@ Seconds ProfiledComputeModel::elementwise(const ElementwiseShape& s) const {
     return static_cast<double>(s.kernels) * elementwise(one);
   }
   const Bytes bytes = s.bytes();
-  // A PyTorch kernel family the profile measured prices by its own samples from its smallest measured size up (a few
-  // MiB, where the family's rate already holds); smaller tasks, and families it did not measure, by the copy
-  // kernel's samples, which reach down to where launch latency dominates.
-  std::string kind = profile_kind(s.kernel);
-  if (std::none_of(profile_.memory.begin(), profile_.memory.end(),
-                   [&](const CopySample& m) { return m.kind == kind && m.bytes <= bytes; })) {
-    kind = "copy";
+  if (bytes <= 0) return fallback_->elementwise(s);
+  const std::string family = profile_kind(s.kernel);
+  const Seconds own = memory_samples_time(family, bytes);
+  if (own > 0) return own;
+  const Seconds copy = memory_samples_time("copy", bytes);
+  if (copy <= 0) {
+    ++uncovered_memory_;
+    return fallback_->elementwise(s);
   }
+  // Below a PyTorch family's smallest measured size: the copy kernel's time there (its samples reach down to where
+  // launch latency dominates), times the family's slowdown against the copy kernel at its smallest measured size.
+  const CopySample* smallest = nullptr;
+  for (const CopySample& m : profile_.memory) {
+    if (m.kind == family && family != "copy" && (!smallest || m.bytes < smallest->bytes)) smallest = &m;
+  }
+  if (!smallest) return copy;
+  const Seconds copy_there = memory_samples_time("copy", smallest->bytes);
+  return copy_there > 0 ? copy * smallest->seconds / copy_there : copy;
+}
+
+Seconds ProfiledComputeModel::memory_samples_time(const std::string& kind, Bytes bytes) const {
   const CopySample* lo = nullptr;
   const CopySample* hi = nullptr;
   for (const CopySample& m : profile_.memory) {
@@ -171,14 +184,9 @@ Seconds ProfiledComputeModel::elementwise(const ElementwiseShape& s) const {
     if (m.bytes <= bytes && (!lo || m.bytes > lo->bytes)) lo = &m;
     if (m.bytes >= bytes && (!hi || m.bytes < hi->bytes)) hi = &m;
   }
-  if (bytes > 0 && lo && !hi) {
-    // Beyond the largest measured size the kernel is bandwidth-bound: the largest sample's bandwidth holds.
-    return lo->seconds * static_cast<double>(bytes) / static_cast<double>(lo->bytes);
-  }
-  if (bytes <= 0 || !lo || !hi) {
-    if (bytes > 0) ++uncovered_memory_;
-    return fallback_->elementwise(s);
-  }
+  if (!lo) return 0;  // below the smallest sample (or none of this kind)
+  // Beyond the largest measured size the kernel is bandwidth-bound: the largest sample's bandwidth holds.
+  if (!hi) return lo->seconds * static_cast<double>(bytes) / static_cast<double>(lo->bytes);
   if (lo->bytes == hi->bytes) return lo->seconds;
   const double w = std::log(static_cast<double>(bytes) / static_cast<double>(lo->bytes)) /
                    std::log(static_cast<double>(hi->bytes) / static_cast<double>(lo->bytes));

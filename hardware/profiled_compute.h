@@ -9,9 +9,10 @@
 // default model. Grouped GEMMs are `batch` kernels of the
 // per-expert shape; strided-batched GEMMs go to the default model.
 // Memory-bound kernels: log(time) interpolated linearly in log(bytes) between the samples of the task's kernel
-// family (ElementwiseShape::kernel: copy samples for generic kernels; a PyTorch family's own samples from its
-// smallest measured size up, copy samples below that or where the profile has none); above the largest, that
-// sample's bandwidth (large copies are bandwidth-bound); below the smallest copy sample, the default model.
+// family (ElementwiseShape::kernel: copy samples for generic kernels, a PyTorch family's own samples for its tasks);
+// above the largest, that sample's bandwidth (large copies are bandwidth-bound). Below a PyTorch family's smallest
+// sample (16 MiB and up), the copy samples' time scaled by the family's time over the copy's at that smallest size;
+// a family the profile did not measure, the copy samples; below the smallest copy sample, the default model.
 // Attention (self-attention without a window, CP half block or packing, dqk = dv): samples of the same head_dim,
 // mask, direction, dtype and GQA group size (heads / kv_heads). Time per (batch x heads) is taken from the sample
 // at each measured sequence length (the one whose batch x heads is nearest the op's), log-interpolated in
@@ -55,6 +56,9 @@ class ProfiledComputeModel final : public ComputeCostModel {
   const GpuProfile& profile() const { return profile_; }
 
  private:
+  /// Seconds for `bytes` interpolated over the memory samples of `kind` as described above; 0 below the smallest
+  /// sample or where there is none of that kind.
+  Seconds memory_samples_time(const std::string& kind, Bytes bytes) const;
   GpuProfile profile_;
   std::unique_ptr<ComputeCostModel> fallback_;
   struct GemmTable {

@@ -8,7 +8,8 @@ The recipe (what `training.framework: "pytorch"` in a scenario means, sim/lower/
     attention); eager mode
   - parameters and gradients in fp32; forward and loss under torch.autocast(device_type="cuda", dtype=bfloat16)
   - torch.optim.AdamW(fused=True); gradients set to None after each step
-  - input: random token ids, micro_batch_size x seq_length, labels = inputs (HF shifts them)
+  - input: random token ids, micro_batch_size x seq_length, labels = inputs (HF shifts them); global_batch_size /
+    micro_batch_size micro-batches per step, their losses scaled and gradients accumulated before the optimizer
 Warm-up steps are run first (they allocate the optimizer states and warm the allocator and cuBLAS), then timed steps
 between CUDA events; the peak memory is torch.cuda.max_memory_allocated over the timed steps; then a few more steps
 under torch.profiler write the trace. Writes RESULT.json:
@@ -80,6 +81,11 @@ def main():
     training = scenario.get("training", {})
     seq = int(training["seq_length"])
     batch = int(training.get("micro_batch_size", 1))
+    global_batch = int(training.get("global_batch_size", batch))
+    if global_batch < batch or global_batch % batch:
+        sys.exit(f"{a.scenario}: training.global_batch_size ({global_batch}) must be a multiple of micro_batch_size "
+                 f"({batch}) on one GPU")
+    accumulation = global_batch // batch  # micro-batches per step, their gradients accumulated
     if training.get("framework", "pytorch") != "pytorch":
         print(f"note: {a.scenario} says training.framework={training.get('framework')}; running the PyTorch recipe",
               file=sys.stderr)
@@ -107,9 +113,10 @@ def main():
     tokens = torch.randint(0, config.vocab_size, (batch, seq), device=device, generator=gen)
 
     def step():
-        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
-            loss = model(input_ids=tokens, labels=tokens).loss
-        loss.backward()
+        for _ in range(accumulation):
+            with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+                loss = model(input_ids=tokens, labels=tokens).loss / accumulation
+            loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
@@ -155,9 +162,10 @@ def main():
                   transformers=transformers.__version__, cuda=torch.version.cuda,
                   recipe="fp32 parameters, torch.autocast bf16, AdamW(fused=True), SDPA attention, eager",
                   attn_implementation=getattr(model.config, "_attn_implementation", "unknown"),
-                  parameters=params, micro_batch_size=batch, seq_length=seq, warmup_steps=a.warmup,
+                  parameters=params, micro_batch_size=batch, global_batch_size=global_batch, seq_length=seq,
+                  warmup_steps=a.warmup,
                   step_times_s=times, iteration_time_s=median, max_memory_allocated_bytes=peak,
-                  max_memory_reserved_bytes=reserved, tokens_per_s=batch * seq / median,
+                  max_memory_reserved_bytes=reserved, tokens_per_s=global_batch * seq / median,
                   trace=os.path.basename(trace_json + ".gz"))
     with open(a.out + ".json", "w") as f:
         json.dump(result, f, indent=1)

@@ -69,7 +69,7 @@ TaskId PytorchStepLowering::rmsnorm_bwd(TaskId grad, bool saved_input) {
     if (emit_.microbatch() <= 0) emit_.allocate(w, MemoryKind::kGradients, kF32 * h_);
     emit_.set_phase(p);
   }
-  TaskId t = emit_.elementwise("rmsnorm_weight", ElementwiseKernel::kVectorized, x, x, {grad});  // dy * weight
+  TaskId t = emit_.elementwise("rmsnorm_weight", ElementwiseKernel::kStrided, x, x, {grad});  // dy * weight (broadcast)
   t = emit_.elementwise("rmsnorm_mul", ElementwiseKernel::kStrided, x + row, x);  // d(normalised) * rsqrt, a broadcast row
   t = emit_.elementwise("rmsnorm_mul", ElementwiseKernel::kVectorized, 2 * x, x);  // d(normalised) * x
   t = emit_.elementwise("rmsnorm_sum", x, row);                          // summed per row -> d rsqrt
@@ -104,13 +104,16 @@ TaskId PytorchStepLowering::linear_bwd(const char* label, TaskId grad, std::int6
   const TaskId wgrad = emit_.gemm(label, GemmShape{n, k, T_, 1, DType::kBf16});
   if (release_input) emit_.release(wgrad, kBf16 * T_ * k);  // the saved (cast) input
   emit_.allocate(wgrad, MemoryKind::kGradients, kBf16 * n * k);  // the bf16 weight gradient
-  // The bf16 weight gradient is cast and accumulated into the fp32 .grad, which the first micro-batch creates.
+  // The autocast weight copy's backward widens the bf16 weight gradient to a new fp32 tensor (a copy); the first
+  // micro-batch's becomes .grad, later ones are added into .grad in place (AccumulateGrad) and freed.
   const bool first = emit_.microbatch() <= 0;
-  // The first is a widening copy; later ones add the bf16 gradient into the fp32 one.
-  const TaskId acc = emit_.elementwise("grad_accumulate", first ? ElementwiseKernel::kCastCopy : ElementwiseKernel::kCast,
-                                       kBf16 * n * k + (first ? 0 : kF32 * n * k), kF32 * n * k);
-  if (first) emit_.allocate(acc, MemoryKind::kGradients, kF32 * n * k);
+  TaskId acc = emit_.elementwise("grad_accumulate", ElementwiseKernel::kCastCopy, kBf16 * n * k, kF32 * n * k);
+  emit_.allocate(acc, MemoryKind::kGradients, kF32 * n * k);
   emit_.deallocate(acc, MemoryKind::kGradients, kBf16 * n * k);
+  if (!first) {
+    acc = emit_.elementwise("grad_accumulate", ElementwiseKernel::kVectorized, 2 * kF32 * n * k, kF32 * n * k);
+    emit_.deallocate(acc, MemoryKind::kGradients, kF32 * n * k);
+  }
   emit_.set_phase(p);
   if (!cast_input) return dgrad;
   return emit_.elementwise("autocast_input", ElementwiseKernel::kCastCopy, kBf16 * T_ * k, kF32 * T_ * k, {dgrad});  // the cast's backward

@@ -114,10 +114,42 @@ TEST_CASE("pytorch framework: each elementwise op names the kernel path PyTorch 
   CHECK(forward["autocast_input"] == std::set<K>{K::kVectorized});
   CHECK(other["log_softmax"] == std::set<K>{K::kLogSoftmax, K::kLogSoftmaxBackward});
   CHECK(other["adamw"] == std::set<K>{K::kFusedAdamW});
+  // RMSNorm's backward: dy * normalised is contiguous, dy * weight broadcasts the weight.
+  CHECK(other["rmsnorm_weight"].count(K::kStrided) == 1);
+  CHECK(other["rmsnorm_weight"].count(K::kVectorized) == 1);
   // Megatron's fused kernels keep the generic copy rate.
   const WorkloadGraph m = test::lowered(llama_1b("megatron"));
   for (const Task& t : m.programs[0].tasks) {
     const auto* e = std::get_if<ElementwiseShape>(&m.programs[0].ops[static_cast<std::size_t>(t.op)]);
     if (e) CHECK(e->kernel == K::kGeneric);
   }
+}
+
+TEST_CASE("pytorch framework: accumulated micro-batches widen each weight gradient, then add it in place",
+          "[sim][pytorch]") {
+  // Two micro-batches per step: the first's widened fp32 copy becomes .grad; the second's is added into it (an fp32
+  // read-read-write) and freed. Per linear weight of n x k elements: one copy in micro-batch 0, a copy and an add in 1.
+  Scenario s = llama_1b("pytorch");
+  s.training.global_batch_size = 8;
+  const WorkloadGraph g = test::lowered(s);
+  const Program& p = g.programs[0];
+  std::map<std::pair<int, ElementwiseKernel>, int> count;
+  Bytes net_gradients = 0, peak_gradients = 0, live = 0;
+  for (const Task& t : p.tasks) {
+    for (const MemoryEffect& e : {t.at_start(), t.at_end()}) {
+      if (e.kind != MemoryKind::kGradients) continue;
+      live += e.bytes;
+      peak_gradients = std::max(peak_gradients, live);
+    }
+    if (std::string(t.label) != "grad_accumulate" || t.layer != 0) continue;
+    ++count[{t.microbatch, std::get<ElementwiseShape>(p.ops[static_cast<std::size_t>(t.op)]).kernel}];
+  }
+  net_gradients = live;
+  // Layer 0 has seven linear weights (q, k, v, o, gate, up, down).
+  CHECK(count[{0, ElementwiseKernel::kCastCopy}] == 7);
+  CHECK(count[{0, ElementwiseKernel::kVectorized}] == 0);
+  CHECK(count[{1, ElementwiseKernel::kCastCopy}] == 7);
+  CHECK(count[{1, ElementwiseKernel::kVectorized}] == 7);
+  CHECK(net_gradients == 0);  // every temporary freed, .grad freed by zero_grad
+  CHECK(peak_gradients > 0);
 }
