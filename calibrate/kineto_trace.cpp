@@ -30,6 +30,8 @@ std::string read_maybe_gzip(const std::string& file) {
   const std::string why = n < 0 ? std::string(message) : "";
   gzclose(f);
   if (n < 0) throw Error::io(file, "cannot be read (" + why + ")");
+  // zlib reports a stream that ends inside its compressed data as Z_BUF_ERROR once the data runs out.
+  if (err == Z_BUF_ERROR) throw Error::io(file, "is a truncated gzip stream (it ends before its compressed data does)");
   return text;
 }
 
@@ -114,7 +116,7 @@ KinetoTrace read_kineto_trace(const std::string& file) {
     bool backward = false;
   };
   std::vector<LayerRange> layer_ranges;
-  std::vector<std::pair<double, std::size_t>> kernel_launch;
+  std::vector<std::pair<double, std::size_t>> kernel_launch, copy_launch;
   for (std::size_t i = 0; i < events->size(); ++i) {
     const json& e = (*events)[i];
     if (!e.is_object() || e.value("ph", "") != "X") continue;
@@ -146,7 +148,15 @@ KinetoTrace read_kineto_trace(const std::string& file) {
         launch_us[int_arg(args, "correlation")] = {number(e, "ts", where), int_arg(e, "pid"), int_arg(e, "tid")};
       }
     } else if (cat == "gpu_memcpy" || cat == "gpu_memset") {
-      t.memcpy_time += number(e, "dur", where) * 1e-6;
+      KinetoKernel c;
+      c.name = e.value("name", cat);
+      c.device = static_cast<int>(args.contains("device") ? int_arg(args, "device") : int_arg(e, "pid"));
+      c.stream = static_cast<int>(args.contains("stream") ? int_arg(args, "stream") : int_arg(e, "tid"));
+      c.start = number(e, "ts", where) * 1e-6;
+      c.duration = number(e, "dur", where) * 1e-6;
+      t.memcpy_time += c.duration;
+      t.copies.push_back(std::move(c));
+      copy_launch.emplace_back(static_cast<double>(int_arg(args, "correlation")), t.copies.size() - 1);
     } else if (cat == "kernel") {
       KinetoKernel k;
       k.name = e.value("name", "");
@@ -165,23 +175,24 @@ KinetoTrace read_kineto_trace(const std::string& file) {
     }
   }
   std::sort(t.steps.begin(), t.steps.end(), [](const KinetoStep& a, const KinetoStep& b) { return a.start < b.start; });
-  // A kernel belongs to the step whose CPU window holds its launch (its correlated runtime call); without one,
-  // to the step whose window holds the kernel's own start.
-  for (const auto& [corr, index] : kernel_launch) {
-    KinetoKernel& k = t.kernels[index];
-    const auto it = launch_us.find(static_cast<std::int64_t>(corr));
+  // A kernel or copy belongs to the step whose CPU window holds its launch (its correlated runtime call); without
+  // one, to the step whose window holds its own start.
+  const auto attribute = [&](KinetoKernel& k, std::int64_t corr) {
+    const auto it = launch_us.find(corr);
     const Seconds at = it != launch_us.end() ? it->second.ts * 1e-6 : k.start;
     for (std::size_t s = 0; s < t.steps.size(); ++s) {
       if (at >= t.steps[s].start && at < t.steps[s].start + t.steps[s].duration) k.step = static_cast<int>(s);
     }
-    if (it == launch_us.end()) continue;
+    if (it == launch_us.end()) return;
     for (const LayerRange& r : layer_ranges) {  // innermost wins: ranges of one thread do not overlap
       if (r.pid == it->second.pid && r.tid == it->second.tid && it->second.ts >= r.ts && it->second.ts < r.end) {
         k.layer = r.layer;
         k.backward = r.backward;
       }
     }
-  }
+  };
+  for (const auto& [corr, index] : kernel_launch) attribute(t.kernels[index], static_cast<std::int64_t>(corr));
+  for (const auto& [corr, index] : copy_launch) attribute(t.copies[index], static_cast<std::int64_t>(corr));
   return t;
 }
 
@@ -191,6 +202,9 @@ StepKernelTime step_kernel_time(const KinetoTrace& trace, int step) {
     if (k.step != step) continue;
     out.by_class[static_cast<int>(k.kind)] += k.duration;
     ++out.kernels;
+  }
+  for (const KinetoKernel& c : trace.copies) {
+    if (c.step == step) out.copies += c.duration;
   }
   return out;
 }

@@ -53,6 +53,9 @@ struct KinetoTrace {
   int world_size = 0;       // distributedInfo.world_size, 0 when not recorded
   std::vector<KinetoStep> steps;  // in time order
   std::vector<KinetoKernel> kernels;
+  /// gpu_memcpy and gpu_memset events (device copies such as autograd's pow(x, 1) or a zero fill), attributed to
+  /// steps and layers as kernels are; kind kOther.
+  std::vector<KinetoKernel> copies;
   Seconds memcpy_time = 0;        // gpu_memcpy and gpu_memset events, all steps
 };
 
@@ -60,10 +63,12 @@ struct KinetoTrace {
 /// malformed JSON, a missing `traceEvents` list, or an event whose `ts`/`dur` is not a non-negative number.
 KinetoTrace read_kineto_trace(const std::string& file);
 
-/// GPU time of each kernel class within one step (kernels launched by that step), seconds.
+/// GPU time of each kernel class within one step (kernels launched by that step), seconds; and of the device copies
+/// and fills it launched (`copies`, not in by_class).
 struct StepKernelTime {
   Seconds by_class[4] = {0, 0, 0, 0};
   int kernels = 0;
+  Seconds copies = 0;
 };
 StepKernelTime step_kernel_time(const KinetoTrace& trace, int step);
 

@@ -57,7 +57,10 @@ const json& list(FieldReader& in, const char* key) {
 void read_attention(const json& doc, const std::string& path, GpuProfile& p) {
   FieldReader in(doc, path);
   require_format(in, "orrery-attention-raw", "tools/calibrate_attention.py");
-  for (const char* key : {"gpu", "torch", "cuda", "cudnn", "date", "source", "backend"}) in.optional_string(key);
+  if (auto gpu = in.optional_string("gpu"); gpu && !p.gpu.empty()) {
+    require(*gpu == p.gpu, in.field("gpu"), *gpu, fmt::format("must be the GPU the raw measurements ran on ({})", p.gpu));
+  }
+  for (const char* key : {"torch", "cuda", "cudnn", "date", "source", "backend"}) in.optional_string(key);
   in.int_or("warmup", 0, 0, INT32_MAX);
   in.int_or("repetitions", 0, 0, INT32_MAX);
   in.int_or("rotate", 1, 1, INT32_MAX);  // input sets used in turn (L2-cold calls when more than one)
@@ -246,8 +249,13 @@ void add_pytorch_kernels(const json& doc, const std::string& path, GpuProfile& p
   for (const char* key : {"gpu", "torch", "cuda", "date"}) in.optional_string(key);
   in.int_or("warmup", 0, 0, INT32_MAX);
   in.int_or("repetitions", 0, 0, INT32_MAX);
+  if (auto gpu = in.optional_string("gpu"); gpu && !p.gpu.empty()) {
+    require(*gpu == p.gpu, in.field("gpu"), *gpu, fmt::format("must be the GPU the raw measurements ran on ({})", p.gpu));
+  }
   std::map<std::string, std::vector<std::pair<double, double>>> points;
   const json& memory = list(in, "memory");
+  require(!memory.empty(), in.field("memory"), in.has("memory") ? "[]" : "missing",
+          "must list the kernel families' samples (tools/calibrate_pytorch_kernels.py writes them)");
   for (std::size_t i = 0; i < memory.size(); ++i) {
     FieldReader m(memory[i], fmt::format("{}.memory[{}]", path, i));
     CopySample s;
@@ -263,10 +271,14 @@ void add_pytorch_kernels(const json& doc, const std::string& path, GpuProfile& p
       require(!(o.kind == s.kind && o.bytes == s.bytes), m.path(), "a repeated size", "measures a kernel an earlier entry measured");
     }
     p.memory.push_back(s);
-    if (s.bytes >= options.min_memory_bytes) points["memory " + s.kind].emplace_back(static_cast<double>(s.bytes), s.seconds);
+    auto& family = points["memory " + s.kind];  // every family gets an entry, so one with no large sample is caught
+    if (s.bytes >= options.min_memory_bytes) family.emplace_back(static_cast<double>(s.bytes), s.seconds);
   }
   in.reject_unknown();
-  require(!points.empty(), path, "no samples of 64 MiB or more", "must measure each kernel family at sizes that fill the GPU");
+  for (const auto& [what, pts] : points) {
+    require(!pts.empty(), path + ": " + what, "no sample of 64 MiB or more",
+            "must measure each kernel family at a size past the L2 cache, where its rate holds");
+  }
   for (const auto& [what, pts] : points) {
     try {
       p.fitted.push_back(fit_rate(what, pts));

@@ -356,6 +356,17 @@ TEST_CASE("orrery calibrate fit --pytorch adds PyTorch's kernel families with th
   bad["memory"][1]["bytes"] = bad["memory"][0]["bytes"];
   CHECK(error(bad).find("a repeated size") != std::string::npos);
   bad = pytorch_kernels();
+  bad.erase("memory");
+  CHECK(error(bad).find("pytorch.json.memory (missing) must list the kernel families' samples") == 0);
+  bad = pytorch_kernels();
+  bad["gpu"] = "NVIDIA A100-SXM4-80GB";
+  CHECK(error(bad).find("pytorch.json.gpu (NVIDIA A100-SXM4-80GB) must be the GPU the raw measurements ran on") == 0);
+  bad = pytorch_kernels();
+  for (auto& m : bad["memory"]) {
+    if (m["kind"] == "pytorch_strided" && m["bytes"].get<Bytes>() > (Bytes{16} << 20)) m["kind"] = "pytorch_cat";
+  }
+  CHECK(error(bad).find("pytorch.json: memory pytorch_strided (no sample of 64 MiB or more)") == 0);
+  bad = pytorch_kernels();
   bad["format"] = "orrery-attention-raw";
   CHECK(error(bad).find("pytorch.json.format (orrery-attention-raw) must be \"orrery-pytorch-kernels-raw\"") == 0);
 }

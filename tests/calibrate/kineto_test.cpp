@@ -107,6 +107,7 @@ TEST_CASE("a real H200 Llama-3.2-1B training step: nvjet GEMMs, cuDNN attention,
   CHECK(s.by_class[static_cast<int>(KernelClass::kAttention)] == Approx(44200.461e-6));
   CHECK(s.by_class[static_cast<int>(KernelClass::kOther)] == Approx(156641.706e-6));
   CHECK(s.by_class[static_cast<int>(KernelClass::kCommunication)] == 0);
+  CHECK(s.copies == Approx(2494.518e-6));  // 352 memsets and device copies launched in the step
   Seconds layer5 = 0;
   int layer5_kernels = 0;
   for (const KinetoKernel& k : t.kernels) {

@@ -176,6 +176,17 @@ def main():
     r = run(orrery, "compare", "--kineto", trace, "--measured", tl, one_gpu)
     expect(r.returncode == 2 and "exactly one measurement" in r.stderr, f"compare with two measurements: exit {r.returncode}")
 
+    # compare --kineto on our own H200 trace of this scenario: the step's GEMM kernels, and "other" with the step's
+    # device copies and fills (values from an independent reading of the trace, tests/calibrate/kineto_test.cpp).
+    h200 = os.path.join(source, "scenarios", "measured", "h200-2026-11-30", "llama-1b.trace.json.gz")
+    r = run(orrery, "compare", "--kineto", h200, one_gpu)
+    gemm = re.search(r"^GEMM kernels\s+([\d.]+)", r.stdout, re.M)
+    other = re.search(r"^other kernels and copies\s+([\d.]+)", r.stdout, re.M)
+    layers = re.findall(r"^layer \d+ (?:forward|backward)\s", r.stdout, re.M)
+    expect(r.returncode == 0 and gemm is not None and gemm.group(1) == "0.157691" and other is not None and
+           other.group(1) == f"{(156641.706 + 2494.518) * 1e-6:.6f}" and len(layers) == 32,
+           f"compare --kineto on the H200 trace: exit {r.returncode}: {r.stdout[:900]} {r.stderr[:200]}")
+
     # compare --measured on the reference executor's real H200 timeline of this scenario: every task matched, and the
     # measured column is the file's own sums (computed from the JSON here, not read from the tool).
     executed = os.path.join(source, "scenarios", "measured", "h200-2026-11-30", "llama-1b.executed.json")

@@ -93,12 +93,14 @@ void run_compare(const CompareArgs& a) {
   require(!trace.steps.empty(), "--kineto", a.kineto, "has no ProfilerStep#N annotations (profile with a schedule)");
   require(a.skip_steps >= 0 && a.skip_steps < static_cast<int>(trace.steps.size()), "--skip-steps",
           std::to_string(a.skip_steps), fmt::format("must leave at least one of the trace's {} steps", trace.steps.size()));
-  std::vector<double> step_time;
+  std::vector<double> step_time, copies;
   std::vector<double> by_class[4];
   for (int s = a.skip_steps; s < static_cast<int>(trace.steps.size()); ++s) {
     step_time.push_back(trace.steps[static_cast<std::size_t>(s)].duration);
     const StepKernelTime k = step_kernel_time(trace, s);
-    for (int c = 0; c < 4; ++c) by_class[c].push_back(k.by_class[c]);
+    // Device copies and fills are memory-bound work the lowering prices with the elementwise ops: "other".
+    for (int c = 0; c < 4; ++c) by_class[c].push_back(k.by_class[c] + (c == 3 ? k.copies : 0));
+    copies.push_back(k.copies);
   }
 
   const Scenario scenario = load_scenario(a.scenario);
@@ -128,19 +130,24 @@ void run_compare(const CompareArgs& a) {
   std::cout << fmt::format("{:<34} {:>12.6f} {:>12.6f} {:>9}\n", "step time (ProfilerStep)", measured_step,
                            p.report.iteration_time, error_pct(p.report.iteration_time, measured_step));
   // Indexed by KernelClass.
-  const char* labels[4] = {"GEMM kernels", "attention kernels", "communication kernels", "other kernels"};
+  const char* labels[4] = {"GEMM kernels", "attention kernels", "communication kernels", "other kernels and copies"};
   for (int c = 0; c < 4; ++c) {
     const double m = bench::median(by_class[c]);
     std::cout << fmt::format("{:<34} {:>12.6f} {:>12.6f} {:>9}\n", labels[c], m, predicted[c], error_pct(predicted[c], m));
   }
+  if (bench::median(copies) > 0) {
+    std::cout << fmt::format("{:<34} {:>12.6f}\n", "  of which memcpy/memset", bench::median(copies));
+  }
   // Per decoder layer, when the trace carries tools/pytorch_train_step.py's layer annotations.
   std::map<int, std::vector<std::pair<double, double>>> layer_steps;  // layer -> per step (forward, backward)
-  for (const KinetoKernel& k : trace.kernels) {
-    if (k.layer < 0 || k.step < a.skip_steps) continue;
-    auto& steps = layer_steps[k.layer];
-    steps.resize(trace.steps.size() - static_cast<std::size_t>(a.skip_steps));
-    auto& slot = steps[static_cast<std::size_t>(k.step - a.skip_steps)];
-    (k.backward ? slot.second : slot.first) += k.duration;
+  for (const auto* list : {&trace.kernels, &trace.copies}) {
+    for (const KinetoKernel& k : *list) {
+      if (k.layer < 0 || k.step < a.skip_steps) continue;
+      auto& steps = layer_steps[k.layer];
+      steps.resize(trace.steps.size() - static_cast<std::size_t>(a.skip_steps));
+      auto& slot = steps[static_cast<std::size_t>(k.step - a.skip_steps)];
+      (k.backward ? slot.second : slot.first) += k.duration;
+    }
   }
   if (!layer_steps.empty()) {
     std::map<int, std::pair<double, double>> predicted_layer;
@@ -164,13 +171,9 @@ void run_compare(const CompareArgs& a) {
                                bench::median(bwd), pb, error_pct(pb, bench::median(bwd)));
     }
   }
-  if (trace.memcpy_time > 0) {
-    std::cout << fmt::format("{:<34} {:>12.6f} {:>12} (all steps; not modelled)\n", "memcpy/memset",
-                             trace.memcpy_time, "");
-  }
-  std::cout << "\nGPU time per class sums kernels launched in each step's window; predicted figures are the busy time\n"
-               "of the simulated rank of pipeline stage 0. For task-by-task alignment use --measured with a timeline\n"
-               "from the reference executor.\n";
+  std::cout << "\nGPU time per class sums the kernels (and, in \"other\", the device copies and fills) launched in each\n"
+               "step's window, median over the steps kept; predicted figures are the busy time of the simulated rank of\n"
+               "pipeline stage 0. For task-by-task alignment use --measured with a timeline from the reference executor.\n";
 }
 
 }  // namespace

@@ -166,7 +166,13 @@ int run_validate(const ValidateArgs& a) {
   std::vector<RecordResult> results;
   const Outcome* explained = nullptr;
   for (const Outcome& o : outcomes) {
-    if (!o.has_expect) continue;
+    if (!o.has_expect) {
+      // A file named on the command line is meant as a record: say why it was not compared.
+      if (std::find(a.paths.begin(), a.paths.end(), o.result.file) != a.paths.end()) {
+        std::cerr << fmt::format("note: {} has no expect block: nothing to compare\n", o.result.file);
+      }
+      continue;
+    }
     results.push_back(o.result);
     if (!a.explain.empty() && o.result.name == a.explain) explained = &o;
   }
