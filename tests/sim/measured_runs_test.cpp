@@ -14,7 +14,7 @@
 
 using namespace orrery;
 
-TEST_CASE("measured H200 steps: time within 10%, peak memory within 5%, both pricing paths in use",
+TEST_CASE("measured H200 steps: time within 10%, peak memory within 5%, priced by the measured H200 profile",
           "[sim][measured]") {
   const auto measured = test::source_dir() / "scenarios" / "measured";
   for (const char* model : {"llama-0.5b", "llama-1b", "llama-3b"}) {
