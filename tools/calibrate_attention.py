@@ -82,9 +82,10 @@ def time_calls(torch, fn, warmup, repetitions, target_s=2e-3, max_batch=32, hold
 
 def power_hold(torch):
     """A bf16 8192^3 matrix product (about 1.4 ms on an H200): holds the stream as a training step's neighbouring
-    GEMMs do, at full power, so the timed calls run at the clocks a step runs them at. The H200 of 2026-11-30 ran
-    its steps power-capped (clock-limit reason SW power cap, about 630 W) at 1765 MHz on average, against 1980 MHz
-    for calls behind an idle spin kernel (scenarios/measured/h200-2026-11-30/clocks-*.csv)."""
+    GEMMs do, at full power, rather than behind an idle spin kernel. The H200 of 2026-11-30 ran its steps
+    power-capped (clock-limit reason SW power cap, about 630 W, 1765 MHz on average while capped, against 1980);
+    this hold put the calibration in the capped state too (clocks-attention.csv) yet moved the attention times by
+    under 1%, so the slower attention inside a step is not reproduced by it (scenarios/measured/h200-2026-11-30)."""
     a = torch.rand(8192, 8192, device="cuda", dtype=torch.bfloat16) - 0.5
     b = torch.rand(8192, 8192, device="cuda", dtype=torch.bfloat16) - 0.5
     return lambda: torch.matmul(a, b)
