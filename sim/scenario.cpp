@@ -51,6 +51,8 @@ std::vector<std::string> TrainingSpec::recompute_module_names() const {
   if (recompute_modules.core_attn) out.push_back("core_attn");
   if (recompute_modules.layernorm) out.push_back("layernorm");
   if (recompute_modules.moe_act) out.push_back("moe_act");
+  if (recompute_modules.mlp) out.push_back("mlp");
+  if (recompute_modules.shared_experts) out.push_back("shared_experts");
   return out;
 }
 

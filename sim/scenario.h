@@ -116,6 +116,8 @@ struct TrainingSpec {
     bool core_attn = true;   // the attention core (Korthikanti et al. Section 5)
     bool layernorm = false;  // the outputs of the input and pre-MLP norms
     bool moe_act = false;    // the routed experts' activation outputs
+    bool mlp = false;        // a dense layer's MLP (its input kept; up, activation and down run again)
+    bool shared_experts = false;  // the MoE layers' shared-expert MLP, likewise
   } recompute_modules;
   Optimizer optimizer = Optimizer::kAdam;
   /// Megatron-Core DDPConfig.grad_reduce_in_fp32 (Megatron-LM --accumulate-allreduce-grads-in-fp32, forced on for

@@ -178,7 +178,7 @@ TrainingSpec parse_training(const json& value, const ModelSpec& model) {
                            "--recompute-granularity selective)");
     }
     if (!modules->is_array()) throw Error::invalid(field, describe_json(*modules), "must be a list of module names");
-    t.recompute_modules = {false, false, false};
+    t.recompute_modules = {false, false, false, false, false};
     for (const json& m : *modules) {
       const std::string name = m.is_string() ? m.get<std::string>() : describe_json(m);
       if (name == "core_attn") {
@@ -187,7 +187,11 @@ TrainingSpec parse_training(const json& value, const ModelSpec& model) {
         t.recompute_modules.layernorm = true;
       } else if (name == "moe_act") {
         t.recompute_modules.moe_act = true;
-      } else if (name == "mlp" || name == "moe" || name == "shared_experts" || name == "mla_up_proj") {
+      } else if (name == "mlp") {
+        t.recompute_modules.mlp = true;
+      } else if (name == "shared_experts") {
+        t.recompute_modules.shared_experts = true;
+      } else if (name == "moe" || name == "mla_up_proj") {
         throw Error::not_modelled(field, name, "recomputing the " + name + " module is not lowered yet");
       } else {
         throw Error::invalid(field, name,

@@ -363,6 +363,8 @@ void check_recompute_modules(const Scenario& s) {
   const std::string field = "training.recompute_modules";
   // Megatron-Core's TransformerConfig checks (megatron/core/transformer/transformer_config.py).
   require(!m.moe_act || s.model.is_moe(), field, "moe_act", "needs MoE layers (Megatron applies it to grouped experts only)");
+  require(!m.shared_experts || (s.model.is_moe() && s.model.moe.num_shared_experts > 0), field, "shared_experts",
+          "needs MoE layers with shared experts");
   require(!(m.moe_act || m.layernorm) || s.training.precision != Precision::kFp8, field,
           m.layernorm ? "layernorm" : "moe_act",
           "cannot run with precision fp8: Megatron-Core refuses layernorm and moe_act recompute under FP8 delayed scaling");

@@ -112,7 +112,8 @@ TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy,
   if (z.shared > 0) {
     const TaskId cast = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(groups_, "shared_experts"), input);
     TaskId up = -1;
-    shared = mlp_fwd("shared_expert_up", "shared_expert_down", cast, z.shared, save, &up, policy.norm_outputs);
+    shared = mlp_fwd("shared_expert_up", "shared_expert_down", cast, z.shared, save, &up, policy.norm_outputs,
+                     policy.shared_expert_internals);
     record(params, "shared_experts", up, true);
   }
   const TaskId router = emit_.gemm("router", GemmShape{z.tokens, E, h, 1, ctx_.act_dtype}, {input});
@@ -184,7 +185,8 @@ TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy,
   return x;
 }
 
-TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* params, bool recompute_activation) {
+TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* params, bool recompute_activation,
+                                         bool recompute_shared) {
   const MoeSizes z = moe_sizes(ctx_);
   const ModelSpec& m = ctx_.model;
   const ParallelPlan& p = ctx_.plan;
@@ -199,6 +201,7 @@ TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* par
   TaskId shared = -1;
   if (z.shared > 0) {
     TaskId up = -1, down = -1;
+    if (recompute_shared) recompute_mlp("shared_expert_up", "shared_expert_down", grad, z.shared);
     shared = mlp_bwd("shared_expert_up", "shared_expert_down", grad, z.shared, &up, &down);
     record(params, "shared_experts", up, false);
   }

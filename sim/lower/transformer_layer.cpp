@@ -13,7 +13,7 @@ SavePolicy save_policy(const TrainingSpec& training) {
   const TrainingSpec::RecomputeModules& m = training.recompute_modules;
   switch (training.recompute) {
     case Recompute::kNone: return {};
-    case Recompute::kSelective: return {true, true, !m.core_attn, !m.layernorm, !m.moe_act};
+    case Recompute::kSelective: return {true, true, !m.core_attn, !m.layernorm, !m.moe_act, !m.mlp, !m.shared_experts};
     case Recompute::kFull: return {true, false, false, false, false};
   }
   return {};
@@ -113,6 +113,9 @@ Bytes TransformerLayerLowering::saved_bytes(const SavePolicy& s) const {
     // Norm outputs dropped: the QKV and MLP-up (or shared-expert-up) inputs; expert activations: the down inputs.
     if (!s.norm_outputs) total -= (mla_ ? 0 : column_saved()) + column_saved();
     if (moe_ && !s.expert_activation_outputs) total -= moe_down_input_saved();
+    if (!moe_ && !s.mlp_internals) total -= mlp_internals_saved(m.intermediate_size);
+    const std::int64_t shared = static_cast<std::int64_t>(m.moe.num_shared_experts) * m.moe.shared_expert_intermediate_size;
+    if (moe_ && !s.shared_expert_internals && shared > 0) total -= mlp_internals_saved(shared);
     if (m.qk_norm && !mla_) total += ctx_.tokens * (m.num_attention_heads + m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
   }
   if (s.attention_internals) total += core_internals_saved();
@@ -216,16 +219,28 @@ TaskId TransformerLayerLowering::activation_fwd(TaskId input, std::int64_t rows,
 }
 
 Bytes TransformerLayerLowering::mlp_saved(std::int64_t intermediate) const {
-  return column_saved() + activation_saved(ctx_.tokens, intermediate / ctx_.tp) + row_saved(intermediate);
+  return column_saved() + mlp_internals_saved(intermediate);
+}
+
+Bytes TransformerLayerLowering::mlp_internals_saved(std::int64_t intermediate) const {
+  return activation_saved(ctx_.tokens, intermediate / ctx_.tp) + row_saved(intermediate);
 }
 
 TaskId TransformerLayerLowering::mlp_fwd(const char* up, const char* down, TaskId input, std::int64_t intermediate,
-                                         bool save, TaskId* up_task, bool save_input) {
+                                         bool save, TaskId* up_task, bool save_input, bool save_internals) {
   const std::int64_t up_features = (ctx_.model.gated_mlp ? 2 : 1) * intermediate;
   TaskId u = column_fwd(up, input, up_features, save && save_input);
   if (up_task) *up_task = u;
-  TaskId a = activation_fwd(u, ctx_.tokens, intermediate / ctx_.tp, save);
-  return row_fwd(down, a, intermediate, save);
+  TaskId a = activation_fwd(u, ctx_.tokens, intermediate / ctx_.tp, save && save_internals);
+  return row_fwd(down, a, intermediate, save && save_internals);
+}
+
+void TransformerLayerLowering::recompute_mlp(const char* up, const char* down, TaskId grad, std::int64_t intermediate) {
+  // Megatron-Core checkpoints the MLP on its input (tensor_parallel.checkpoint / te_checkpoint of self.mlp): when
+  // the backward reaches the MLP's output, its forward runs again from the saved input, sequence-parallel
+  // all-gather and reduce-scatter included, and keeps what the MLP's backward then releases.
+  PhaseScope scope(emit_, Phase::kRecompute);
+  mlp_fwd(up, down, grad, intermediate, true, nullptr, false, true);
 }
 
 TaskId TransformerLayerLowering::mlp_bwd(const char* up, const char* down, TaskId grad, std::int64_t intermediate,
@@ -265,7 +280,7 @@ TaskId TransformerLayerLowering::forward(TaskId input, const SavePolicy& save, s
     dn = moe_fwd(y, save, params);
   } else {
     TaskId up = -1;
-    dn = mlp_fwd("mlp_up", "mlp_down", y, m.intermediate_size, save.modules, &up, save.norm_outputs);
+    dn = mlp_fwd("mlp_up", "mlp_down", y, m.intermediate_size, save.modules, &up, save.norm_outputs, save.mlp_internals);
     record(params, "mlp_up", up, true);
     record(params, "mlp_down", dn, true);
   }
@@ -406,8 +421,10 @@ TaskId TransformerLayerLowering::backward(TaskId grad_output, std::vector<ParamU
   TaskId g = residual_bwd("mlp_residual", grad_output);
   if (policy == Recompute::kSelective && !saved.norm_outputs) recompute_norm("post_attention_norm");
   if (moe_) {
-    g = moe_bwd(g, params, policy == Recompute::kSelective && !saved.expert_activation_outputs);
+    g = moe_bwd(g, params, policy == Recompute::kSelective && !saved.expert_activation_outputs,
+                policy == Recompute::kSelective && !saved.shared_expert_internals);
   } else {
+    if (policy == Recompute::kSelective && !saved.mlp_internals) recompute_mlp("mlp_up", "mlp_down", g, m.intermediate_size);
     TaskId up = -1, down = -1;
     g = mlp_bwd("mlp_up", "mlp_down", g, m.intermediate_size, &up, &down);
     record(params, "mlp_down", down, false);

@@ -22,6 +22,8 @@ struct SavePolicy {
   bool attention_internals = true;
   bool norm_outputs = true;               // the input and pre-MLP norms' outputs (the next linears' inputs)
   bool expert_activation_outputs = true;  // the routed experts' activation outputs (the down projection's input)
+  bool mlp_internals = true;              // a dense MLP's up outputs and down input (recompute module mlp)
+  bool shared_expert_internals = true;    // the same of the shared experts (recompute module shared_experts)
 };
 
 /// What a layer's forward keeps under the training spec's recompute policy: everything (none); with selective,
@@ -54,9 +56,13 @@ class TransformerLayerLowering {
   // `rows` tokens of `width` (the per-rank intermediate size; gated MLPs read twice that).
   TaskId activation_fwd(TaskId input, std::int64_t rows, std::int64_t width, bool save);
   // A dense (TP-sharded) MLP of `intermediate` width: the layer's own, or shared experts.
-  // `save_input`: whether the up projection keeps its input (the pre-MLP norm's output) for the backward.
+  // `save_input`: whether the up projection keeps its input (the pre-MLP norm's output) for the backward;
+  // `save_internals`: whether the activation's input and the down projection's input are kept (false: the MLP is
+  // recomputed from its input, Megatron-Core's recompute modules mlp and shared_experts).
   TaskId mlp_fwd(const char* up, const char* down, TaskId input, std::int64_t intermediate, bool save,
-                 TaskId* up_task = nullptr, bool save_input = true);
+                 TaskId* up_task = nullptr, bool save_input = true, bool save_internals = true);
+  // The MLP's forward again in the backward (Phase::kRecompute), keeping what its backward releases.
+  void recompute_mlp(const char* up, const char* down, TaskId grad, std::int64_t intermediate);
   TaskId mlp_bwd(const char* up, const char* down, TaskId grad, std::int64_t intermediate, TaskId* up_wgrad,
                  TaskId* down_wgrad);
   // The routed-expert MLP (sim/lower/moe_block.cpp): router, dispatch, grouped expert GEMMs, combine, shared
@@ -64,7 +70,9 @@ class TransformerLayerLowering {
   TaskId moe_fwd(TaskId input, const SavePolicy& save, std::vector<ParamUse>* params);
   // `recompute_activation`: the experts' activation outputs were dropped (recompute module moe_act) and run again
   // before the down projection's weight gradient.
-  TaskId moe_bwd(TaskId grad, std::vector<ParamUse>* params, bool recompute_activation = false);
+  // `recompute_shared`: the shared experts' internals were dropped (recompute module shared_experts).
+  TaskId moe_bwd(TaskId grad, std::vector<ParamUse>* params, bool recompute_activation = false,
+                 bool recompute_shared = false);
   // Multi-head latent attention's projections (sim/lower/mla_block.cpp): from the normed input to rotary-applied
   // per-head q and k (and v), and back.
   TaskId mla_fwd(TaskId input, bool save, std::vector<ParamUse>* params);
@@ -88,6 +96,9 @@ class TransformerLayerLowering {
   Bytes residual_saved() const;
   Bytes activation_saved(std::int64_t rows, std::int64_t width) const;
   Bytes mlp_saved(std::int64_t intermediate) const;
+  // The activation input and the down projection input of a dense MLP of `intermediate` width (what recompute
+  // modules mlp and shared_experts drop).
+  Bytes mlp_internals_saved(std::int64_t intermediate) const;
   Bytes moe_saved() const;
   Bytes moe_down_input_saved() const;  // the routed experts' activation outputs, the down projection's input
   Bytes moe_router_input_saved() const;  // the pre-MLP norm output the router keeps (0 with shared experts)

@@ -3,6 +3,8 @@
 // attention. The bytes are what the lowered graph really allocates in one layer's forward pass.
 #include <catch2/catch.hpp>
 
+#include <map>
+
 #include "test_support.h"
 
 using namespace orrery;
@@ -99,6 +101,61 @@ TEST_CASE("recompute_modules follows Megatron's rules", "[sim][recompute][errors
              Catch::Contains("training.recompute_modules") && Catch::Contains("selective"));
   CHECK_THAT(test::scenario_error(base + R"("recompute": "selective", "recompute_modules": ["attention"]}})"),
              Catch::Contains("training.recompute_modules") && Catch::Contains("core_attn"));
-  CHECK_THAT(test::scenario_error(base + R"("recompute": "selective", "recompute_modules": ["mlp"]}})"),
+  CHECK_THAT(test::scenario_error(base + R"("recompute": "selective", "recompute_modules": ["moe"]}})"),
              Catch::Contains("not modelled yet"));
+  CHECK_THAT(test::scenario_error(base + R"("recompute": "selective", "recompute_modules": ["shared_experts"]}})"),
+             Catch::Contains("shared_experts") && Catch::Contains("needs MoE layers with shared experts"));
+}
+
+TEST_CASE("mlp recompute keeps only the MLP's input and runs up, activation and down again",
+          "[sim][memory][recompute]") {
+  const double s = 2048, b = 1, h = 12288, t = 8;
+  const double sbh = s * b * h;
+  // GPT-3's MLP keeps its 4h-wide first-linear output for GeLU (8 sbh) and GeLU's output for the second linear
+  // (8 sbh) (Korthikanti et al. Section 4.1); recompute module mlp drops both, sharded by TP with or without SP.
+  CHECK(layer_bytes(8, true, "selective", R"(, "recompute_modules": ["core_attn", "mlp"])") ==
+        Approx(sbh * (34 - 16) / t));
+  CHECK(layer_bytes(8, false, "selective", R"(, "recompute_modules": ["core_attn", "mlp"])") ==
+        Approx(sbh * (10 + 8 / t)));
+  // The backward of each layer runs the MLP's forward GEMMs again (each linear is split to overlap its
+  // sequence-parallel collective, in the forward and in the recompute alike), and nothing else of the layer's.
+  const WorkloadGraph g = test::lowered(test::scenario(R"({"model": {"preset": "gpt3-175b", "num_hidden_layers": 2},
+      "cluster": {"preset": "dgx-a100-80gb", "num_gpus": 8}, "parallel": {"tp": 8, "sequence_parallel": true},
+      "training": {"seq_length": 2048, "micro_batch_size": 1, "global_batch_size": 1, "recompute": "selective",
+      "recompute_modules": ["core_attn", "mlp"]}})"));
+  std::map<std::string, int> forward, again;
+  for (const Task& task : g.programs[0].tasks) {
+    if (task.layer != 1 || task.kind != TaskKind::kGemm) continue;
+    if (task.phase == Phase::kForward) ++forward[task.label];
+    if (task.phase == Phase::kRecompute) ++again[task.label];
+  }
+  CHECK(again["mlp_up"] == forward["mlp_up"]);
+  CHECK(again["mlp_down"] == forward["mlp_down"]);
+  CHECK(again["mlp_up"] > 0);
+  CHECK(again.size() == 2);
+}
+
+TEST_CASE("shared_experts recompute drops the shared experts' internals, mlp the dense layers'",
+          "[sim][memory][recompute]") {
+  // DeepSeek-V3 cut to 4 layers: layers 0-2 dense (intermediate 18432), layer 3 MoE with one shared expert of
+  // width 2048; one GPU, 1024 tokens, bf16. A gated MLP of width w keeps its up outputs (2 w) and the down input (w):
+  // 3 w x 2 bytes per token.
+  auto saved = [](const char* modules, int layer) {
+    const WorkloadGraph g = test::lowered(test::scenario(std::string(R"({"model": {"preset": "deepseek-v3",
+        "num_hidden_layers": 4}, "cluster": {"preset": "dgx-h100", "num_gpus": 1}, "training": {"seq_length": 1024,
+        "micro_batch_size": 1, "global_batch_size": 1, "recompute": "selective", "recompute_modules": )") +
+                                                         modules + "}}"));
+    double bytes = 0;
+    for (const Task& t : g.programs[0].tasks) {
+      if (t.layer != layer || t.phase != Phase::kForward) continue;
+      if (t.start_kind == MemoryKind::kActivations) bytes += static_cast<double>(t.start_bytes);
+      if (t.end_kind == MemoryKind::kActivations) bytes += static_cast<double>(t.end_bytes);
+    }
+    return bytes;
+  };
+  const double T = 1024;
+  CHECK(saved(R"(["core_attn"])", 3) - saved(R"(["core_attn", "shared_experts"])", 3) == Approx(T * 3 * 2048 * 2));
+  CHECK(saved(R"(["core_attn"])", 0) == Approx(saved(R"(["core_attn", "shared_experts"])", 0)));
+  CHECK(saved(R"(["core_attn"])", 0) - saved(R"(["core_attn", "mlp"])", 0) == Approx(T * 3 * 18432 * 2));
+  CHECK(saved(R"(["core_attn"])", 3) == Approx(saved(R"(["core_attn", "mlp"])", 3)));  // MoE layers: module moe
 }
