@@ -53,6 +53,7 @@ std::vector<std::string> TrainingSpec::recompute_module_names() const {
   if (recompute_modules.moe_act) out.push_back("moe_act");
   if (recompute_modules.mlp) out.push_back("mlp");
   if (recompute_modules.shared_experts) out.push_back("shared_experts");
+  if (recompute_modules.mla_up_proj) out.push_back("mla_up_proj");
   return out;
 }
 

@@ -118,6 +118,7 @@ struct TrainingSpec {
     bool moe_act = false;    // the routed experts' activation outputs
     bool mlp = false;        // a dense layer's MLP (its input kept; up, activation and down run again)
     bool shared_experts = false;  // the MoE layers' shared-expert MLP, likewise
+    bool mla_up_proj = false;     // multi-head latent attention's up projections and rotary (the core's q, k, v)
   } recompute_modules;
   Optimizer optimizer = Optimizer::kAdam;
   /// Megatron-Core DDPConfig.grad_reduce_in_fp32 (Megatron-LM --accumulate-allreduce-grads-in-fp32, forced on for

@@ -178,7 +178,7 @@ TrainingSpec parse_training(const json& value, const ModelSpec& model) {
                            "--recompute-granularity selective)");
     }
     if (!modules->is_array()) throw Error::invalid(field, describe_json(*modules), "must be a list of module names");
-    t.recompute_modules = {false, false, false, false, false};
+    t.recompute_modules = {false, false, false, false, false, false};
     for (const json& m : *modules) {
       const std::string name = m.is_string() ? m.get<std::string>() : describe_json(m);
       if (name == "core_attn") {
@@ -191,7 +191,9 @@ TrainingSpec parse_training(const json& value, const ModelSpec& model) {
         t.recompute_modules.mlp = true;
       } else if (name == "shared_experts") {
         t.recompute_modules.shared_experts = true;
-      } else if (name == "moe" || name == "mla_up_proj") {
+      } else if (name == "mla_up_proj") {
+        t.recompute_modules.mla_up_proj = true;
+      } else if (name == "moe") {
         throw Error::not_modelled(field, name, "recomputing the " + name + " module is not lowered yet");
       } else {
         throw Error::invalid(field, name,

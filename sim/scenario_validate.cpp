@@ -365,6 +365,11 @@ void check_recompute_modules(const Scenario& s) {
   require(!m.moe_act || s.model.is_moe(), field, "moe_act", "needs MoE layers (Megatron applies it to grouped experts only)");
   require(!m.shared_experts || (s.model.is_moe() && s.model.moe.num_shared_experts > 0), field, "shared_experts",
           "needs MoE layers with shared experts");
+  require(!m.mla_up_proj || s.model.is_mla(), field, "mla_up_proj", "needs multi-head latent attention");
+  if (m.mla_up_proj && s.model.mla.q_lora_rank == 0) {
+    throw Error::not_modelled(field, "mla_up_proj",
+                              "recomputing the direct query projection of MLA without q_lora_rank is not lowered yet");
+  }
   require(!(m.moe_act || m.layernorm) || s.training.precision != Precision::kFp8, field,
           m.layernorm ? "layernorm" : "moe_act",
           "cannot run with precision fp8: Megatron-Core refuses layernorm and moe_act recompute under FP8 delayed scaling");

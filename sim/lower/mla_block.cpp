@@ -94,6 +94,25 @@ TaskId TransformerLayerLowering::mla_fwd(TaskId x, bool save, std::vector<ParamU
   return emit_.elementwise("rope", T * (z.q_up + z.heads * z.nope + z.rope) * act, qk, {up});
 }
 
+TaskId TransformerLayerLowering::recompute_mla_up(TaskId grad) {
+  // Megatron-Core's MLASelfAttention with recompute_up_proj checkpoints the up projections and rotary on their
+  // compressed inputs (kept for the up projections' weight gradients anyway) and registers the recompute on the
+  // attention core's output gradient (CheckpointWithoutOutput).
+  const MlaSizes z = mla_sizes(ctx_);
+  const std::int64_t T = ctx_.tokens;
+  const Bytes act = ctx_.act_bytes;
+  PhaseScope scope(emit_, Phase::kRecompute);
+  TaskId n = grad;
+  if (uses_fp8(ctx_)) n = emit_fp8_cast(emit_, "fp8_cast", T * (z.q_lora + z.kv_lora), n);
+  TaskId up = n;
+  if (z.q_lora > 0) up = emit_.gemm("q_up", linear(T, z.q_up, z.q_lora), {n});
+  up = emit_.gemm("kv_up", linear(T, z.kv_up, z.kv_lora), {n, up});
+  const Bytes qk = T * z.heads * 2 * (z.nope + z.rope) * act;
+  const TaskId rope = emit_.elementwise("rope", T * (z.q_up + z.heads * z.nope + z.rope) * act, qk, {up});
+  emit_.save(rope, core_inputs_saved());
+  return rope;
+}
+
 TaskId TransformerLayerLowering::mla_bwd(TaskId g, std::vector<ParamUse>* params) {
   const MlaSizes z = mla_sizes(ctx_);
   const ModelSpec& m = ctx_.model;

@@ -13,7 +13,8 @@ SavePolicy save_policy(const TrainingSpec& training) {
   const TrainingSpec::RecomputeModules& m = training.recompute_modules;
   switch (training.recompute) {
     case Recompute::kNone: return {};
-    case Recompute::kSelective: return {true, true, !m.core_attn, !m.layernorm, !m.moe_act, !m.mlp, !m.shared_experts};
+    case Recompute::kSelective:
+      return {true, true, !m.core_attn, !m.layernorm, !m.moe_act, !m.mlp, !m.shared_experts, !m.mla_up_proj};
     case Recompute::kFull: return {true, false, false, false, false};
   }
   return {};
@@ -114,6 +115,7 @@ Bytes TransformerLayerLowering::saved_bytes(const SavePolicy& s) const {
     if (!s.norm_outputs) total -= (mla_ ? 0 : column_saved()) + column_saved();
     if (moe_ && !s.expert_activation_outputs) total -= moe_down_input_saved();
     if (!moe_ && !s.mlp_internals) total -= mlp_internals_saved(m.intermediate_size);
+    if (mla_ && !s.mla_up_outputs) total -= core_inputs_saved();
     const std::int64_t shared = static_cast<std::int64_t>(m.moe.num_shared_experts) * m.moe.shared_expert_intermediate_size;
     if (moe_ && !s.shared_expert_internals && shared > 0) total -= mlp_internals_saved(shared);
     if (m.qk_norm && !mla_) total += ctx_.tokens * (m.num_attention_heads + m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
@@ -269,7 +271,7 @@ TaskId TransformerLayerLowering::forward(TaskId input, const SavePolicy& save, s
     }
     if (m.position == PositionKind::kRotary) q = emit_.elementwise("rope", qk, qk);
   }
-  TaskId c = core_fwd(q, save.modules, save.attention_internals);
+  TaskId c = core_fwd(q, save.modules && (!mla_ || save.mla_up_outputs), save.attention_internals);
   TaskId o = row_fwd("attention_proj", c, attn_features_, save.modules);
   record(params, "attention_proj", o, true);
   TaskId r = residual_fwd("attention_residual", o, save.modules);
@@ -438,6 +440,7 @@ TaskId TransformerLayerLowering::backward(TaskId grad_output, std::vector<ParamU
   if (policy == Recompute::kSelective && !saved.norm_outputs && !mla_) recompute_norm("input_norm");
   g = row_bwd("attention_proj", g, attn_features_, &w);
   record(params, "attention_proj", w, false);
+  if (policy == Recompute::kSelective && mla_ && !saved.mla_up_outputs) g = recompute_mla_up(g);
   if (policy == Recompute::kSelective && !saved.attention_internals) {
     // Selective recompute (Korthikanti et al. Section 5): only the attention core runs again.
     PhaseScope scope(emit_, Phase::kRecompute);

@@ -24,6 +24,7 @@ struct SavePolicy {
   bool expert_activation_outputs = true;  // the routed experts' activation outputs (the down projection's input)
   bool mlp_internals = true;              // a dense MLP's up outputs and down input (recompute module mlp)
   bool shared_expert_internals = true;    // the same of the shared experts (recompute module shared_experts)
+  bool mla_up_outputs = true;             // MLA's up-projected, rotary q, k, v (recompute module mla_up_proj)
 };
 
 /// What a layer's forward keeps under the training spec's recompute policy: everything (none); with selective,
@@ -76,6 +77,9 @@ class TransformerLayerLowering {
   // Multi-head latent attention's projections (sim/lower/mla_block.cpp): from the normed input to rotary-applied
   // per-head q and k (and v), and back.
   TaskId mla_fwd(TaskId input, bool save, std::vector<ParamUse>* params);
+  // Recompute module mla_up_proj: the up projections and rotary run again when the backward reaches the attention
+  // core's output, and the core's inputs (q, k, v) are kept again until its backward.
+  TaskId recompute_mla_up(TaskId grad);
   TaskId mla_bwd(TaskId grad, std::vector<ParamUse>* params);
   // Backward building blocks; `wgrad` receives the task that finishes the weight gradient.
   TaskId norm_bwd(const char* label, TaskId grad);

@@ -105,6 +105,8 @@ TEST_CASE("recompute_modules follows Megatron's rules", "[sim][recompute][errors
              Catch::Contains("not modelled yet"));
   CHECK_THAT(test::scenario_error(base + R"("recompute": "selective", "recompute_modules": ["shared_experts"]}})"),
              Catch::Contains("shared_experts") && Catch::Contains("needs MoE layers with shared experts"));
+  CHECK_THAT(test::scenario_error(base + R"("recompute": "selective", "recompute_modules": ["mla_up_proj"]}})"),
+             Catch::Contains("mla_up_proj") && Catch::Contains("needs multi-head latent attention"));
 }
 
 TEST_CASE("mlp recompute keeps only the MLP's input and runs up, activation and down again",
@@ -135,7 +137,7 @@ TEST_CASE("mlp recompute keeps only the MLP's input and runs up, activation and 
   CHECK(again.size() == 2);
 }
 
-TEST_CASE("shared_experts recompute drops the shared experts' internals, mlp the dense layers'",
+TEST_CASE("shared_experts recompute drops the shared experts' internals, mlp the dense layers', mla_up_proj q k v",
           "[sim][memory][recompute]") {
   // DeepSeek-V3 cut to 4 layers: layers 0-2 dense (intermediate 18432), layer 3 MoE with one shared expert of
   // width 2048; one GPU, 1024 tokens, bf16. A gated MLP of width w keeps its up outputs (2 w) and the down input (w):
@@ -158,4 +160,18 @@ TEST_CASE("shared_experts recompute drops the shared experts' internals, mlp the
   CHECK(saved(R"(["core_attn"])", 0) == Approx(saved(R"(["core_attn", "shared_experts"])", 0)));
   CHECK(saved(R"(["core_attn"])", 0) - saved(R"(["core_attn", "mlp"])", 0) == Approx(T * 3 * 18432 * 2));
   CHECK(saved(R"(["core_attn"])", 3) == Approx(saved(R"(["core_attn", "mlp"])", 3)));  // MoE layers: module moe
+  // mla_up_proj drops the attention core's inputs: q and k of 128 heads x (128 nope + 64 rope), v of 128 heads x
+  // 128, bf16, on every layer.
+  const double qkv = T * 128 * (2 * 192 + 128) * 2;
+  CHECK(saved(R"(["core_attn"])", 0) - saved(R"(["core_attn", "mla_up_proj"])", 0) == Approx(qkv));
+  CHECK(saved(R"(["core_attn"])", 3) - saved(R"(["core_attn", "mla_up_proj"])", 3) == Approx(qkv));
+  // ... and the backward runs the two up projections again, and the shared experts' two GEMMs.
+  const WorkloadGraph g = test::lowered(test::scenario(R"({"model": {"preset": "deepseek-v3", "num_hidden_layers": 4},
+      "cluster": {"preset": "dgx-h100", "num_gpus": 1}, "training": {"seq_length": 1024, "micro_batch_size": 1,
+      "global_batch_size": 1, "recompute": "selective", "recompute_modules": ["mla_up_proj", "shared_experts"]}})"));
+  std::map<std::string, int> again;
+  for (const Task& t : g.programs[0].tasks) {
+    if (t.layer == 3 && t.phase == Phase::kRecompute && t.kind == TaskKind::kGemm) ++again[t.label];
+  }
+  CHECK(again == std::map<std::string, int>{{"kv_up", 1}, {"q_up", 1}, {"shared_expert_down", 1}, {"shared_expert_up", 1}});
 }

@@ -75,7 +75,7 @@ TEST_CASE("unknown keys and bad values are rejected", "[sim][scenario][errors]")
 
 TEST_CASE("features outside the model today say 'not modelled yet:'", "[sim][scenario][errors]") {
   CHECK_THAT(scenario_error(with(R"({})", R"({"seq_length": 4096, "global_batch_size": 32, "recompute": "selective",
-                                               "recompute_modules": ["mla_up_proj"]})")),
+                                               "recompute_modules": ["moe"]})")),
              Catch::StartsWith("not modelled yet:"));
   CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "dualpipe", "zero_stage": 2})")),
              Catch::StartsWith("not modelled yet:") && Catch::Contains("dualpipe"));

@@ -59,8 +59,8 @@ void ScenarioFlags::add_to(CLI::App& app) {
   app.add_option("--recompute,--recompute-granularity", recompute, "none, selective or full")->check(kNotEmpty);
   app.add_flag("--recompute-activations", recompute_activations, "Megatron's flag for selective recompute");
   app.add_option("--recompute-modules", recompute_modules,
-                 "with selective recompute: core_attn, layernorm, moe_act, mlp, shared_experts (Megatron-Core's "
-                 "names), comma-separated")
+                 "with selective recompute: core_attn, layernorm, moe_act, mlp, shared_experts, mla_up_proj "
+                 "(Megatron-Core's names), comma-separated")
       ->delimiter(',')
       ->allow_extra_args(false);
   app.add_option("--attention-backend", attention_backend, "flash or unfused")->check(kNotEmpty);
