@@ -48,12 +48,9 @@ const char* to_string(CpCommType c) {
 std::vector<std::string> TrainingSpec::recompute_module_names() const {
   std::vector<std::string> out;
   if (recompute != Recompute::kSelective) return out;
-  if (recompute_modules.core_attn) out.push_back("core_attn");
-  if (recompute_modules.layernorm) out.push_back("layernorm");
-  if (recompute_modules.moe_act) out.push_back("moe_act");
-  if (recompute_modules.mlp) out.push_back("mlp");
-  if (recompute_modules.shared_experts) out.push_back("shared_experts");
-  if (recompute_modules.mla_up_proj) out.push_back("mla_up_proj");
+  for (const auto& [name, member] : kRecomputeModuleNames) {
+    if (recompute_modules.*member) out.push_back(name);
+  }
   return out;
 }
 

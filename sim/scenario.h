@@ -152,6 +152,17 @@ struct TrainingSpec {
   std::vector<std::string> recompute_module_names() const;
 };
 
+/// Megatron-Core's --recompute-modules names the lowering builds, and the switch each sets (the parser and the
+/// report's list share it).
+inline constexpr std::pair<const char*, bool TrainingSpec::RecomputeModules::*> kRecomputeModuleNames[] = {
+    {"core_attn", &TrainingSpec::RecomputeModules::core_attn},
+    {"layernorm", &TrainingSpec::RecomputeModules::layernorm},
+    {"moe_act", &TrainingSpec::RecomputeModules::moe_act},
+    {"mlp", &TrainingSpec::RecomputeModules::mlp},
+    {"shared_experts", &TrainingSpec::RecomputeModules::shared_experts},
+    {"mla_up_proj", &TrainingSpec::RecomputeModules::mla_up_proj},
+};
+
 struct Expectation {
   std::optional<double> iteration_time_s, tokens_per_s_per_gpu, tflops_per_gpu, mfu, hfu, peak_memory_gib;
   std::string flops_convention;  // megatron-sc21, full-attention, causal-halved

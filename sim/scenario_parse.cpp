@@ -1,6 +1,9 @@
 // parse_scenario: reads every section of a scenario file strictly, then checks the cross-section rules
 // (divisibility, GPU count, features not modelled yet). Defaults are documented in scenarios/README.md.
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "models/error.h"
@@ -181,18 +184,10 @@ TrainingSpec parse_training(const json& value, const ModelSpec& model) {
     t.recompute_modules = {false, false, false, false, false, false};
     for (const json& m : *modules) {
       const std::string name = m.is_string() ? m.get<std::string>() : describe_json(m);
-      if (name == "core_attn") {
-        t.recompute_modules.core_attn = true;
-      } else if (name == "layernorm") {
-        t.recompute_modules.layernorm = true;
-      } else if (name == "moe_act") {
-        t.recompute_modules.moe_act = true;
-      } else if (name == "mlp") {
-        t.recompute_modules.mlp = true;
-      } else if (name == "shared_experts") {
-        t.recompute_modules.shared_experts = true;
-      } else if (name == "mla_up_proj") {
-        t.recompute_modules.mla_up_proj = true;
+      const auto* known = std::find_if(std::begin(kRecomputeModuleNames), std::end(kRecomputeModuleNames),
+                                       [&](const auto& entry) { return name == entry.first; });
+      if (known != std::end(kRecomputeModuleNames)) {
+        t.recompute_modules.*(known->second) = true;
       } else if (name == "moe") {
         throw Error::not_modelled(field, name, "recomputing the " + name + " module is not lowered yet");
       } else {
