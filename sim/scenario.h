@@ -119,6 +119,7 @@ struct TrainingSpec {
     bool mlp = false;        // a dense layer's MLP (its input kept; up, activation and down run again)
     bool shared_experts = false;  // the MoE layers' shared-expert MLP, likewise
     bool mla_up_proj = false;     // multi-head latent attention's up projections and rotary (the core's q, k, v)
+    bool moe = false;             // the whole MoE layer, dispatch and combine included (its input kept)
   } recompute_modules;
   Optimizer optimizer = Optimizer::kAdam;
   /// Megatron-Core DDPConfig.grad_reduce_in_fp32 (Megatron-LM --accumulate-allreduce-grads-in-fp32, forced on for
@@ -161,6 +162,7 @@ inline constexpr std::pair<const char*, bool TrainingSpec::RecomputeModules::*> 
     {"mlp", &TrainingSpec::RecomputeModules::mlp},
     {"shared_experts", &TrainingSpec::RecomputeModules::shared_experts},
     {"mla_up_proj", &TrainingSpec::RecomputeModules::mla_up_proj},
+    {"moe", &TrainingSpec::RecomputeModules::moe},
 };
 
 struct Expectation {

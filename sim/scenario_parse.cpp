@@ -181,15 +181,13 @@ TrainingSpec parse_training(const json& value, const ModelSpec& model) {
                            "--recompute-granularity selective)");
     }
     if (!modules->is_array()) throw Error::invalid(field, describe_json(*modules), "must be a list of module names");
-    t.recompute_modules = {false, false, false, false, false, false};
+    t.recompute_modules = {false, false, false, false, false, false, false};
     for (const json& m : *modules) {
       const std::string name = m.is_string() ? m.get<std::string>() : describe_json(m);
       const auto* known = std::find_if(std::begin(kRecomputeModuleNames), std::end(kRecomputeModuleNames),
                                        [&](const auto& entry) { return name == entry.first; });
       if (known != std::end(kRecomputeModuleNames)) {
         t.recompute_modules.*(known->second) = true;
-      } else if (name == "moe") {
-        throw Error::not_modelled(field, name, "recomputing the " + name + " module is not lowered yet");
       } else {
         throw Error::invalid(field, name,
                              "must name Megatron-Core recompute modules: core_attn, layernorm, moe_act, mlp, moe, "

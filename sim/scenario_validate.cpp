@@ -366,6 +366,7 @@ void check_recompute_modules(const Scenario& s) {
   require(!m.shared_experts || (s.model.is_moe() && s.model.moe.num_shared_experts > 0), field, "shared_experts",
           "needs MoE layers with shared experts");
   require(!m.mla_up_proj || s.model.is_mla(), field, "mla_up_proj", "needs multi-head latent attention");
+  require(!m.moe || s.model.is_moe(), field, "moe", "needs MoE layers");
   if (m.mla_up_proj && s.model.mla.q_lora_rank == 0) {
     throw Error::not_modelled(field, "mla_up_proj",
                               "recomputing the direct query projection of MLA without q_lora_rank is not lowered yet");

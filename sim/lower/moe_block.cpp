@@ -85,6 +85,10 @@ Bytes TransformerLayerLowering::moe_saved() const {
   return saved;
 }
 
+Bytes TransformerLayerLowering::moe_checkpoint_saved() const {
+  return ctx_.tokens_sp * ctx_.model.hidden_size * ctx_.act_bytes;  // the pre-MLP norm output, sequence-parallel shard
+}
+
 Bytes TransformerLayerLowering::moe_down_input_saved() const {
   const MoeSizes z = moe_sizes(ctx_);
   return z.received * z.width * linear_input_bytes(ctx_);

@@ -14,7 +14,7 @@ SavePolicy save_policy(const TrainingSpec& training) {
   switch (training.recompute) {
     case Recompute::kNone: return {};
     case Recompute::kSelective:
-      return {true, true, !m.core_attn, !m.layernorm, !m.moe_act, !m.mlp, !m.shared_experts, !m.mla_up_proj};
+      return {true, true, !m.core_attn, !m.layernorm, !m.moe_act, !m.mlp, !m.shared_experts, !m.mla_up_proj, !m.moe};
     case Recompute::kFull: return {true, false, false, false, false};
   }
   return {};
@@ -110,14 +110,19 @@ Bytes TransformerLayerLowering::saved_bytes(const SavePolicy& s) const {
   if (s.modules) {
     total += (mla_ ? mla_projection_saved() : column_saved()) + core_inputs_saved() + row_saved(attn_features_) +
              residual_saved() + norm_saved() + residual_saved();
-    total += moe_ ? moe_saved() : mlp_saved(m.intermediate_size);
+    Bytes mlp_part = moe_ ? moe_saved() : mlp_saved(m.intermediate_size);
     // Norm outputs dropped: the QKV and MLP-up (or shared-expert-up) inputs; expert activations: the down inputs.
-    if (!s.norm_outputs) total -= (mla_ ? 0 : column_saved()) + column_saved();
-    if (moe_ && !s.expert_activation_outputs) total -= moe_down_input_saved();
-    if (!moe_ && !s.mlp_internals) total -= mlp_internals_saved(m.intermediate_size);
+    if (!s.norm_outputs) {
+      total -= mla_ ? 0 : column_saved();
+      mlp_part -= column_saved();
+    }
+    if (moe_ && !s.expert_activation_outputs) mlp_part -= moe_down_input_saved();
+    if (!moe_ && !s.mlp_internals) mlp_part -= mlp_internals_saved(m.intermediate_size);
     if (mla_ && !s.mla_up_outputs) total -= core_inputs_saved();
     const std::int64_t shared = static_cast<std::int64_t>(m.moe.num_shared_experts) * m.moe.shared_expert_intermediate_size;
-    if (moe_ && !s.shared_expert_internals && shared > 0) total -= mlp_internals_saved(shared);
+    if (moe_ && !s.shared_expert_internals && shared > 0) mlp_part -= mlp_internals_saved(shared);
+    if (moe_ && !s.moe_internals) mlp_part = moe_checkpoint_saved();
+    total += mlp_part;
     if (m.qk_norm && !mla_) total += ctx_.tokens * (m.num_attention_heads + m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
   }
   if (s.attention_internals) total += core_internals_saved();
@@ -278,7 +283,13 @@ TaskId TransformerLayerLowering::forward(TaskId input, const SavePolicy& save, s
   TaskId y = norm_fwd("post_attention_norm", r, save.modules);
   record(params, "post_attention_norm", y, true);
   TaskId dn = -1;
-  if (moe_) {
+  if (moe_ && save.modules && !save.moe_internals) {
+    // Recompute module moe: the layer runs keeping nothing; its input is the checkpoint's.
+    SavePolicy none = save;
+    none.modules = false;
+    dn = moe_fwd(y, none, params);
+    emit_.save(y, moe_checkpoint_saved());
+  } else if (moe_) {
     dn = moe_fwd(y, save, params);
   } else {
     TaskId up = -1;
@@ -422,7 +433,19 @@ TaskId TransformerLayerLowering::backward(TaskId grad_output, std::vector<ParamU
   TaskId w = -1;
   TaskId g = residual_bwd("mlp_residual", grad_output);
   if (policy == Recompute::kSelective && !saved.norm_outputs) recompute_norm("post_attention_norm");
-  if (moe_) {
+  if (moe_ && policy == Recompute::kSelective && !saved.moe_internals) {
+    // Megatron-Core checkpoints the MoE layer on its input (recompute module moe): the whole layer, router,
+    // dispatch, experts and combine, runs again when the backward reaches its output, keeping all its backward
+    // needs (the norm output too unless the layernorm module recomputes it).
+    {
+      PhaseScope scope(emit_, Phase::kRecompute);
+      SavePolicy all;
+      all.norm_outputs = saved.norm_outputs;
+      moe_fwd(g, all, nullptr);
+    }
+    g = moe_bwd(g, params);
+    emit_.release(g, moe_checkpoint_saved());
+  } else if (moe_) {
     g = moe_bwd(g, params, policy == Recompute::kSelective && !saved.expert_activation_outputs,
                 policy == Recompute::kSelective && !saved.shared_expert_internals);
   } else {

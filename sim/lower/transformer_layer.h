@@ -25,6 +25,7 @@ struct SavePolicy {
   bool mlp_internals = true;              // a dense MLP's up outputs and down input (recompute module mlp)
   bool shared_expert_internals = true;    // the same of the shared experts (recompute module shared_experts)
   bool mla_up_outputs = true;             // MLA's up-projected, rotary q, k, v (recompute module mla_up_proj)
+  bool moe_internals = true;              // everything of an MoE layer but its input (recompute module moe)
 };
 
 /// What a layer's forward keeps under the training spec's recompute policy: everything (none); with selective,
@@ -104,6 +105,7 @@ class TransformerLayerLowering {
   // modules mlp and shared_experts drop).
   Bytes mlp_internals_saved(std::int64_t intermediate) const;
   Bytes moe_saved() const;
+  Bytes moe_checkpoint_saved() const;  // an MoE layer's input, what recompute module moe keeps
   Bytes moe_down_input_saved() const;  // the routed experts' activation outputs, the down projection's input
   Bytes moe_router_input_saved() const;  // the pre-MLP norm output the router keeps (0 with shared experts)
   Bytes mla_projection_saved() const;

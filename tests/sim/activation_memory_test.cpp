@@ -92,6 +92,23 @@ TEST_CASE("moe_act recompute drops the experts' activation outputs and runs the 
   CHECK(saved(base) - saved(graph(R"(["core_attn", "layernorm"])")) == Approx(2 * 2048.0 * 4096 * 2));
   CHECK(recomputed(base) == 0);
   CHECK(recomputed(act) == 1);
+
+  // moe keeps only the layer's input (s h x 2): the router probabilities (s E x 4) and input (s h x 2), the experts'
+  // inputs (s k h x 2), up outputs (s k 2w x 2) and down inputs (s k w x 2) and the permuted probabilities (s k x 4)
+  // all go. The backward runs the router and both expert GEMMs again, and every allocation is freed.
+  const WorkloadGraph whole = graph(R"(["core_attn", "moe"])");
+  const double s = 2048, h = 4096, E = 8, k = 2, w = 14336;
+  const double moe_saved = s * E * 4 + s * h * 2 + s * k * h * 2 + s * k * 2 * w * 2 + s * k * w * 2 + s * k * 4;
+  CHECK(saved(base) - saved(whole) == Approx(moe_saved - s * h * 2));
+  std::map<std::string, int> again;
+  double net = 0;
+  for (const Task& t : whole.programs[0].tasks) {
+    if (t.layer == 1 && t.phase == Phase::kRecompute && t.kind == TaskKind::kGemm) ++again[t.label];
+    if (t.start_kind == MemoryKind::kActivations) net += static_cast<double>(t.start_bytes);
+    if (t.end_kind == MemoryKind::kActivations) net += static_cast<double>(t.end_bytes);
+  }
+  CHECK(again == std::map<std::string, int>{{"experts", 2}, {"router", 1}});
+  CHECK(net == 0);
 }
 
 TEST_CASE("recompute_modules follows Megatron's rules", "[sim][recompute][errors]") {
@@ -102,7 +119,7 @@ TEST_CASE("recompute_modules follows Megatron's rules", "[sim][recompute][errors
   CHECK_THAT(test::scenario_error(base + R"("recompute": "selective", "recompute_modules": ["attention"]}})"),
              Catch::Contains("training.recompute_modules") && Catch::Contains("core_attn"));
   CHECK_THAT(test::scenario_error(base + R"("recompute": "selective", "recompute_modules": ["moe"]}})"),
-             Catch::Contains("not modelled yet"));
+             Catch::Contains("moe") && Catch::Contains("needs MoE layers"));
   CHECK_THAT(test::scenario_error(base + R"("recompute": "selective", "recompute_modules": ["shared_experts"]}})"),
              Catch::Contains("shared_experts") && Catch::Contains("needs MoE layers with shared experts"));
   CHECK_THAT(test::scenario_error(base + R"("recompute": "selective", "recompute_modules": ["mla_up_proj"]}})"),

@@ -74,9 +74,11 @@ TEST_CASE("unknown keys and bad values are rejected", "[sim][scenario][errors]")
 }
 
 TEST_CASE("features outside the model today say 'not modelled yet:'", "[sim][scenario][errors]") {
-  CHECK_THAT(scenario_error(with(R"({})", R"({"seq_length": 4096, "global_batch_size": 32, "recompute": "selective",
-                                               "recompute_modules": ["moe"]})")),
-             Catch::StartsWith("not modelled yet:"));
+  // MLA without q_lora_rank (DeepSeek-V2-Lite's direct query projection) under mla_up_proj.
+  CHECK_THAT(scenario_error(R"({"model": {"preset": "deepseek-v3", "num_hidden_layers": 2, "q_lora_rank": null},
+                                 "cluster": {"preset": "dgx-h100", "num_gpus": 8}, "training": {"seq_length": 4096,
+                                 "recompute": "selective", "recompute_modules": ["mla_up_proj"]}})"),
+             Catch::StartsWith("not modelled yet:") && Catch::Contains("mla_up_proj"));
   CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "dualpipe", "zero_stage": 2})")),
              Catch::StartsWith("not modelled yet:") && Catch::Contains("dualpipe"));
   CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "dualpipe", "overlap_p2p_comm": false})")),

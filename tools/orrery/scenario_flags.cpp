@@ -59,7 +59,7 @@ void ScenarioFlags::add_to(CLI::App& app) {
   app.add_option("--recompute,--recompute-granularity", recompute, "none, selective or full")->check(kNotEmpty);
   app.add_flag("--recompute-activations", recompute_activations, "Megatron's flag for selective recompute");
   app.add_option("--recompute-modules", recompute_modules,
-                 "with selective recompute: core_attn, layernorm, moe_act, mlp, shared_experts, mla_up_proj "
+                 "with selective recompute: core_attn, layernorm, moe_act, mlp, shared_experts, mla_up_proj, moe "
                  "(Megatron-Core's names), comma-separated")
       ->delimiter(',')
       ->allow_extra_args(false);
