@@ -189,9 +189,10 @@ TrainingSpec parse_training(const json& value, const ModelSpec& model) {
       if (known != std::end(kRecomputeModuleNames)) {
         t.recompute_modules.*(known->second) = true;
       } else {
-        throw Error::invalid(field, name,
-                             "must name Megatron-Core recompute modules: core_attn, layernorm, moe_act, mlp, moe, "
-                             "shared_experts, mla_up_proj");
+        std::string names;
+        for (const auto& entry : kRecomputeModuleNames) names += std::string(names.empty() ? "" : ", ") + entry.first;
+        throw Error::invalid(field, m.is_string() ? "\"" + name + "\"" : name,
+                             "must name Megatron-Core recompute modules: " + names);
       }
     }
   }

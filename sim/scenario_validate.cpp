@@ -154,6 +154,11 @@ void check_expert_overlap(const Scenario& s) {
           "cannot run with parallel.overlap_moe_expert_parallel_comm: Megatron-Core needs bf16 or fp16 parameters");
   require(t.recompute != Recompute::kFull, "training.recompute", "full",
           "cannot run with parallel.overlap_moe_expert_parallel_comm: Megatron-Core refuses full recompute with it");
+  // The overlapped schedule calls the MoE stages directly, past MoELayer.forward's checkpoint (Megatron-Core
+  // asserts "moe" is not among the recompute modules with it).
+  require(!(t.recompute == Recompute::kSelective && t.recompute_modules.moe), "training.recompute_modules", "moe",
+          "cannot run with parallel.overlap_moe_expert_parallel_comm: the overlapped schedule bypasses the MoE "
+          "layer's checkpoint");
   if (t.cpu_offloading_num_layers > 0) {
     throw Error::not_modelled("training.cpu_offloading_num_layers", std::to_string(t.cpu_offloading_num_layers),
                               "activation offload with parallel.overlap_moe_expert_parallel_comm");

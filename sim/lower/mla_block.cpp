@@ -52,7 +52,7 @@ Bytes TransformerLayerLowering::mla_projection_saved() const {
   return saved;
 }
 
-TaskId TransformerLayerLowering::mla_fwd(TaskId x, bool save, std::vector<ParamUse>* params) {
+TaskId TransformerLayerLowering::mla_fwd(TaskId x, bool save, std::vector<ParamUse>* params, bool keep_up_inputs) {
   const MlaSizes z = mla_sizes(ctx_);
   const ModelSpec& m = ctx_.model;
   const std::int64_t T = ctx_.tokens, Ts = ctx_.tokens_sp, h = m.hidden_size;
@@ -83,11 +83,11 @@ TaskId TransformerLayerLowering::mla_fwd(TaskId x, bool save, std::vector<ParamU
   TaskId up = n;
   if (z.q_lora > 0) {
     up = emit_.gemm("q_up", linear(T, z.q_up, z.q_lora), {n});
-    if (save) emit_.save(up, T * z.q_lora * in);
+    if (save && keep_up_inputs) emit_.save(up, T * z.q_lora * in);
     record(params, "q_up", up, true);
   }
   up = emit_.gemm("kv_up", linear(T, z.kv_up, z.kv_lora), {n, q_direct});
-  if (save) emit_.save(up, T * z.kv_lora * in);
+  if (save && keep_up_inputs) emit_.save(up, T * z.kv_lora * in);
   record(params, "kv_up", up, true);
   // Rotary on the rope parts of q and of the shared k_rope, and the concatenation into per-head q and k.
   const Bytes qk = T * z.heads * 2 * (z.nope + z.rope) * act;
@@ -95,18 +95,25 @@ TaskId TransformerLayerLowering::mla_fwd(TaskId x, bool save, std::vector<ParamU
 }
 
 TaskId TransformerLayerLowering::recompute_mla_up(TaskId grad) {
-  // Megatron-Core's MLASelfAttention with recompute_up_proj checkpoints the up projections and rotary on their
-  // compressed inputs (kept for the up projections' weight gradients anyway) and registers the recompute on the
-  // attention core's output gradient (CheckpointWithoutOutput).
+  // Megatron-Core's MLASelfAttention with recompute_up_proj checkpoints the up projections and rotary on the
+  // compressed tensors (with TE the q and kv norms are fused into the up projections, so on their pre-norm
+  // inputs, which the norms keep anyway) and registers the recompute on the attention core's output gradient
+  // (CheckpointWithoutOutput): the norms, the up projections (keeping their inputs for the weight gradients) and
+  // rotary run again.
   const MlaSizes z = mla_sizes(ctx_);
   const std::int64_t T = ctx_.tokens;
-  const Bytes act = ctx_.act_bytes;
+  const Bytes act = ctx_.act_bytes, in = linear_input_bytes(ctx_);
   PhaseScope scope(emit_, Phase::kRecompute);
-  TaskId n = grad;
+  const Bytes norms = T * (z.q_lora + z.kv_lora) * act;
+  TaskId n = emit_.elementwise("mla_down_norm", norms + T * z.rope * act, norms, {grad});
   if (uses_fp8(ctx_)) n = emit_fp8_cast(emit_, "fp8_cast", T * (z.q_lora + z.kv_lora), n);
   TaskId up = n;
-  if (z.q_lora > 0) up = emit_.gemm("q_up", linear(T, z.q_up, z.q_lora), {n});
+  if (z.q_lora > 0) {
+    up = emit_.gemm("q_up", linear(T, z.q_up, z.q_lora), {n});
+    emit_.save(up, T * z.q_lora * in);
+  }
   up = emit_.gemm("kv_up", linear(T, z.kv_up, z.kv_lora), {n, up});
+  emit_.save(up, T * z.kv_lora * in);
   const Bytes qk = T * z.heads * 2 * (z.nope + z.rope) * act;
   const TaskId rope = emit_.elementwise("rope", T * (z.q_up + z.heads * z.nope + z.rope) * act, qk, {up});
   emit_.save(rope, core_inputs_saved());

@@ -117,11 +117,17 @@ Bytes TransformerLayerLowering::saved_bytes(const SavePolicy& s) const {
       mlp_part -= column_saved();
     }
     if (moe_ && !s.expert_activation_outputs) mlp_part -= moe_down_input_saved();
-    if (!moe_ && !s.mlp_internals) mlp_part -= mlp_internals_saved(m.intermediate_size);
-    if (mla_ && !s.mla_up_outputs) total -= core_inputs_saved();
+    // A dense MLP's checkpoint: with Transformer Engine the pre-MLP norm is fused into the up projection, so the
+    // checkpoint's input is the norm's input (kept anyway) and the norm output goes too.
+    if (!moe_ && !s.mlp_internals) mlp_part -= mlp_internals_saved(m.intermediate_size) + (s.norm_outputs ? column_saved() : 0);
+    if (mla_ && !s.mla_up_outputs) {
+      const MlaSpec& x = m.mla;
+      total -= core_inputs_saved() + ctx_.tokens * (x.q_lora_rank + x.kv_lora_rank) * linear_input_bytes(ctx_);
+    }
     const std::int64_t shared = static_cast<std::int64_t>(m.moe.num_shared_experts) * m.moe.shared_expert_intermediate_size;
     if (moe_ && !s.shared_expert_internals && shared > 0) mlp_part -= mlp_internals_saved(shared);
-    if (moe_ && !s.moe_internals) mlp_part = moe_checkpoint_saved();
+    // The checkpoint keeps the pre-MLP norm output, unless the layernorm module drops it (recomputed instead).
+    if (moe_ && !s.moe_internals) mlp_part = s.norm_outputs ? moe_checkpoint_saved() : 0;
     total += mlp_part;
     if (m.qk_norm && !mla_) total += ctx_.tokens * (m.num_attention_heads + m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
   }
@@ -242,12 +248,19 @@ TaskId TransformerLayerLowering::mlp_fwd(const char* up, const char* down, TaskI
   return row_fwd(down, a, intermediate, save && save_internals);
 }
 
-void TransformerLayerLowering::recompute_mlp(const char* up, const char* down, TaskId grad, std::int64_t intermediate) {
+void TransformerLayerLowering::recompute_mlp(const char* up, const char* down, TaskId grad, std::int64_t intermediate,
+                                             bool with_norm) {
   // Megatron-Core checkpoints the MLP on its input (tensor_parallel.checkpoint / te_checkpoint of self.mlp): when
   // the backward reaches the MLP's output, its forward runs again from the saved input, sequence-parallel
-  // all-gather and reduce-scatter included, and keeps what the MLP's backward then releases.
+  // all-gather and reduce-scatter included, and keeps what the MLP's backward then releases. A dense layer's
+  // pre-MLP norm is fused into the up projection (TELayerNormColumnParallelLinear), so it runs again too.
   PhaseScope scope(emit_, Phase::kRecompute);
-  mlp_fwd(up, down, grad, intermediate, true, nullptr, false, true);
+  TaskId input = grad;
+  if (with_norm) {
+    input = emit_.elementwise("post_attention_norm", norm_saved(), norm_saved(), {grad});
+    emit_.save(input, column_saved());
+  }
+  mlp_fwd(up, down, input, intermediate, true, nullptr, false, true);
 }
 
 TaskId TransformerLayerLowering::mlp_bwd(const char* up, const char* down, TaskId grad, std::int64_t intermediate,
@@ -264,7 +277,7 @@ TaskId TransformerLayerLowering::forward(TaskId input, const SavePolicy& save, s
   record(params, "input_norm", x, true);
   TaskId q = -1;
   if (mla_) {
-    q = mla_fwd(x, save.modules, params);
+    q = mla_fwd(x, save.modules, params, save.mla_up_outputs);
   } else {
     q = column_fwd("qkv", x, qkv_features_, save.modules && save.norm_outputs);
     record(params, "qkv", q, true);
@@ -288,12 +301,13 @@ TaskId TransformerLayerLowering::forward(TaskId input, const SavePolicy& save, s
     SavePolicy none = save;
     none.modules = false;
     dn = moe_fwd(y, none, params);
-    emit_.save(y, moe_checkpoint_saved());
+    if (save.norm_outputs) emit_.save(y, moe_checkpoint_saved());
   } else if (moe_) {
     dn = moe_fwd(y, save, params);
   } else {
     TaskId up = -1;
-    dn = mlp_fwd("mlp_up", "mlp_down", y, m.intermediate_size, save.modules, &up, save.norm_outputs, save.mlp_internals);
+    dn = mlp_fwd("mlp_up", "mlp_down", y, m.intermediate_size, save.modules, &up, save.norm_outputs && save.mlp_internals,
+                 save.mlp_internals);
     record(params, "mlp_up", up, true);
     record(params, "mlp_down", dn, true);
   }
@@ -432,24 +446,28 @@ TaskId TransformerLayerLowering::backward(TaskId grad_output, std::vector<ParamU
   }
   TaskId w = -1;
   TaskId g = residual_bwd("mlp_residual", grad_output);
-  if (policy == Recompute::kSelective && !saved.norm_outputs) recompute_norm("post_attention_norm");
+  const bool dense_mlp_again = !moe_ && policy == Recompute::kSelective && !saved.mlp_internals;
+  if (policy == Recompute::kSelective && !saved.norm_outputs && !dense_mlp_again) recompute_norm("post_attention_norm");
   if (moe_ && policy == Recompute::kSelective && !saved.moe_internals) {
     // Megatron-Core checkpoints the MoE layer on its input (recompute module moe): the whole layer, router,
     // dispatch, experts and combine, runs again when the backward reaches its output, keeping all its backward
     // needs (the norm output too unless the layernorm module recomputes it).
+    // The recompute's router and shared-expert inputs are the kept input itself (views in Megatron): the kept
+    // copy is handed over to them when the recompute ends. The modules nested inside the layer's checkpoint
+    // (moe_act, shared_experts) apply again within the recomputed forward.
     {
       PhaseScope scope(emit_, Phase::kRecompute);
-      SavePolicy all;
-      all.norm_outputs = saved.norm_outputs;
-      moe_fwd(g, all, nullptr);
+      SavePolicy again = saved;
+      again.modules = true;
+      const TaskId last = moe_fwd(g, again, nullptr);
+      if (saved.norm_outputs) emit_.release(last, moe_checkpoint_saved());
     }
-    g = moe_bwd(g, params);
-    emit_.release(g, moe_checkpoint_saved());
+    g = moe_bwd(g, params, !saved.expert_activation_outputs, !saved.shared_expert_internals);
   } else if (moe_) {
     g = moe_bwd(g, params, policy == Recompute::kSelective && !saved.expert_activation_outputs,
                 policy == Recompute::kSelective && !saved.shared_expert_internals);
   } else {
-    if (policy == Recompute::kSelective && !saved.mlp_internals) recompute_mlp("mlp_up", "mlp_down", g, m.intermediate_size);
+    if (dense_mlp_again) recompute_mlp("mlp_up", "mlp_down", g, m.intermediate_size, true);
     TaskId up = -1, down = -1;
     g = mlp_bwd("mlp_up", "mlp_down", g, m.intermediate_size, &up, &down);
     record(params, "mlp_down", down, false);

@@ -63,8 +63,9 @@ class TransformerLayerLowering {
   // recomputed from its input, Megatron-Core's recompute modules mlp and shared_experts).
   TaskId mlp_fwd(const char* up, const char* down, TaskId input, std::int64_t intermediate, bool save,
                  TaskId* up_task = nullptr, bool save_input = true, bool save_internals = true);
-  // The MLP's forward again in the backward (Phase::kRecompute), keeping what its backward releases.
-  void recompute_mlp(const char* up, const char* down, TaskId grad, std::int64_t intermediate);
+  // The MLP's forward again in the backward (Phase::kRecompute), keeping what its backward releases; `with_norm`:
+  // the pre-MLP norm first (a dense layer's, fused into the up projection), keeping its output for the up projection.
+  void recompute_mlp(const char* up, const char* down, TaskId grad, std::int64_t intermediate, bool with_norm = false);
   TaskId mlp_bwd(const char* up, const char* down, TaskId grad, std::int64_t intermediate, TaskId* up_wgrad,
                  TaskId* down_wgrad);
   // The routed-expert MLP (sim/lower/moe_block.cpp): router, dispatch, grouped expert GEMMs, combine, shared
@@ -77,7 +78,9 @@ class TransformerLayerLowering {
                  bool recompute_shared = false);
   // Multi-head latent attention's projections (sim/lower/mla_block.cpp): from the normed input to rotary-applied
   // per-head q and k (and v), and back.
-  TaskId mla_fwd(TaskId input, bool save, std::vector<ParamUse>* params);
+  // `keep_up_inputs`: whether the up projections keep their (normed) inputs; not under mla_up_proj, whose
+  // checkpoint keeps the pre-norm compressed tensors (the norms are fused into the up projections with TE).
+  TaskId mla_fwd(TaskId input, bool save, std::vector<ParamUse>* params, bool keep_up_inputs = true);
   // Recompute module mla_up_proj: the up projections and rotary run again when the backward reaches the attention
   // core's output, and the core's inputs (q, k, v) are kept again until its backward.
   TaskId recompute_mla_up(TaskId grad);

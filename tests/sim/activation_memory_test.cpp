@@ -130,12 +130,17 @@ TEST_CASE("mlp recompute keeps only the MLP's input and runs up, activation and 
           "[sim][memory][recompute]") {
   const double s = 2048, b = 1, h = 12288, t = 8;
   const double sbh = s * b * h;
-  // GPT-3's MLP keeps its 4h-wide first-linear output for GeLU (8 sbh) and GeLU's output for the second linear
-  // (8 sbh) (Korthikanti et al. Section 4.1); recompute module mlp drops both, sharded by TP with or without SP.
+  // GPT-3's MLP keeps its input (2 sbh), its 4h-wide first-linear output for GeLU (8 sbh) and GeLU's output for
+  // the second linear (8 sbh) (Korthikanti et al. Section 4.1). Recompute module mlp drops all three: with
+  // Transformer Engine the pre-MLP norm is fused into the first linear, so the checkpoint keeps the norm's input,
+  // which the layer keeps anyway. Sharded by TP (the input by SP).
   CHECK(layer_bytes(8, true, "selective", R"(, "recompute_modules": ["core_attn", "mlp"])") ==
-        Approx(sbh * (34 - 16) / t));
+        Approx(sbh * (34 - 18) / t));
   CHECK(layer_bytes(8, false, "selective", R"(, "recompute_modules": ["core_attn", "mlp"])") ==
-        Approx(sbh * (10 + 8 / t)));
+        Approx(sbh * (8 + 8 / t)));
+  // With layernorm as well the norm output is not dropped twice.
+  CHECK(layer_bytes(8, true, "selective", R"(, "recompute_modules": ["core_attn", "mlp", "layernorm"])") ==
+        Approx(sbh * (34 - 18 - 2) / t));
   // The backward of each layer runs the MLP's forward GEMMs again (each linear is split to overlap its
   // sequence-parallel collective, in the forward and in the recompute alike), and nothing else of the layer's.
   const WorkloadGraph g = test::lowered(test::scenario(R"({"model": {"preset": "gpt3-175b", "num_hidden_layers": 2},
@@ -175,11 +180,13 @@ TEST_CASE("shared_experts recompute drops the shared experts' internals, mlp the
   const double T = 1024;
   CHECK(saved(R"(["core_attn"])", 3) - saved(R"(["core_attn", "shared_experts"])", 3) == Approx(T * 3 * 2048 * 2));
   CHECK(saved(R"(["core_attn"])", 0) == Approx(saved(R"(["core_attn", "shared_experts"])", 0)));
-  CHECK(saved(R"(["core_attn"])", 0) - saved(R"(["core_attn", "mlp"])", 0) == Approx(T * 3 * 18432 * 2));
+  // mlp on a dense layer: its up outputs and down input, and the fused norm's output (T h x 2).
+  CHECK(saved(R"(["core_attn"])", 0) - saved(R"(["core_attn", "mlp"])", 0) == Approx(T * 3 * 18432 * 2 + T * 7168 * 2));
   CHECK(saved(R"(["core_attn"])", 3) == Approx(saved(R"(["core_attn", "mlp"])", 3)));  // MoE layers: module moe
   // mla_up_proj drops the attention core's inputs: q and k of 128 heads x (128 nope + 64 rope), v of 128 heads x
-  // 128, bf16, on every layer.
-  const double qkv = T * 128 * (2 * 192 + 128) * 2;
+  // 128, bf16, on every layer; and, the q and kv norms being fused into the up projections, the up projections'
+  // normed inputs (q_lora 1536 + kv_lora 512).
+  const double qkv = T * 128 * (2 * 192 + 128) * 2 + T * (1536 + 512) * 2;
   CHECK(saved(R"(["core_attn"])", 0) - saved(R"(["core_attn", "mla_up_proj"])", 0) == Approx(qkv));
   CHECK(saved(R"(["core_attn"])", 3) - saved(R"(["core_attn", "mla_up_proj"])", 3) == Approx(qkv));
   // ... and the backward runs the two up projections again, and the shared experts' two GEMMs.
