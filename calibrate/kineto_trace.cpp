@@ -87,6 +87,17 @@ KernelClass classify_kernel(std::string_view name) {
   return KernelClass::kOther;
 }
 
+// What every GPU-side event (kernel, copy, fill) records: name, device, stream, start and duration in seconds.
+KinetoKernel gpu_event(const json& e, const json& args, const std::string& where, const std::string& default_name) {
+  KinetoKernel k;
+  k.name = e.value("name", default_name);
+  k.device = static_cast<int>(args.contains("device") ? int_arg(args, "device") : int_arg(e, "pid"));
+  k.stream = static_cast<int>(args.contains("stream") ? int_arg(args, "stream") : int_arg(e, "tid"));
+  k.start = number(e, "ts", where) * 1e-6;
+  k.duration = number(e, "dur", where) * 1e-6;
+  return k;
+}
+
 KinetoTrace read_kineto_trace(const std::string& file) {
   const json doc = parse_json_text(read_maybe_gzip(file), file);
   const auto events = doc.find("traceEvents");
@@ -148,22 +159,10 @@ KinetoTrace read_kineto_trace(const std::string& file) {
         launch_us[int_arg(args, "correlation")] = {number(e, "ts", where), int_arg(e, "pid"), int_arg(e, "tid")};
       }
     } else if (cat == "gpu_memcpy" || cat == "gpu_memset") {
-      KinetoKernel c;
-      c.name = e.value("name", cat);
-      c.device = static_cast<int>(args.contains("device") ? int_arg(args, "device") : int_arg(e, "pid"));
-      c.stream = static_cast<int>(args.contains("stream") ? int_arg(args, "stream") : int_arg(e, "tid"));
-      c.start = number(e, "ts", where) * 1e-6;
-      c.duration = number(e, "dur", where) * 1e-6;
-      t.memcpy_time += c.duration;
-      t.copies.push_back(std::move(c));
+      t.copies.push_back(gpu_event(e, args, where, cat));
       copy_launch.emplace_back(static_cast<double>(int_arg(args, "correlation")), t.copies.size() - 1);
     } else if (cat == "kernel") {
-      KinetoKernel k;
-      k.name = e.value("name", "");
-      k.device = static_cast<int>(args.contains("device") ? int_arg(args, "device") : int_arg(e, "pid"));
-      k.stream = static_cast<int>(args.contains("stream") ? int_arg(args, "stream") : int_arg(e, "tid"));
-      k.start = number(e, "ts", where) * 1e-6;
-      k.duration = number(e, "dur", where) * 1e-6;
+      KinetoKernel k = gpu_event(e, args, where, "");
       k.kind = classify_kernel(k.name);
       k.collective = string_arg(args, "Collective name");
       k.in_elements = std::max<std::int64_t>(0, int_arg(args, "In msg nelems"));

@@ -56,7 +56,6 @@ struct KinetoTrace {
   /// gpu_memcpy and gpu_memset events (device copies such as autograd's pow(x, 1) or a zero fill), attributed to
   /// steps and layers as kernels are; kind kOther.
   std::vector<KinetoKernel> copies;
-  Seconds memcpy_time = 0;        // gpu_memcpy and gpu_memset events, all steps
 };
 
 /// Reads a trace (.json or .json.gz). Errors: Error::io for an unreadable file; Error::invalid naming the file for

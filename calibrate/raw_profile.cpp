@@ -54,12 +54,45 @@ const json& list(FieldReader& in, const char* key) {
   return *v;
 }
 
-void read_attention(const json& doc, const std::string& path, GpuProfile& p) {
-  FieldReader in(doc, path);
-  require_format(in, "orrery-attention-raw", "tools/calibrate_attention.py");
+using RatePoints = std::map<std::string, std::vector<std::pair<double, double>>>;  // "memory copy" -> (work, s)
+
+// The rest of a memory sample whose kind is read: its size and median time, no other field, no size measured twice;
+// added to the profile and, when at least `min_bytes`, to the points of its "memory KIND" rate.
+void add_memory_sample(FieldReader& m, const std::string& kind, Bytes min_bytes, GpuProfile& p, RatePoints& points) {
+  CopySample s;
+  s.kind = kind;
+  s.bytes = m.require_int("bytes", 1, INT64_MAX);
+  s.seconds = median_time(m, "times_s");
+  m.reject_unknown();
+  for (const CopySample& o : p.memory) {
+    require(!(o.kind == s.kind && o.bytes == s.bytes), m.path(), "a repeated size", "measures a kernel an earlier entry measured");
+  }
+  p.memory.push_back(s);
+  if (s.bytes >= min_bytes) points["memory " + s.kind].emplace_back(static_cast<double>(s.bytes), s.seconds);
+}
+
+// A fitted line per rate, errors naming the file.
+void append_fits(const RatePoints& points, const std::string& path, GpuProfile& p) {
+  for (const auto& [what, pts] : points) {
+    try {
+      p.fitted.push_back(fit_rate(what, pts));
+    } catch (const Error& e) {
+      throw Error::invalid(path + ": " + what, e.value(), e.rule());
+    }
+  }
+}
+
+// The optional "gpu" of a file measured beside the raw one must name the same GPU.
+void require_same_gpu(FieldReader& in, const GpuProfile& p) {
   if (auto gpu = in.optional_string("gpu"); gpu && !p.gpu.empty()) {
     require(*gpu == p.gpu, in.field("gpu"), *gpu, fmt::format("must be the GPU the raw measurements ran on ({})", p.gpu));
   }
+}
+
+void read_attention(const json& doc, const std::string& path, GpuProfile& p) {
+  FieldReader in(doc, path);
+  require_format(in, "orrery-attention-raw", "tools/calibrate_attention.py");
+  require_same_gpu(in, p);
   for (const char* key : {"torch", "cuda", "cudnn", "date", "source", "backend"}) in.optional_string(key);
   in.int_or("warmup", 0, 0, INT32_MAX);
   in.int_or("repetitions", 0, 0, INT32_MAX);
@@ -90,7 +123,9 @@ void read_attention(const json& doc, const std::string& path, GpuProfile& p) {
       require(*layout == "bshd" || *layout == "bhsd", s.field("layout"), *layout, "must be bshd or bhsd");
     }
     s.int_or("rotate", 1, 1, INT32_MAX);
-    s.optional_string("hold");
+    if (auto hold = s.optional_string("hold")) {
+      require(*hold == "gemm" || *hold == "sleep", s.field("hold"), *hold, "must be gemm or sleep");
+    }
     s.allow("kernels");  // the kernel names one call launched: documentation of the backend that ran
     s.reject_unknown();
     p.attention.push_back(forward);
@@ -162,7 +197,7 @@ GpuProfile fit_raw_profile(const json& raw, const std::string& path, const json*
                          "calls, fitted by orrery calibrate fit from {}",
                          host.empty() ? "an unnamed host" : host, p.gpu, reps, warmup, path);
 
-  std::map<std::string, std::vector<std::pair<double, double>>> gemm_points, memory_points;
+  RatePoints gemm_points, memory_points;
   const json& gemm = list(in, "gemm");
   for (std::size_t i = 0; i < gemm.size(); ++i) {
     FieldReader g(gemm[i], fmt::format("{}.gemm[{}]", path, i));
@@ -187,20 +222,10 @@ GpuProfile fit_raw_profile(const json& raw, const std::string& path, const json*
   const json& memory = list(in, "memory");
   for (std::size_t i = 0; i < memory.size(); ++i) {
     FieldReader m(memory[i], fmt::format("{}.memory[{}]", path, i));
-    CopySample s;
-    s.kind = m.require_string("kind");
-    require(s.kind == "copy" || s.kind == "elementwise" || s.kind == "reduction", m.field("kind"), s.kind,
+    const std::string kind = m.require_string("kind");
+    require(kind == "copy" || kind == "elementwise" || kind == "reduction", m.field("kind"), kind,
             "must be copy, elementwise or reduction");
-    s.bytes = m.require_int("bytes", 1, INT64_MAX);
-    s.seconds = median_time(m, "times_s");
-    m.reject_unknown();
-    for (const CopySample& o : p.memory) {
-      require(!(o.kind == s.kind && o.bytes == s.bytes), m.path(), "a repeated size", "measures a kernel an earlier entry measured");
-    }
-    p.memory.push_back(s);
-    if (s.bytes >= options.min_memory_bytes) {
-      memory_points["memory " + s.kind].emplace_back(static_cast<double>(s.bytes), s.seconds);
-    }
+    add_memory_sample(m, kind, options.min_memory_bytes, p, memory_points);
   }
   if (const json* launch = in.raw("launch")) {
     FieldReader l(*launch, in.field("launch"));
@@ -231,61 +256,38 @@ GpuProfile fit_raw_profile(const json& raw, const std::string& path, const json*
   require(!p.gemm.empty() || !p.memory.empty() || !p.attention.empty() || !p.collectives.empty() ||
               p.launch_kernel > 0,
           path, "no measurements", "must hold at least one GEMM, memory, attention, launch or collective sample");
-  for (const auto* points : {&gemm_points, &memory_points}) {
-    for (const auto& [what, pts] : *points) {
-      try {
-        p.fitted.push_back(fit_rate(what, pts));
-      } catch (const Error& e) {
-        throw Error::invalid(path + ": " + what, e.value(), e.rule());
-      }
-    }
-  }
+  append_fits(gemm_points, path, p);
+  append_fits(memory_points, path, p);
   return p;
 }
 
 void add_pytorch_kernels(const json& doc, const std::string& path, GpuProfile& p, const RawFitOptions& options) {
   FieldReader in(doc, path);
   require_format(in, "orrery-pytorch-kernels-raw", "tools/calibrate_pytorch_kernels.py");
-  for (const char* key : {"gpu", "torch", "cuda", "date"}) in.optional_string(key);
+  require_same_gpu(in, p);
+  for (const char* key : {"torch", "cuda", "date"}) in.optional_string(key);
   in.int_or("warmup", 0, 0, INT32_MAX);
   in.int_or("repetitions", 0, 0, INT32_MAX);
-  if (auto gpu = in.optional_string("gpu"); gpu && !p.gpu.empty()) {
-    require(*gpu == p.gpu, in.field("gpu"), *gpu, fmt::format("must be the GPU the raw measurements ran on ({})", p.gpu));
-  }
-  std::map<std::string, std::vector<std::pair<double, double>>> points;
+  RatePoints points;
   const json& memory = list(in, "memory");
   require(!memory.empty(), in.field("memory"), in.has("memory") ? "[]" : "missing",
           "must list the kernel families' samples (tools/calibrate_pytorch_kernels.py writes them)");
   for (std::size_t i = 0; i < memory.size(); ++i) {
     FieldReader m(memory[i], fmt::format("{}.memory[{}]", path, i));
-    CopySample s;
-    s.kind = m.require_string("kind");
-    require(s.kind.rfind("pytorch_", 0) == 0 && is_memory_sample_kind(s.kind), m.field("kind"), s.kind,
+    const std::string kind = m.require_string("kind");
+    require(kind.rfind("pytorch_", 0) == 0 && is_memory_sample_kind(kind), m.field("kind"), kind,
             "must be a PyTorch kernel family (pytorch_vectorized, pytorch_cast, pytorch_strided, ...)");
-    s.bytes = m.require_int("bytes", 1, INT64_MAX);
     m.int_or("elements", 0, 0, INT64_MAX);
     m.allow("kernels");  // the kernel names one call launched: documentation of the path PyTorch took
-    s.seconds = median_time(m, "times_s");
-    m.reject_unknown();
-    for (const CopySample& o : p.memory) {
-      require(!(o.kind == s.kind && o.bytes == s.bytes), m.path(), "a repeated size", "measures a kernel an earlier entry measured");
-    }
-    p.memory.push_back(s);
-    auto& family = points["memory " + s.kind];  // every family gets an entry, so one with no large sample is caught
-    if (s.bytes >= options.min_memory_bytes) family.emplace_back(static_cast<double>(s.bytes), s.seconds);
+    points["memory " + kind];  // every family gets an entry, so one without a large sample is caught below
+    add_memory_sample(m, kind, options.min_memory_bytes, p, points);
   }
   in.reject_unknown();
   for (const auto& [what, pts] : points) {
-    require(!pts.empty(), path + ": " + what, "no sample of 64 MiB or more",
+    require(!pts.empty(), path + ": " + what, fmt::format("no sample of {} MiB or more", options.min_memory_bytes >> 20),
             "must measure each kernel family at a size past the L2 cache, where its rate holds");
   }
-  for (const auto& [what, pts] : points) {
-    try {
-      p.fitted.push_back(fit_rate(what, pts));
-    } catch (const Error& e) {
-      throw Error::invalid(path + ": " + what, e.value(), e.rule());
-    }
-  }
+  append_fits(points, path, p);
 }
 
 }  // namespace orrery

@@ -169,7 +169,7 @@ Seconds ProfiledComputeModel::elementwise(const ElementwiseShape& s) const {
   // launch latency dominates), times the family's slowdown against the copy kernel at its smallest measured size.
   const CopySample* smallest = nullptr;
   for (const CopySample& m : profile_.memory) {
-    if (m.kind == family && family != "copy" && (!smallest || m.bytes < smallest->bytes)) smallest = &m;
+    if (m.kind == family && (!smallest || m.bytes < smallest->bytes)) smallest = &m;
   }
   if (!smallest) return copy;
   const Seconds copy_there = memory_samples_time("copy", smallest->bytes);

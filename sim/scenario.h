@@ -207,4 +207,8 @@ void validate_scenario(Scenario& s);
 /// parse_scenario's errors.
 Scenario load_scenario(const std::filesystem::path& file);
 
+/// The same for a scenario file's document already read (`file` names it and resolves relative paths; its stem is
+/// the default name). Errors: parse_scenario's.
+Scenario load_scenario(const nlohmann::json& document, const std::filesystem::path& file);
+
 }  // namespace orrery

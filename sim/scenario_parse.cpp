@@ -305,8 +305,9 @@ Scenario parse_scenario(const json& doc, const std::filesystem::path& base_dir) 
   return s;
 }
 
-Scenario load_scenario(const std::filesystem::path& file) {
-  json doc = read_json_file(file, "scenario");
+Scenario load_scenario(const std::filesystem::path& file) { return load_scenario(read_json_file(file, "scenario"), file); }
+
+Scenario load_scenario(const json& doc, const std::filesystem::path& file) {
   Scenario s = parse_scenario(doc, file.parent_path());
   if (s.name.empty()) s.name = file.stem().string();
   return s;

@@ -449,17 +449,13 @@ TaskId TransformerLayerLowering::backward(TaskId grad_output, std::vector<ParamU
   const bool dense_mlp_again = !moe_ && policy == Recompute::kSelective && !saved.mlp_internals;
   if (policy == Recompute::kSelective && !saved.norm_outputs && !dense_mlp_again) recompute_norm("post_attention_norm");
   if (moe_ && policy == Recompute::kSelective && !saved.moe_internals) {
-    // Megatron-Core checkpoints the MoE layer on its input (recompute module moe): the whole layer, router,
-    // dispatch, experts and combine, runs again when the backward reaches its output, keeping all its backward
-    // needs (the norm output too unless the layernorm module recomputes it).
-    // The recompute's router and shared-expert inputs are the kept input itself (views in Megatron): the kept
-    // copy is handed over to them when the recompute ends. The modules nested inside the layer's checkpoint
-    // (moe_act, shared_experts) apply again within the recomputed forward.
+    // Megatron-Core checkpoints the MoE layer on its input (recompute module moe): router, dispatch, experts and
+    // combine run again when the backward reaches the layer's output, the nested modules (moe_act,
+    // shared_experts) applying again inside. The recompute's router and shared-expert inputs are the kept input
+    // itself (views in Megatron), so the kept copy is handed over to them when the recompute ends.
     {
       PhaseScope scope(emit_, Phase::kRecompute);
-      SavePolicy again = saved;
-      again.modules = true;
-      const TaskId last = moe_fwd(g, again, nullptr);
+      const TaskId last = moe_fwd(g, saved, nullptr);
       if (saved.norm_outputs) emit_.release(last, moe_checkpoint_saved());
     }
     g = moe_bwd(g, params, !saved.expert_activation_outputs, !saved.shared_expert_internals);

@@ -66,9 +66,9 @@ Outcome evaluate(const fs::path& file, bool keep_prediction, const PredictOption
   try {
     // Only documents with an `expect` block are records; others (scenarios without published figures, and the
     // measurement files kept beside the measured scenarios) are passed over without being parsed as scenarios.
-    const nlohmann::json doc = read_json_file(file, "validate");
+    const nlohmann::json doc = read_json_file(file, "scenario");
     if (!doc.is_object() || !doc.contains("expect")) return o;
-    Scenario s = load_scenario(file);
+    Scenario s = load_scenario(doc, file);
     o.has_expect = !s.expect.empty();
     if (!o.has_expect) return o;
     Prediction p = predict(s, options);
