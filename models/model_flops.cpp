@@ -49,6 +49,13 @@ Flops training_flops_per_sequence(const ModelSpec& m, std::int64_t seq_length, s
   for (int l = 0; l < m.num_layers; ++l) {
     forward_per_token += layer_gemm_flops_per_token(m, l) + attention_core_per_token(m, attention_kv);
   }
+  // Each multi-token prediction depth: its layer, the 2h -> h projection and another pass through the LM head
+  // (Megatron-LM num_floating_point_operations: mtp_num_layers x (3h + 2h^2) and (mtp_num_layers + 1) logits;
+  // the 3h of norms is below this count's resolution and left out, as for the decoder's norms).
+  for (int l = m.num_layers; l < m.num_layers + m.mtp_num_layers; ++l) {
+    forward_per_token += layer_gemm_flops_per_token(m, l) + attention_core_per_token(m, attention_kv) +
+                         2.0 * 2.0 * d(m.hidden_size) * d(m.hidden_size) + 2.0 * d(m.hidden_size) * d(lm_head_vocab);
+  }
   return 3.0 * forward_per_token * s;
 }
 

@@ -17,7 +17,8 @@ enum class AttentionFlops {
 };
 
 /// Training FLOPs (forward and backward) for one sequence of `seq_length` tokens. `lm_head_vocab` is the vocabulary
-/// the LM head GEMM really has (Megatron pads it; see sim/vocab).
+/// the LM head GEMM really has (Megatron pads it; see sim/vocab). Multi-token prediction depths count their layer,
+/// projection and LM-head pass, as Megatron-LM's num_floating_point_operations does.
 Flops training_flops_per_sequence(const ModelSpec& model, std::int64_t seq_length, std::int64_t lm_head_vocab,
                                   AttentionFlops attention);
 

@@ -71,14 +71,21 @@ struct ModelSpec {
   std::int64_t sliding_window = 0;         // 0: full attention everywhere
   std::vector<bool> sliding_window_layers;  // per layer; empty means every layer uses the window when one is set
 
+  /// Multi-token prediction depths (DeepSeek-V3 report, arXiv:2412.19437 Section 2.2; HF num_nextn_predict_layers,
+  /// Megatron-Core mtp_num_layers). Depth k adds, on the last pipeline stage, the embedding of the tokens shifted by
+  /// k, two RMSNorms, a 2h -> h projection, one more transformer layer of the last decoder layer's kind (layer index
+  /// num_layers + k - 1), a final norm, and a second pass through the shared LM head and loss. 0: none.
+  int mtp_num_layers = 0;
+
   MoeSpec moe;
   MlaSpec mla;
 
   bool is_moe() const { return moe.num_experts > 0; }
   bool is_mla() const { return mla.kv_lora_rank > 0; }
-  /// True when layer `layer` (0-based) has a routed-expert MLP.
+  /// True when layer `layer` (0-based) has a routed-expert MLP. Indexes from num_layers on are the multi-token
+  /// prediction layers, which take the last decoder layer's kind (Megatron-Core builds them from its layer spec).
   bool layer_is_moe(int layer) const;
-  /// Attention window of layer `layer` in tokens, or 0 for full (causal) attention.
+  /// Attention window of layer `layer` in tokens, or 0 for full (causal) attention (MTP layers: as the last layer).
   std::int64_t layer_window(int layer) const;
 };
 

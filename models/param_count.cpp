@@ -71,10 +71,17 @@ void add_mlp(const ModelSpec& m, int layer, std::vector<ParamTensor>& out) {
 
 std::vector<ParamTensor> layer_param_tensors(const ModelSpec& m, int layer) {
   std::vector<ParamTensor> out;
+  const bool mtp = layer >= m.num_layers;
+  if (mtp) {
+    add(out, "mtp_enorm", norm_elements(m, m.hidden_size), S::kReplicated);
+    add(out, "mtp_hnorm", norm_elements(m, m.hidden_size), S::kReplicated);
+    add(out, "mtp_eh_proj", 2 * m.hidden_size * m.hidden_size, S::kTensorParallel);
+  }
   add(out, "input_norm", norm_elements(m, m.hidden_size), S::kReplicated);
   add_attention(m, out);
   add(out, "post_attention_norm", norm_elements(m, m.hidden_size), S::kReplicated);
   add_mlp(m, layer, out);
+  if (mtp) add(out, "mtp_final_norm", norm_elements(m, m.hidden_size), S::kReplicated);
   return out;
 }
 
@@ -114,6 +121,7 @@ ParamCount count_parameters(const ModelSpec& m) {
     take(tensors);
   }
   take(head_param_tensors(m));
+  for (int l = m.num_layers; l < m.num_layers + m.mtp_num_layers; ++l) c.mtp += sum_elements(layer_param_tensors(m, l));
   c.word_embedding = m.vocab_size * m.hidden_size;
   c.lm_head = m.tie_word_embeddings ? 0 : c.word_embedding;
   return c;

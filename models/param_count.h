@@ -24,7 +24,11 @@ struct ParamTensor {
   ParamSharding sharding = ParamSharding::kReplicated;
 };
 
-/// Tensors of transformer layer `layer` (0-based), in forward order.
+/// Tensors of transformer layer `layer` (0-based), in forward order. Indexes num_layers .. num_layers +
+/// mtp_num_layers - 1 are the multi-token prediction depths: their embedding and hidden-state norms ("mtp_enorm",
+/// "mtp_hnorm", h each) and 2h -> h projection ("mtp_eh_proj", column-parallel) come first, then the transformer
+/// layer, then the depth's final norm ("mtp_final_norm"); the embedding and LM head are shared with the main model
+/// (Megatron-Core MultiTokenPredictionLayer).
 std::vector<ParamTensor> layer_param_tensors(const ModelSpec& model, int layer);
 
 /// Word embedding, learned positions (`position_rows` rows) and the embedding LayerNorm, in forward order.
@@ -39,6 +43,9 @@ struct ParamCount {
   std::int64_t word_embedding = 0;    // vocab x hidden (the input table)
   std::int64_t lm_head = 0;           // 0 when tied
   std::int64_t layers = 0;            // all transformer layers
+  /// Multi-token prediction depths (layers, projections, norms; they share the embedding and the LM head), not in
+  /// `total` or `active`: published totals count the main model (DeepSeek-V3: 671 B, plus its MTP module).
+  std::int64_t mtp = 0;
 };
 
 /// Counts with the HF vocabulary (unpadded) and max_position_embeddings rows of learned positions.

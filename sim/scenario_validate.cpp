@@ -32,6 +32,11 @@ void reject_unmodelled(const Scenario& s) {
                               fmt::format("ZeRO-2/3 with the {} schedule (gradient sharding per split backward step)",
                                           to_string(p.schedule)));
   }
+  if (s.model.mtp_num_layers > 0 && s.training.framework != Framework::kMegatron) {
+    throw Error::not_modelled("model.mtp_num_layers", str(s.model.mtp_num_layers),
+                              fmt::format("multi-token prediction with framework {} (set it to 0 to train without)",
+                                          to_string(s.training.framework)));
+  }
   if (p.schedule == Schedule::kDualPipe) {
     if (s.training.cpu_offloading_num_layers > 0) {
       throw Error::not_modelled("training.cpu_offloading_num_layers", str(s.training.cpu_offloading_num_layers),

@@ -71,7 +71,8 @@ void DataParallelLowering::emit_bucket_reduction(Emitter& emit, const std::vecto
                                                   TaskId fallback, std::vector<TaskId>& done, int only_chunk) {
   std::vector<TaskId> ready(groups_.size(), -1);
   for (const ParamUse& use : grad_ready) {
-    if (only_chunk < 0 || use.chunk == only_chunk) ready[find_group(use)] = use.grad_ready;
+    // A group used twice (the LM head and embedding with multi-token prediction) is ready after its last use.
+    if (only_chunk < 0 || use.chunk == only_chunk) ready[find_group(use)] = std::max(ready[find_group(use)], use.grad_ready);
   }
   // Issue buckets in the order their gradients complete: by the task that finishes each bucket.
   std::vector<std::pair<TaskId, std::size_t>> order;
@@ -229,11 +230,12 @@ void DataParallelLowering::emit_epilogue(Emitter& emit, const std::vector<ParamU
   emit.at(-1, -1, -1, Phase::kBackwardWeight);
   if (reduce_ && zero_stage_ <= 1) emit_gradient_reduction(emit, grad_ready, last_backward, done);
   if (ctx_.layout.mirrored) emit_mirror_reduction(emit, grad_ready, last_backward, done);
-  // Tied embeddings across pipeline stages: the first and last stage all-reduce their copies' gradients
-  // (Megatron-Core finalize_model_grads, after the data-parallel reduction).
+  // Tied embeddings (or the embedding copy multi-token prediction reads) across pipeline stages: the first and last
+  // stage all-reduce their copies' gradients (Megatron-Core finalize_model_grads, after the data-parallel reduction).
   // (DualPipe's first and last ranks hold both ends, whose copies the mirror reduction has already summed.)
   const bool first_or_last = stage_ == 0 || stage_ == ctx_.plan.pp - 1;
-  if (ctx_.model.tie_word_embeddings && ctx_.plan.pp > 1 && first_or_last && !ctx_.layout.mirrored) {
+  const bool shared_embedding = ctx_.model.tie_word_embeddings || ctx_.model.mtp_num_layers > 0;
+  if (shared_embedding && ctx_.plan.pp > 1 && first_or_last && !ctx_.layout.mirrored) {
     const Bytes bytes = ctx_.padded_vocab / ctx_.tp * ctx_.model.hidden_size * ctx_.grad_bytes;
     TaskId t = emit.collective("embedding_grad", Stream::kDp, GroupKind::kEmbedding, CollectiveKind::kAllReduce, bytes,
                                {last_backward});

@@ -76,12 +76,15 @@ TaskId EmbeddingHeadLowering::embedding_backward(TaskId grad, std::vector<ParamU
   return w;
 }
 
-TaskId EmbeddingHeadLowering::head_forward(TaskId input, std::vector<ParamUse>* params) {
+TaskId EmbeddingHeadLowering::head_forward(TaskId input, std::vector<ParamUse>* params, bool final_norm) {
   const auto groups = head_param_groups(ctx_, emit_.chunk());
   const std::int64_t T = ctx_.tokens, h = ctx_.model.hidden_size, v = ctx_.padded_vocab / ctx_.tp;
-  TaskId n = emit_.elementwise("final_norm", hidden_bytes_sp_, hidden_bytes_sp_, {input});
-  emit_.save(n, hidden_bytes_sp_);
-  record(params, emit_, groups, "final_norm", n, true);
+  TaskId n = input;
+  if (final_norm) {
+    n = emit_.elementwise("final_norm", hidden_bytes_sp_, hidden_bytes_sp_, {input});
+    emit_.save(n, hidden_bytes_sp_);
+    record(params, emit_, groups, "final_norm", n, true);
+  }
   TaskId x = n;
   if (ctx_.plan.sequence_parallel && ctx_.tp > 1) {
     x = emit_.collective("lm_head", Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather, hidden_bytes_full_, {n});
@@ -104,7 +107,7 @@ TaskId EmbeddingHeadLowering::head_forward(TaskId input, std::vector<ParamUse>* 
   return emit_.elementwise("loss", row, row, {e, r});
 }
 
-TaskId EmbeddingHeadLowering::head_backward(TaskId after, std::vector<ParamUse>* params) {
+TaskId EmbeddingHeadLowering::head_backward(TaskId after, std::vector<ParamUse>* params, bool final_norm) {
   const auto groups = head_param_groups(ctx_, emit_.chunk());
   const std::int64_t T = ctx_.tokens, h = ctx_.model.hidden_size, v = ctx_.padded_vocab / ctx_.tp;
   const Bytes softmax = T * v * 4;
@@ -128,6 +131,7 @@ TaskId EmbeddingHeadLowering::head_backward(TaskId after, std::vector<ParamUse>*
   emit_.set_phase(Phase::kBackwardInput);
   emit_.release(w, logits_bytes_ + hidden_bytes_sp_ + (sp ? hidden_bytes_full_ : 0));
   record(params, emit_, groups, "lm_head", w, false);
+  if (!final_norm) return grad_input;
   TaskId n = emit_.elementwise("final_norm", 2 * hidden_bytes_sp_, hidden_bytes_sp_, {grad_input});
   emit_.release(n, hidden_bytes_sp_);
   record(params, emit_, groups, "final_norm", n, false);

@@ -17,7 +17,7 @@ constexpr Bytes kAmaxHistory = 1024;
 
 bool is_fp8_linear(const char* name) {
   const std::string n = name;
-  return n == "qkv" || n == "attention_proj" || n == "mlp_up" || n == "mlp_down";
+  return n == "qkv" || n == "attention_proj" || n == "mlp_up" || n == "mlp_down" || n == "mtp_eh_proj";
 }
 
 }  // namespace

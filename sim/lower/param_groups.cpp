@@ -14,6 +14,9 @@ struct GroupDef {
 
 // Module -> parameter tensors (names of models/param_count.cpp).
 const GroupDef kLayerGroups[] = {
+    {"mtp_enorm", {"mtp_enorm"}},  // multi-token prediction depths only
+    {"mtp_hnorm", {"mtp_hnorm"}},
+    {"mtp_eh_proj", {"mtp_eh_proj"}},
     {"input_norm", {"input_norm"}},
     {"qkv", {"qkv", "qkv_bias"}},
     {"qk_norm", {"qk_norm"}},
@@ -31,6 +34,7 @@ const GroupDef kLayerGroups[] = {
     {"router", {"router", "router_correction_bias"}},
     {"experts", {"experts"}},
     {"shared_experts", {"shared_experts", "shared_expert_gate"}},
+    {"mtp_final_norm", {"mtp_final_norm"}},
 };
 
 std::vector<ParamGroup> collect(const LoweringContext& ctx, const std::vector<ParamTensor>& tensors,
@@ -74,6 +78,11 @@ std::vector<ParamGroup> head_param_groups(const LoweringContext& ctx, int chunk)
     // Megatron keeps a copy of the word embedding on the last stage to use as the LM head.
     out.push_back({chunk, -1, "lm_head", ctx.padded_vocab / ctx.tp * ctx.model.hidden_size});
   }
+  if (ctx.model.mtp_num_layers > 0 && ctx.layout.virtual_stages() > 1 && !ctx.model.tie_word_embeddings) {
+    // Multi-token prediction embeds the shifted tokens on this rank: Megatron-Core builds the word embedding here
+    // too (GPTModel with mtp_process), kept in step with the first stage's like a tied embedding.
+    out.push_back({chunk, -1, "word_embedding", ctx.padded_vocab / ctx.tp * ctx.model.hidden_size});
+  }
   return out;
 }
 
@@ -91,6 +100,10 @@ std::vector<ParamGroup> stage_param_groups(const LoweringContext& ctx, int stage
       out.insert(out.end(), g.begin(), g.end());
     }
     if (layout.holds_head(stage, chunk)) {
+      for (int l = ctx.model.num_layers; l < ctx.model.num_layers + ctx.model.mtp_num_layers; ++l) {
+        auto g = layer_param_groups(ctx, l, chunk);
+        out.insert(out.end(), g.begin(), g.end());
+      }
       auto h = head_param_groups(ctx, chunk);
       out.insert(out.end(), h.begin(), h.end());
     }

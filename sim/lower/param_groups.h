@@ -22,9 +22,12 @@ std::vector<ParamGroup> layer_param_groups(const LoweringContext& ctx, int layer
 /// Groups of the embedding (first virtual stage), forward order.
 std::vector<ParamGroup> embedding_param_groups(const LoweringContext& ctx, int chunk);
 /// Groups of the final norm and LM head (last virtual stage). The LM head is a group of its own unless its weight
-/// is the word embedding on the same rank (tied embeddings with pp == 1).
+/// is the word embedding on the same rank (tied embeddings with pp == 1). With multi-token prediction on a
+/// pipeline of several virtual stages, the copy of the word embedding the MTP depths read ("word_embedding";
+/// with tied embeddings the LM head's copy serves).
 std::vector<ParamGroup> head_param_groups(const LoweringContext& ctx, int chunk);
-/// Every group of pipeline stage `stage`, chunk by chunk, forward order.
+/// Every group of pipeline stage `stage`, chunk by chunk, forward order (multi-token prediction depths before the
+/// head).
 std::vector<ParamGroup> stage_param_groups(const LoweringContext& ctx, int stage);
 
 /// Elements of the named group (0 when the model has no such parameters).

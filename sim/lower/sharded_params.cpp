@@ -36,6 +36,10 @@ std::vector<ParamUnit> ShardedParamsLowering::units(int chunk) const {
     out.push_back(unit(l, false, layer_param_groups(ctx_, l, chunk)));
   }
   if (layout.holds_head(stage_, chunk)) {
+    const int mtp_first = ctx_.model.num_layers;
+    for (int l = mtp_first; l < mtp_first + ctx_.model.mtp_num_layers; ++l) {
+      out.push_back(unit(l, false, layer_param_groups(ctx_, l, chunk)));
+    }
     const std::vector<ParamGroup> groups = head_param_groups(ctx_, chunk);
     ParamUnit head = unit(-1, true, groups);
     if (per_parameter_ && ctx_.model.tie_word_embeddings && group_elements(groups, "lm_head") == 0) {

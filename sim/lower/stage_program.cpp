@@ -8,6 +8,7 @@
 #include "sim/lower/context_parallel.h"
 #include "sim/lower/embedding_head.h"
 #include "sim/lower/fp8.h"
+#include "sim/lower/mtp.h"
 #include "sim/lower/pytorch_step.h"
 #include "sim/lower/sharded_params.h"
 #include "sim/lower/transformer_layer.h"
@@ -229,6 +230,7 @@ class StageLowering {
   void forward(const ScheduleStep& step, TaskId input, std::vector<ParamUse>* params) {
     TaskId x = input;
     EmbeddingHeadLowering edges(emit_);
+    std::vector<TaskId> mtp_out(static_cast<std::size_t>(ctx_.model.mtp_num_layers), -1);
     const auto units = sharded_.units(step.chunk);
     for (std::size_t i = 0; i < units.size(); ++i) {
       const ParamUnit& u = units[i];
@@ -239,8 +241,16 @@ class StageLowering {
           if (u.layer >= 0) return eager.layer_forward(x);
           return u.head ? eager.head_forward(x) : eager.embedding_forward(x);
         }
+        if (is_mtp(u.layer)) {
+          // A multi-token prediction depth reads the previous depth's output (the main one first); the main
+          // hidden state passes on to the head unchanged.
+          const auto d = static_cast<std::size_t>(u.layer - ctx_.model.num_layers);
+          mtp_out[d] = MtpLowering(emit_, u.layer - ctx_.model.num_layers).forward(d == 0 ? x : mtp_out[d - 1],
+                                                                                  save_policy(ctx_.training), params);
+          return x;
+        }
         if (u.layer >= 0) return TransformerLayerLowering(emit_, u.layer).forward(x, save_policy(ctx_.training), params);
-        return u.head ? edges.head_forward(x, params) : edges.embedding_forward(x, params);
+        return u.head ? head_forward(edges, x, mtp_out, params) : edges.embedding_forward(x, params);
       });
       if (offloaded(units, i)) {
         // The layer's saved activations are copied to the host once it has run, and their GPU memory freed.
@@ -262,6 +272,7 @@ class StageLowering {
     dp_.before_backward_step(emit_, step.chunk);
     EmbeddingHeadLowering edges(emit_);
     const auto units = sharded_.units(step.chunk);
+    std::vector<TaskId> mtp_grad(static_cast<std::size_t>(ctx_.model.mtp_num_layers), -1);
     // Zero-bubble steps leave the weight gradients to a later kWeight step.
     if (step.weight_deferred) emit_.set_weight_grad_mode(WeightGradMode::kSkip);
     // Offloaded activations come back one layer ahead: layer i's copy is issued as layer i + 1's backward starts.
@@ -286,8 +297,9 @@ class StageLowering {
           if (u.layer >= 0) return eager.layer_backward(g);
           return u.head ? eager.head_backward(loss_of(step)) : eager.embedding_backward(g);
         }
+        if (is_mtp(u.layer)) return mtp_backward(u.layer, g, mtp_grad, params);
         if (u.layer >= 0) return TransformerLayerLowering(emit_, u.layer).backward(g, params);
-        return u.head ? edges.head_backward(loss_of(step), params) : edges.embedding_backward(g, params);
+        return u.head ? head_backward(edges, loss_of(step), mtp_grad, params) : edges.embedding_backward(g, params);
       });
       if (reload[i] >= 0 && builder_.last() >= first) emit_.depend(first, reload[i]);
     }
@@ -305,16 +317,56 @@ class StageLowering {
     const auto units = sharded_.units(step.chunk);
     emit_.set_weight_grad_mode(WeightGradMode::kOnly);
     TaskId g = -1;
+    std::vector<TaskId> mtp_grad(static_cast<std::size_t>(ctx_.model.mtp_num_layers), -1);
     for (std::size_t i = units.size(); i-- > 0;) {
       const ParamUnit& u = units[i];
       emit_.at(step.microbatch, step.chunk, u.layer, Phase::kBackwardInput);
-      if (u.layer >= 0) {
+      if (is_mtp(u.layer)) {
+        g = mtp_backward(u.layer, g, mtp_grad, params);
+      } else if (u.layer >= 0) {
         g = TransformerLayerLowering(emit_, u.layer).backward(g, params);
       } else {
-        g = u.head ? edges.head_backward(-1, params) : edges.embedding_backward(g, params);
+        g = u.head ? head_backward(edges, -1, mtp_grad, params) : edges.embedding_backward(g, params);
       }
     }
     emit_.set_weight_grad_mode(WeightGradMode::kInline);
+  }
+
+  bool is_mtp(int layer) const { return layer >= ctx_.model.num_layers; }
+
+  // The head unit: the main final norm, LM head and loss, then each multi-token prediction depth's pass through
+  // the shared head (Megatron-Core process_mtp_loss); the loss of the step is the last of them.
+  TaskId head_forward(EmbeddingHeadLowering& edges, TaskId x, const std::vector<TaskId>& mtp_out,
+                      std::vector<ParamUse>* params) {
+    const TaskId main = edges.head_forward(x, params);
+    TaskId loss = main;
+    for (TaskId out : mtp_out) loss = edges.head_forward(out, params, false);
+    if (loss != main) emit_.depend(loss, main);
+    return loss;
+  }
+
+  // The head unit's backward: the main loss and head, then each depth's; `mtp_grad` receives the gradient of each
+  // depth's output. Returns the gradient of the main hidden state from the main head.
+  TaskId head_backward(EmbeddingHeadLowering& edges, TaskId loss, std::vector<TaskId>& mtp_grad,
+                       std::vector<ParamUse>* params) {
+    const TaskId g = edges.head_backward(loss, params);
+    for (std::size_t d = mtp_grad.size(); d-- > 0;) mtp_grad[d] = edges.head_backward(loss, params, false);
+    return g;
+  }
+
+  // A multi-token prediction depth's backward: its output's gradient is its head's plus, below the last depth, the
+  // next depth's gradient of its input (summed by autograd: one add). Depth 0's input gradient joins the main
+  // hidden state's `g` the same way; deeper depths pass `g` on.
+  TaskId mtp_backward(int layer, TaskId g, std::vector<TaskId>& mtp_grad, std::vector<ParamUse>* params) {
+    const auto d = static_cast<std::size_t>(layer - ctx_.model.num_layers);
+    const auto add = [&](TaskId a, TaskId b) {
+      const Bytes x = hidden_bytes_;
+      return emit_.elementwise("mtp_grad_sum", 2 * x, x, {a, b});
+    };
+    TaskId grad = mtp_grad[d];
+    if (d + 1 < mtp_grad.size()) grad = add(grad, mtp_carry_);
+    mtp_carry_ = MtpLowering(emit_, static_cast<int>(d)).backward(grad, params);
+    return d == 0 ? add(g, mtp_carry_) : g;
   }
 
   static int layers_in(const std::vector<ParamUnit>& units) {
@@ -342,6 +394,7 @@ class StageLowering {
   ShardedParamsLowering sharded_;
   Bytes hidden_bytes_ = 0;
   std::vector<TaskId> pending_sends_;  // blocking sends not yet waited for
+  TaskId mtp_carry_ = -1;              // the gradient a multi-token prediction depth passes to the one before
   std::vector<TaskId> loss_;           // per micro-batch: the last task of its forward through the head
   std::vector<ParamUse> first_uses_;
   std::vector<ParamUse> grad_ready_;

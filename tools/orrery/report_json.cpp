@@ -62,6 +62,8 @@ json report_json(const Prediction& p) {
   out["model"] = {{"name", s.model.name},
                   {"parameters", params.total},
                   {"active_parameters", params.active},
+                  {"mtp_num_layers", s.model.mtp_num_layers},
+                  {"mtp_parameters", params.mtp},
                   {"model_flops_per_iteration", r.model_flops},
                   {"hardware_flops_per_iteration", r.hardware_flops}};
   const ParallelPlan& pl = s.parallel;

@@ -22,9 +22,12 @@ void print_summary(std::ostream& out, const Prediction& p) {
   fmt::print(out, "{}\n", r.name);
   const auto modules = s.training.recompute_module_names();
   const bool default_modules = modules == std::vector<std::string>{"core_attn"};
-  fmt::print(out, "  model    {} ({:.2f} B parameters{}), seq {}, micro-batch {}, global batch {}, {}, recompute {}{}{}\n",
+  fmt::print(out, "  model    {} ({:.2f} B parameters{}{}), seq {}, micro-batch {}, global batch {}, {}, recompute {}{}{}\n",
              s.model.name, static_cast<double>(params.total) / kBillion,
              s.model.is_moe() ? fmt::format(", {:.2f} B active", static_cast<double>(params.active) / kBillion) : "",
+             s.model.mtp_num_layers > 0 ? fmt::format(", + {:.2f} B in {} multi-token prediction layer(s)",
+                                                      static_cast<double>(params.mtp) / kBillion, s.model.mtp_num_layers)
+                                        : "",
              s.training.seq_length, s.training.micro_batch_size, s.training.global_batch_size,
              to_string(s.training.precision), to_string(s.training.recompute),
              s.training.recompute == Recompute::kSelective && !default_modules

@@ -1,0 +1,151 @@
+// Multi-token prediction (DeepSeek-V3 report arXiv:2412.19437 Section 2.2; Megatron-Core MultiTokenPredictionLayer):
+// its parameters, FLOPs, lowering and memory against hand counts from DeepSeek-V3's published shapes (h 7168,
+// 128 heads, q_lora 1536, kv_lora 512, nope 128, rope 64, v 128, 256 experts of width 2048 with top-8, one shared
+// expert; one MTP depth, num_nextn_predict_layers 1).
+#include <catch2/catch.hpp>
+
+#include <map>
+
+#include "models/model_flops.h"
+#include "models/model_input.h"
+#include "models/param_count.h"
+#include "test_support.h"
+
+using namespace orrery;
+
+namespace {
+
+constexpr double kH = 7168, kVocab = 129280;
+// Weights of one DeepSeek-V3 MoE layer, by tensor (elements).
+constexpr double kQDown = kH * 1536, kQUp = 1536.0 * 128 * 192, kKvDown = kH * 576, kKvUp = 512.0 * 128 * 256,
+                 kOut = 128.0 * 128 * kH;
+constexpr double kNorms = 2 * kH + 1536 + 512;  // input, post-attention, q_down and kv_down norms
+constexpr double kRouter = kH * 256 + 256;      // logits weight and the correction bias
+constexpr double kExpert = 3 * kH * 2048;       // gate, up and down of one expert (routed or shared)
+constexpr double kEhProj = 2 * kH * kH;         // eh_proj, 2h -> h
+constexpr double kMtpNorms = 3 * kH;            // enorm, hnorm, final norm
+
+// DeepSeek-V3 cut to 4 layers (3 dense, then 1 MoE) on two pipeline stages of 8 GPUs each.
+Scenario deepseek(const std::string& model_extra, const std::string& parallel_extra = "") {
+  return test::scenario(R"({"model": {"preset": "deepseek-v3", "num_hidden_layers": 4)" + model_extra + R"(},
+      "cluster": {"preset": "dgx-h100", "num_gpus": 16},
+      "parallel": {"tp": 1, "pp": 2, "ep": 8, "etp": 1)" + parallel_extra + R"(},
+      "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 16, "precision": "bf16"}})");
+}
+
+std::vector<const Task*> tasks(const WorkloadGraph& g, int stage, int microbatch, Phase phase, const std::string& label) {
+  std::vector<const Task*> out;
+  for (const Task& t : g.programs[static_cast<std::size_t>(stage)].tasks) {
+    if (t.microbatch == microbatch && t.phase == phase && label == t.label) out.push_back(&t);
+  }
+  return out;
+}
+
+const GemmShape& gemm_of(const WorkloadGraph& g, int stage, const Task& t) {
+  return std::get<GemmShape>(g.programs[static_cast<std::size_t>(stage)].ops[static_cast<std::size_t>(t.op)]);
+}
+
+}  // namespace
+
+TEST_CASE("DeepSeek-V3's MTP depth holds a MoE layer, eh_proj and three norms (hand count)", "[sim][mtp]") {
+  const ModelSpec m = parse_model_input("deepseek-v3", test::source_dir(), "model");
+  REQUIRE(m.mtp_num_layers == 1);  // num_nextn_predict_layers of the published config.json
+  const double layer = kQDown + kQUp + kKvDown + kKvUp + kOut + kNorms + kRouter + 256 * kExpert + kExpert;
+  const ParamCount c = count_parameters(m);
+  CHECK(static_cast<double>(c.mtp) == layer + kEhProj + kMtpNorms);  // 11.61 B; the shared embedding and head excluded
+  // Published totals count the main model only: 671 B (DeepSeek-V3 report Section 4.2).
+  CHECK(static_cast<double>(c.total) / 1e9 == Approx(671.0).epsilon(0.001));
+  // Megatron's name turns it off.
+  const ModelSpec off = parse_model_input(nlohmann::json::parse(R"({"preset": "deepseek-v3", "mtp_num_layers": 0})"),
+                                          test::source_dir(), "model");
+  CHECK(off.mtp_num_layers == 0);
+  CHECK(count_parameters(off).mtp == 0);
+}
+
+TEST_CASE("each MTP depth adds its layer, eh_proj and a second LM-head pass to the model FLOPs", "[sim][mtp][flops]") {
+  // Megatron-LM's num_floating_point_operations: per token and depth, 3 x 2 x (layer weights + 2h^2 + hV) plus the
+  // layer's attention core (score and value products, 2 s a (d_qk + d_v) per token with the full matrix).
+  const ModelSpec with = deepseek("").model;
+  const ModelSpec without = deepseek(R"(, "mtp_num_layers": 0)").model;
+  const double s = 4096;
+  const double layer_gemm = kQDown + kQUp + kKvDown + kKvUp + kOut + kH * 256 + 8 * kExpert + kExpert;
+  const double per_token = 2 * (layer_gemm + kEhProj + kH * kVocab) + 2 * s * 128 * (192 + 128);
+  const double delta = training_flops_per_sequence(with, 4096, 129280, AttentionFlops::kFullMatrix) -
+                       training_flops_per_sequence(without, 4096, 129280, AttentionFlops::kFullMatrix);
+  CHECK(delta == Approx(3 * s * per_token).epsilon(1e-12));
+}
+
+TEST_CASE("the MTP depth runs on the last stage: shifted embedding, eh_proj, a MoE layer and a second head pass",
+          "[sim][mtp]") {
+  const Scenario s = deepseek("");
+  const WorkloadGraph g = test::lowered(s);
+  const int last = 1;
+  const double T = 4096;
+  // eh_proj: [T, 2h] x [2h, h] forward, its input gradient and its weight gradient.
+  const auto proj = tasks(g, last, 0, Phase::kForward, "mtp_eh_proj");
+  REQUIRE(proj.size() == 1);
+  CHECK(proj[0]->layer == 4);  // num_hidden_layers + depth 0
+  CHECK(gemm_of(g, last, *proj[0]).flops() == Approx(2 * T * kEhProj));
+  // The LM head runs twice per micro-batch, main and MTP, both [T, h] x [h, V] (vocabulary padded to 129280).
+  const auto head = tasks(g, last, 0, Phase::kForward, "lm_head");
+  REQUIRE(head.size() == 2);
+  for (const Task* t : head) CHECK(gemm_of(g, last, *t).flops() == Approx(2 * T * kH * kVocab));
+  // The MTP layer's forward GEMMs: MLA, router and 8 routed + 1 shared expert per token (balanced routing), as a
+  // decoder MoE layer; the first stage has none of it.
+  double layer_flops = 0;
+  for (const Task& t : g.programs[last].tasks) {
+    const auto* shape = std::get_if<GemmShape>(&g.programs[last].ops[static_cast<std::size_t>(t.op)]);
+    if (shape && t.layer == 4 && t.microbatch == 0 && t.phase == Phase::kForward && std::string(t.label) != "mtp_eh_proj") {
+      layer_flops += shape->flops();
+    }
+  }
+  CHECK(layer_flops / T == Approx(2 * (kQDown + kQUp + kKvDown + kKvUp + kOut + kH * 256 + 9 * kExpert)));
+  CHECK(tasks(g, 0, 0, Phase::kForward, "mtp_eh_proj").empty());
+  // The shifted tokens' embedding on the MTP rank is a copy of the first stage's: both all-reduce its gradient.
+  for (int stage : {0, 1}) {
+    int reduced = 0;
+    for (const Task& t : g.programs[static_cast<std::size_t>(stage)].tasks) reduced += std::string(t.label) == "embedding_grad";
+    CHECK(reduced == 1);
+  }
+  // Every activation allocated is freed within the iteration.
+  double net = 0;
+  for (const Task& t : g.programs[last].tasks) {
+    if (t.start_kind == MemoryKind::kActivations) net += static_cast<double>(t.start_bytes);
+    if (t.end_kind == MemoryKind::kActivations) net += static_cast<double>(t.end_bytes);
+  }
+  CHECK(net == 0);
+}
+
+TEST_CASE("the MTP rank holds the depth's weights and the embedding copy", "[sim][mtp][memory]") {
+  const WorkloadGraph with = test::lowered(deepseek(""));
+  const WorkloadGraph without = test::lowered(deepseek(R"(, "mtp_num_layers": 0)"));
+  const auto weights = [](const WorkloadGraph& g, int stage) {
+    return static_cast<double>(g.programs[static_cast<std::size_t>(stage)].static_memory[static_cast<std::size_t>(MemoryKind::kWeights)]);
+  };
+  // TP 1, EP 8: 32 of the 256 routed experts; everything else whole; bf16 weights.
+  const double local = kQDown + kQUp + kKvDown + kKvUp + kOut + kNorms + kRouter + 32 * kExpert + kExpert + kEhProj +
+                       kMtpNorms + kH * kVocab;
+  CHECK(weights(with, 1) - weights(without, 1) == Approx(2 * local));
+  CHECK(weights(with, 0) == weights(without, 0));
+}
+
+TEST_CASE("MTP lowers under ZB-H1 and selective recompute, and is refused outside Megatron", "[sim][mtp][errors]") {
+  // Split backwards: the depth's weight gradients move to the W step like the decoder layers'.
+  const WorkloadGraph zb = test::lowered(deepseek("", R"(, "schedule": "zb-h1")"));
+  const auto weight = tasks(zb, 1, 0, Phase::kBackwardWeight, "mtp_eh_proj");
+  REQUIRE(weight.size() == 1);
+  const auto lm_head_w = tasks(zb, 1, 0, Phase::kBackwardWeight, "lm_head");
+  CHECK(lm_head_w.size() == 2);
+  // Selective recompute applies to the depth's layer as to the decoder's: mla_up_proj runs its up projections again.
+  const Scenario selective = test::scenario(R"({"model": {"preset": "deepseek-v3", "num_hidden_layers": 4},
+      "cluster": {"preset": "dgx-h100", "num_gpus": 16}, "parallel": {"tp": 1, "pp": 2, "ep": 8, "etp": 1},
+      "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 16, "precision": "bf16",
+                   "recompute": "selective", "recompute_modules": ["mla_up_proj"]}})");
+  const WorkloadGraph sel = test::lowered(selective);
+  int again = 0;
+  for (const Task* t : tasks(sel, 1, 0, Phase::kRecompute, "q_up")) again += t->layer == 4;
+  CHECK(again == 1);
+  CHECK_THAT(test::scenario_error(R"({"model": "deepseek-v3", "cluster": {"preset": "dgx-h100", "num_gpus": 8},
+      "training": {"seq_length": 4096, "framework": "pytorch"}})"),
+             Catch::Contains("model.mtp_num_layers") && Catch::Contains("pytorch"));
+}
