@@ -19,11 +19,7 @@ namespace {
 std::string str(std::int64_t v) { return std::to_string(v); }
 
 void reject_unmodelled(const Scenario& s) {
-  const ModelSpec& m = s.model;
   const ParallelPlan& p = s.parallel;
-  if (m.is_moe() && p.zero_stage >= 2) {
-    throw Error::not_modelled("parallel.zero_stage", str(p.zero_stage), "ZeRO-2/3 (FSDP) with mixture-of-experts layers");
-  }
   // Attention sinks (GPT-OSS) add one learned logit per head to each softmax denominator: its parameters are
   // counted, its cost (one term per query row and head) is below the attention kernel's resolution, so it lowers
   // as ordinary attention.

@@ -265,14 +265,14 @@ void DataParallelLowering::emit_epilogue(Emitter& emit, const std::vector<ParamU
 void DataParallelLowering::set_static_memory(ProgramBuilder& builder, Bytes other) const {
   // ZeRO (arXiv:1910.02054) Section 5: stage 1 shards the optimizer state, stage 2 also the gradients, stage 3
   // also the parameters, each over the data-parallel ranks.
-  // Expert weights are sharded over the expert-data-parallel ranks instead (ZeRO-2/3 refuse MoE models).
-  const Bytes d = ranks_of(false);
+  // Expert weights are sharded over the expert-data-parallel ranks instead.
+  const std::int64_t owned = optimizer_elements();
   // With optimizer CPU offload the master weights and moments live in host memory.
-  const Bytes optimizer = ctx_.training.optimizer_cpu_offload ? 0 : optimizer_elements() * ctx_.optimizer_bytes;
+  const Bytes optimizer = ctx_.training.optimizer_cpu_offload ? 0 : owned * ctx_.optimizer_bytes;
   // PyTorch allocates .grad in the backward and frees it at zero_grad(set_to_none): no static gradients.
   const Bytes grads = ctx_.training.framework == Framework::kPytorch ? 0
-                                                                      : local_params_ * ctx_.grad_bytes / (zero_stage_ >= 2 ? d : 1);
-  const Bytes weights = local_params_ * ctx_.param_bytes / (zero_stage_ >= 3 ? d : 1);
+                                                                      : (zero_stage_ >= 2 ? owned : local_params_) * ctx_.grad_bytes;
+  const Bytes weights = (zero_stage_ >= 3 ? owned : local_params_) * ctx_.param_bytes;
   builder.set_static_memory(MemoryKind::kWeights, weights);
   builder.set_static_memory(MemoryKind::kGradients, grads);
   builder.set_static_memory(MemoryKind::kOptimizer, optimizer);

@@ -22,9 +22,10 @@ std::vector<ParamUnit> ShardedParamsLowering::units(int chunk) const {
   std::vector<ParamUnit> out;
   const PipelineLayout& layout = ctx_.layout;
   auto unit = [&](int layer, bool head, const std::vector<ParamGroup>& groups) {
-    ParamUnit u{layer, head, 0, {}};
+    ParamUnit u{layer, head, 0, 0, {}};
     for (const ParamGroup& g : groups) {
       u.elements += g.elements;
+      if (g.expert) u.expert_elements += g.elements;
       // A module's weight is its one large tensor; its bias and norm parameters fall under the threshold.
       if (per_parameter_ && g.elements > kPersistenceThreshold) u.partitioned.push_back(g.elements);
     }
@@ -63,9 +64,17 @@ TaskId ShardedParamsLowering::issue_gather(Emitter& emit, const ParamUnit& unit)
   // All-gather output: the unit's full (TP-local) parameters; the gathered copy lives until released. The host
   // issues it when it reaches the unit before (FSDP's one-unit prefetch and rate limit), so it waits for the
   // compute issued so far to have started... approximated by the last compute task issued so far having ended.
-  const TaskId ag = emit.collective("param_gather", Stream::kDp, GroupKind::kDp, CollectiveKind::kAllGather,
-                                    param_bytes(unit), {emit.last_compute()});
-  emit.builder().alloc_at_start(ag, MemoryKind::kWeights, param_bytes(unit));
+  // Expert weights come from the expert-data-parallel group first; both gathers share the DP stream, so the
+  // dense one, issued second, ends after both.
+  const Bytes expert = unit.expert_elements * ctx_.param_bytes;
+  const TaskId eg = expert > 0 ? emit.collective("param_gather", Stream::kDp, GroupKind::kExpertDp,
+                                                 CollectiveKind::kAllGather, expert, {emit.last_compute()})
+                               : -1;
+  if (eg >= 0) emit.builder().alloc_at_start(eg, MemoryKind::kWeights, expert);
+  const Bytes dense = param_bytes(unit) - (eg >= 0 ? expert : 0);
+  const TaskId ag = emit.collective("param_gather", Stream::kDp, GroupKind::kDp, CollectiveKind::kAllGather, dense,
+                                    {emit.last_compute(), eg});
+  emit.builder().alloc_at_start(ag, MemoryKind::kWeights, dense);
   return ag;
 }
 
@@ -147,9 +156,16 @@ void ShardedParamsLowering::reduce(Emitter& emit, const ParamUnit& unit, TaskId 
     emit.deallocate(emit.elementwise("grad_release", 0, 0), MemoryKind::kGradients, grad_bytes(unit));
     return;
   }
+  // Expert gradients are reduce-scattered over the expert-data-parallel group, the rest over the data-parallel one.
+  const Bytes expert = unit.expert_elements * ctx_.grad_bytes;
+  const TaskId ers = expert > 0 ? emit.collective("grad_reduce", Stream::kDpReduce, GroupKind::kExpertDp,
+                                                  CollectiveKind::kReduceScatter, expert, {grads_done})
+                                : -1;
+  if (ers >= 0) emit.deallocate(ers, MemoryKind::kGradients, expert);
+  const Bytes dense = grad_bytes(unit) - (ers >= 0 ? expert : 0);
   const TaskId rs = emit.collective("grad_reduce", Stream::kDpReduce, GroupKind::kDp, CollectiveKind::kReduceScatter,
-                                    grad_bytes(unit), {grads_done});
-  emit.deallocate(rs, MemoryKind::kGradients, grad_bytes(unit));
+                                    dense, {grads_done});
+  emit.deallocate(rs, MemoryKind::kGradients, dense);
 }
 
 }  // namespace orrery

@@ -29,6 +29,9 @@ struct ParamUnit {
   int layer = -1;  // -1: embedding or head
   bool head = false;
   std::int64_t elements = 0;  // local (TP-sharded) elements, before ZeRO sharding
+  /// Of `elements`, the routed experts' (EP x ETP-sharded): gathered and reduced over the expert-data-parallel
+  /// group, the rest over the data-parallel group (Megatron-FSDP with expert parallelism).
+  std::int64_t expert_elements = 0;
   /// deepspeed-0.3 only: local elements of each parameter gathered on its own (above the persistence threshold).
   std::vector<std::int64_t> partitioned;
   /// deepspeed-0.3 only: elements of another unit's parameter this unit gathers too (the tied word embedding at

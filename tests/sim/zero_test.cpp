@@ -4,6 +4,8 @@
 // the forward and again in the backward pass and a reduce-scatter of the gradients).
 #include <catch2/catch.hpp>
 
+#include <map>
+
 #include "models/param_count.h"
 #include "test_support.h"
 
@@ -165,4 +167,36 @@ TEST_CASE("framework deepspeed-0.3 refuses what DeepSpeed 0.3's ZeRO-3 cannot ru
   // Flash attention (the default) came after DeepSpeed 0.3.
   CHECK_THAT(test::scenario_error(base + R"({"zero_stage": 3}})"),
              Catch::StartsWith("not modelled yet:") && Catch::Contains("training.attention_backend"));
+}
+
+TEST_CASE("ZeRO-2/3 with experts: dense state sharded over DP, expert state over the expert-DP group",
+          "[sim][zero][moe]") {
+  // Megatron-FSDP with expert parallelism: Mixtral (8 experts of 3 x 4096 x 14336) cut to 4 layers on 16 GPUs, EP 8,
+  // so each rank holds one expert per layer, shared by the 16 / 8 = 2 ranks of its expert-DP group; every other
+  // parameter is whole and shared by the 16 DP ranks.
+  const auto mixtral = [](int stage) {
+    return test::scenario(R"({"model": {"preset": "mixtral-8x7b", "num_hidden_layers": 4},
+        "cluster": {"preset": "dgx-h100", "num_gpus": 16}, "parallel": {"ep": 8, "zero_stage": )" +
+                          std::to_string(stage) + R"(},
+        "training": {"seq_length": 1024, "global_batch_size": 16, "precision": "bf16"}})");
+  };
+  const double expert = 3.0 * 4096 * 14336, layers = 4, K = 12;
+  const double dense = static_cast<double>(count_parameters(mixtral(3).model).total) - layers * 8 * expert;
+  const double local_expert = layers * expert;  // one of the 8 experts per layer
+  const double owned = dense / 16 + local_expert / 2;
+  CHECK(model_state_bytes(test::lowered(mixtral(3))) == Approx((2 + 2 + K) * owned).epsilon(1e-9));
+  CHECK(model_state_bytes(test::lowered(mixtral(2))) == Approx(2 * (dense + local_expert) + (2 + K) * owned).epsilon(1e-9));
+  // ZeRO-3's gathers (forward and backward) and gradient reduce-scatter, per micro-batch, each over its own group.
+  const WorkloadGraph g = test::lowered(mixtral(3));
+  std::map<GroupKind, double> gathered, scattered;
+  for (const Task& t : g.programs[0].tasks) {
+    const auto* c = std::get_if<CollectiveOp>(&g.programs[0].ops[static_cast<std::size_t>(t.op)]);
+    if (!c || std::string(t.label) == "fp8_amax") continue;
+    if (c->kind == CollectiveKind::kAllGather && std::string(t.label) == "param_gather") gathered[t.group] += static_cast<double>(c->bytes);
+    if (c->kind == CollectiveKind::kReduceScatter && std::string(t.label) == "grad_reduce") scattered[t.group] += static_cast<double>(c->bytes);
+  }
+  CHECK(gathered[GroupKind::kExpertDp] == Approx(2 * local_expert * 2));
+  CHECK(gathered[GroupKind::kDp] == Approx(2 * dense * 2));
+  CHECK(scattered[GroupKind::kExpertDp] == Approx(local_expert * 2));
+  CHECK(scattered[GroupKind::kDp] == Approx(dense * 2));
 }
