@@ -80,6 +80,11 @@ struct ParallelPlan {
   /// moe_a2a_overlap): in the steady state each backward runs merged with a forward of another micro-batch, so
   /// the expert all-to-alls of one hide behind the other's compute. Off by default, as in Megatron-Core.
   bool overlap_moe_expert_parallel_comm = false;
+  /// Megatron-Core delay_wgrad_compute (--delay-wgrad-compute; Megatron-Bridge comm_overlap.delay_wgrad_compute),
+  /// with the expert all-to-all overlap: the routed experts' weight gradients (TE GroupedLinear backward_dw) run
+  /// after the expert input gradients have gone to the dispatch's backward all-to-all, so that all-to-all overlaps
+  /// them instead of waiting for them (combined_1f1b schedule_layer_1f1b). Off by default.
+  bool delay_wgrad_compute = false;
   // Uneven pipeline splits (Megatron-LM arguments).
   std::optional<int> decoder_first_pipeline_num_layers;
   std::optional<int> decoder_last_pipeline_num_layers;

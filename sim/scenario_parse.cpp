@@ -111,6 +111,7 @@ ParallelPlan parse_parallel(const json& value) {
   p.tp_comm_overlap_explicit = tp_overlap.has_value();
   p.overlap_p2p_comm = in.bool_or("overlap_p2p_comm", true);
   p.overlap_moe_expert_parallel_comm = in.bool_or("overlap_moe_expert_parallel_comm", false);
+  p.delay_wgrad_compute = in.bool_or("delay_wgrad_compute", false);
   if (auto v = in.optional_int("decoder_first_pipeline_num_layers", 0, limits::kLayers)) p.decoder_first_pipeline_num_layers = static_cast<int>(*v);
   if (auto v = in.optional_int("decoder_last_pipeline_num_layers", 0, limits::kLayers)) p.decoder_last_pipeline_num_layers = static_cast<int>(*v);
   p.account_for_embedding_in_pipeline_split = in.bool_or("account_for_embedding_in_pipeline_split", false);

@@ -174,6 +174,8 @@ void check_expert_overlap(const Scenario& s) {
 void check_experts(Scenario& s) {
   const ModelSpec& m = s.model;
   ParallelPlan& p = s.parallel;
+  require(!p.delay_wgrad_compute || p.overlap_moe_expert_parallel_comm, "parallel.delay_wgrad_compute", "true",
+          "needs parallel.overlap_moe_expert_parallel_comm, as Megatron-Core requires");
   if (!m.is_moe()) {
     require(p.ep == 1, "parallel.ep", str(p.ep), "needs a mixture-of-experts model");
     require(!p.overlap_moe_expert_parallel_comm, "parallel.overlap_moe_expert_parallel_comm", "true",

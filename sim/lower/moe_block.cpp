@@ -238,31 +238,49 @@ TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* par
                                            z.received * z.width * ctx_.act_bytes, {x});
     emit_.save(again, moe_down_input_saved());
   }
+  // The two weight gradients of the grouped expert GEMMs (down, then up), inline after each input gradient, or with
+  // delay_wgrad_compute once the dispatch's backward all-to-all has been issued (Megatron-Core's backward_dw).
+  const bool delay = p.delay_wgrad_compute;
+  const auto down_wgrad = [&] {
+    weight_grad("experts", GemmShape{z.width, h, z.rows, z.local_experts, ctx_.gemm_dtype, true},
+                moe_down_input_saved(), nullptr, params);
+  };
+  const auto up_wgrad = [&] {
+    weight_grad("experts", GemmShape{z.up, h, z.rows, z.local_experts, ctx_.gemm_dtype, true},
+                z.received * h * linear_input_bytes(ctx_), "experts", params);
+  };
   x = emit_.gemm("experts", GemmShape{z.rows, z.width, h, z.local_experts, ctx_.gemm_dtype, true}, {x});
-  weight_grad("experts", GemmShape{z.width, h, z.rows, z.local_experts, ctx_.gemm_dtype, true},
-              moe_down_input_saved(), nullptr, params);
+  if (!delay) down_wgrad();
   x = activation_bwd(x, z.received, z.width);  // also the probabilities' gradient, from the saved up outputs
   emit_.release(x, z.received * 4);
   if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", z.received * z.up, x);
   x = emit_.gemm("experts", GemmShape{z.rows, h, z.up, z.local_experts, ctx_.gemm_dtype, true}, {x});
-  weight_grad("experts", GemmShape{z.up, h, z.rows, z.local_experts, ctx_.gemm_dtype, true},
-              z.received * h * linear_input_bytes(ctx_), "experts", params);
+  if (!delay) up_wgrad();
   if (p.etp > 1) {
     x = emit_.collective("moe_dispatch", Stream::kEp, GroupKind::kExpertTp, CollectiveKind::kReduceScatter,
                          z.received * h * act, {x});
   }
+  // Delayed, the weight gradients take the compute stream while the dispatch's backward communication runs.
+  const auto delayed_wgrads = [&] {
+    if (!delay) return;
+    down_wgrad();
+    up_wgrad();
+  };
   if (flex) {
     // The copies' gradients are summed per token on this rank, and the dispatch's backward (a combine) adds the
     // ranks' sums at the token's home.
     x = emit_.elementwise("moe_permute", z.received * h * act, fb.received, {x});
     x = emit_.expert_dispatch("moe_dispatch", fb.nvlink, fb.network, {x});
+    delayed_wgrads();
   } else if (gather_dispatch) {
     x = emit_.elementwise("moe_permute", z.received / p.etp * h * act, z.tokens * p.ep * h * act, {x});
     x = emit_.collective("moe_dispatch", Stream::kEp, GroupKind::kEp, CollectiveKind::kReduceScatter,
                          z.tokens * h * act * p.ep, {x});
+    delayed_wgrads();
   } else {
     x = emit_.elementwise("moe_sort_chunks", z.received / p.etp * h * act, z.received / p.etp * h * act, {x});
     x = emit_.collective("moe_dispatch", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllToAll, sent, {x});
+    delayed_wgrads();
     x = emit_.elementwise("moe_permute", z.copies * h * act, z.tokens * h * act, {x});
   }
   // Router backward: softmax/top-k gradient, then the router's input and weight gradients.

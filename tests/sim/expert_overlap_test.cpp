@@ -57,3 +57,36 @@ TEST_CASE("EP overlap follows Megatron-Core's conditions", "[sim][moe][overlap][
   CHECK_THAT(test::scenario_error(mixtral(true, 8, 8, R"(, "moe_token_dispatcher_type": "allgather")")),
              Catch::Contains("alltoall"));
 }
+
+TEST_CASE("delay_wgrad_compute issues the experts' weight gradients after the dispatch's backward all-to-all",
+          "[sim][moe][overlap]") {
+  // Megatron-Core's combined 1F1B with delay_wgrad_compute: the grouped GEMMs' input gradients go to the dispatch's
+  // backward all-to-all first, and backward_dw runs the two weight gradients while it travels.
+  const auto order = [](const WorkloadGraph& g) {
+    // Task indexes in layer 1's first backward: the dispatch all-to-all and the experts' weight gradients.
+    std::size_t a2a = 0;
+    std::vector<std::size_t> wgrads;
+    const auto& tasks = g.programs[0].tasks;
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      const Task& t = tasks[i];
+      if (t.layer != 1 || t.microbatch != 0) continue;
+      if (t.kind == TaskKind::kCollective && std::string(t.label) == "moe_dispatch" && t.phase == Phase::kBackwardInput) a2a = i;
+      if (std::string(t.label) == "experts" && t.phase == Phase::kBackwardWeight) wgrads.push_back(i);
+    }
+    return std::make_pair(a2a, wgrads);
+  };
+  const auto [a2a_inline, inline_wgrads] = order(test::lowered(test::scenario(mixtral(true))));
+  const auto [a2a_delayed, delayed_wgrads] =
+      order(test::lowered(test::scenario(mixtral(true, 8, 8, R"(, "delay_wgrad_compute": true)"))));
+  REQUIRE(inline_wgrads.size() == 2);
+  REQUIRE(delayed_wgrads.size() == 2);
+  for (std::size_t w : inline_wgrads) CHECK(w < a2a_inline);
+  for (std::size_t w : delayed_wgrads) CHECK(w > a2a_delayed);
+  // The all-to-all no longer waits for them: the step is faster, but not faster than its compute.
+  const Prediction plain = predict(test::scenario(mixtral(true)));
+  const Prediction delayed = predict(test::scenario(mixtral(true, 8, 8, R"(, "delay_wgrad_compute": true)")));
+  CHECK(delayed.report.iteration_time < plain.report.iteration_time);
+  CHECK(delayed.report.iteration_time >= delayed.report.breakdown.compute);
+  CHECK_THAT(test::scenario_error(mixtral(false, 8, 8, R"(, "delay_wgrad_compute": true)")),
+             Catch::Contains("parallel.delay_wgrad_compute") && Catch::Contains("overlap_moe_expert_parallel_comm"));
+}

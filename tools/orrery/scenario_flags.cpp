@@ -46,6 +46,8 @@ void ScenarioFlags::add_to(CLI::App& app) {
   add_switch(app, "--overlap-p2p-comm,!--no-overlap-p2p-comm", overlap_p2p_comm, "overlap pipeline send/recv");
   add_switch(app, "--overlap-moe-expert-parallel-comm,!--no-overlap-moe-expert-parallel-comm", overlap_moe_ep_comm,
              "merge each backward with another micro-batch's forward to hide expert all-to-alls");
+  add_switch(app, "--delay-wgrad-compute,!--no-delay-wgrad-compute", delay_wgrad_compute,
+             "with the expert overlap: expert weight gradients after the dispatch's backward all-to-all is issued");
   app.add_option("--decoder-first-pipeline-num-layers", decoder_first, "layers on the first pipeline stage")->check(kNotEmpty);
   app.add_option("--decoder-last-pipeline-num-layers", decoder_last, "layers on the last pipeline stage")->check(kNotEmpty);
   add_switch(app, "--account-for-embedding-in-pipeline-split", account_for_embedding, "the embedding counts as a layer");
@@ -124,6 +126,7 @@ void ScenarioFlags::apply(json& doc) const {
   set(doc, "parallel", "tp_comm_overlap", tp_comm_overlap);
   set(doc, "parallel", "overlap_p2p_comm", overlap_p2p_comm);
   set(doc, "parallel", "overlap_moe_expert_parallel_comm", overlap_moe_ep_comm);
+  set(doc, "parallel", "delay_wgrad_compute", delay_wgrad_compute);
   set(doc, "parallel", "decoder_first_pipeline_num_layers", decoder_first);
   set(doc, "parallel", "decoder_last_pipeline_num_layers", decoder_last);
   set(doc, "parallel", "account_for_embedding_in_pipeline_split", account_for_embedding);
@@ -148,7 +151,7 @@ void ScenarioFlags::apply(json& doc) const {
 bool ScenarioFlags::any() const {
   return !model.empty() || !cluster.empty() || num_gpus || tp || pp || dp || cp || ep || etp || vpp ||
          layers_per_virtual_stage || zero_stage || decoder_first || decoder_last || sequence_parallel ||
-         distributed_optimizer || overlap_grad_reduce || overlap_param_gather || tp_comm_overlap || overlap_p2p_comm || overlap_moe_ep_comm ||
+         distributed_optimizer || overlap_grad_reduce || overlap_param_gather || tp_comm_overlap || overlap_p2p_comm || overlap_moe_ep_comm || delay_wgrad_compute ||
          account_for_embedding || account_for_loss || schedule || cp_comm_type || precision || recompute || !recompute_modules.empty() || attention_backend || grad_reduce_in_fp32 ||
          seq_length || micro_batch_size || global_batch_size || bf16 || fp16 || recompute_activations;
 }
