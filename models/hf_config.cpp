@@ -289,8 +289,11 @@ ModelSpec parse_hf_config(const json& config, const std::string& path, std::vect
             fmt::format("must be divisible by num_attention_heads ({}) when head_dim is not given", m.num_attention_heads));
     m.head_dim = m.hidden_size / m.num_attention_heads;
   }
-  // Multi-token prediction: HF's num_nextn_predict_layers (DeepSeek-V3, GLM-4.5), or Megatron's name.
-  m.mtp_num_layers = static_cast<int>(first_int(in, {"mtp_num_layers", "num_nextn_predict_layers"}, 0, limits::kLayers).value_or(0));
+  // Multi-token prediction: HF's num_nextn_predict_layers (DeepSeek-V3, GLM-4.5), or Megatron's name, which wins
+  // (a preset's HF key is turned off with {"mtp_num_layers": 0}; model_input refuses both in one override).
+  const auto mtp = in.optional_int("mtp_num_layers", 0, limits::kLayers);
+  const auto nextn = in.optional_int("num_nextn_predict_layers", 0, limits::kLayers);
+  m.mtp_num_layers = static_cast<int>(mtp ? *mtp : nextn.value_or(0));
   m.name = in.optional_string("name").value_or(m.model_type);
   validate_model(m, path);
   if (unread) *unread = in.unread_keys();

@@ -27,7 +27,19 @@ json apply_overrides(json base, const json& overrides) {
 namespace {
 
 // Parses base + overrides and reports the override keys the importer ignored.
+// The user's own object may give the multi-token prediction depth count in both spellings only if they agree (a
+// preset's num_nextn_predict_layers is overridden by mtp_num_layers instead).
+void check_mtp_spellings(const json& given, const std::string& path) {
+  if (given.contains("mtp_num_layers") && given.contains("num_nextn_predict_layers") &&
+      given.at("mtp_num_layers") != given.at("num_nextn_predict_layers")) {
+    throw Error::invalid(join_path(path, "mtp_num_layers"), describe_json(given.at("mtp_num_layers")),
+                         "conflicts with num_nextn_predict_layers (" +
+                             describe_json(given.at("num_nextn_predict_layers")) + "); give one of the two");
+  }
+}
+
 ModelSpec with_overrides(json base, const json& overrides, const std::string& path, std::vector<std::string>* warnings) {
+  check_mtp_spellings(overrides, path);
   std::vector<std::string> unread;
   ModelSpec m = parse_hf_config(apply_overrides(std::move(base), overrides), path, &unread);
   if (warnings) {
@@ -64,6 +76,7 @@ ModelSpec parse_model_input(const json& value, const std::filesystem::path& base
     if (!value.contains("name")) config["name"] = file.stem().string();
     return with_overrides(std::move(config), value, path, warnings);
   }
+  check_mtp_spellings(value, path);
   return parse_hf_config(value, path);
 }
 

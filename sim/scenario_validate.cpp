@@ -261,7 +261,8 @@ void check_size(const Scenario& s) {
   }
   // Tasks: about 48 per layer and step (more under CP), two steps (forward, backward) per micro-batch and chunk.
   const double per_layer = 48.0 + cp_extra_tasks_per_layer(p);
-  const double tasks = 2.0 * s.num_microbatches() * (per_layer * s.model.num_layers + 40.0 * p.pp * p.vpp);
+  const double layers = static_cast<double>(s.model.num_layers) + s.model.mtp_num_layers;  // MTP depths are layers too
+  const double tasks = 2.0 * s.num_microbatches() * (per_layer * layers + 40.0 * p.pp * p.vpp);
   require(tasks <= static_cast<double>(limits::kTasks), "training.global_batch_size", std::to_string(t.global_batch_size),
           fmt::format("gives {} micro-batches per pipeline: about {:.3g} tasks to simulate, above the limit of {:.3g}",
                       s.num_microbatches(), tasks, static_cast<double>(limits::kTasks)));

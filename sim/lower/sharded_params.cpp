@@ -15,7 +15,7 @@ constexpr std::int64_t kPersistenceThreshold = 100000;
 ShardedParamsLowering::ShardedParamsLowering(const LoweringContext& ctx, int stage)
     : ctx_(ctx),
       stage_(stage),
-      active_(ctx.plan.zero_stage == 3 && ctx.data_parallel_ranks() > 1),
+      active_(ctx.plan.zero_stage == 3 && (ctx.data_parallel_ranks() > 1 || ctx.expert_data_parallel_ranks() > 1)),
       per_parameter_(ctx.training.framework == Framework::kDeepSpeed03) {}
 
 std::vector<ParamUnit> ShardedParamsLowering::units(int chunk) const {
@@ -43,6 +43,22 @@ std::vector<ParamUnit> ShardedParamsLowering::units(int chunk) const {
     }
     const std::vector<ParamGroup> groups = head_param_groups(ctx_, chunk);
     ParamUnit head = unit(-1, true, groups);
+    if (ctx_.model.mtp_num_layers > 0 && !per_parameter_) {
+      // Multi-token prediction reads the word embedding before the head runs: the first depth's unit gathers it.
+      // On a one-stage pipeline it is the embedding unit's, gathered again (its gradient reduced with its owner);
+      // otherwise the copy on this rank belongs to the first depth (and with tied embeddings the head gathers it
+      // again as its LM head).
+      ParamUnit& first_depth = out[out.size() - static_cast<std::size_t>(ctx_.model.mtp_num_layers)];
+      const std::int64_t word = ctx_.padded_vocab / ctx_.tp * ctx_.model.hidden_size;
+      first_depth.elements += word;
+      if (layout.virtual_stages() == 1) {
+        first_depth.external += word;
+      } else if (ctx_.model.tie_word_embeddings) {
+        head.external += word;
+      } else {
+        head.elements -= word;
+      }
+    }
     if (per_parameter_ && ctx_.model.tie_word_embeddings && group_elements(groups, "lm_head") == 0) {
       // Megatron-DeepSpeed registers the tied word embedding as an external parameter of the head's module, so
       // DeepSpeed gathers it again there (and holds it while the head runs).
@@ -55,9 +71,24 @@ std::vector<ParamUnit> ShardedParamsLowering::units(int chunk) const {
   return out;
 }
 
-Bytes ShardedParamsLowering::param_bytes(const ParamUnit& u) const { return u.elements * ctx_.param_bytes; }
+std::int64_t ShardedParamsLowering::sharded_dense(const ParamUnit& u) const {
+  if (per_parameter_) return u.elements;
+  return ctx_.data_parallel_ranks() > 1 ? u.elements - u.expert_elements : 0;
+}
+
+std::int64_t ShardedParamsLowering::sharded_expert(const ParamUnit& u) const {
+  return !per_parameter_ && ctx_.expert_data_parallel_ranks() > 1 ? u.expert_elements : 0;
+}
+
+Bytes ShardedParamsLowering::param_bytes(const ParamUnit& u) const {
+  return (sharded_dense(u) + sharded_expert(u)) * ctx_.param_bytes;
+}
+
 Bytes ShardedParamsLowering::grad_bytes(const ParamUnit& u) const {
-  return u.elements * (per_parameter_ ? ctx_.param_bytes : ctx_.grad_bytes);
+  if (per_parameter_) return u.elements * ctx_.param_bytes;
+  // An external parameter's gradient is its owner's to reduce.
+  const std::int64_t dense = sharded_dense(u) > 0 ? sharded_dense(u) - u.external : 0;
+  return (dense + sharded_expert(u)) * ctx_.grad_bytes;
 }
 
 TaskId ShardedParamsLowering::issue_gather(Emitter& emit, const ParamUnit& unit) {
@@ -65,17 +96,21 @@ TaskId ShardedParamsLowering::issue_gather(Emitter& emit, const ParamUnit& unit)
   // issues it when it reaches the unit before (FSDP's one-unit prefetch and rate limit), so it waits for the
   // compute issued so far to have started... approximated by the last compute task issued so far having ended.
   // Expert weights come from the expert-data-parallel group first; both gathers share the DP stream, so the
-  // dense one, issued second, ends after both.
-  const Bytes expert = unit.expert_elements * ctx_.param_bytes;
-  const TaskId eg = expert > 0 ? emit.collective("param_gather", Stream::kDp, GroupKind::kExpertDp,
-                                                 CollectiveKind::kAllGather, expert, {emit.last_compute()})
-                               : -1;
-  if (eg >= 0) emit.builder().alloc_at_start(eg, MemoryKind::kWeights, expert);
-  const Bytes dense = param_bytes(unit) - (eg >= 0 ? expert : 0);
-  const TaskId ag = emit.collective("param_gather", Stream::kDp, GroupKind::kDp, CollectiveKind::kAllGather, dense,
-                                    {emit.last_compute(), eg});
-  emit.builder().alloc_at_start(ag, MemoryKind::kWeights, dense);
-  return ag;
+  // dense one, issued second, ends after both. A part whose group has one rank is not sharded: nothing to gather.
+  const Bytes expert = sharded_expert(unit) * ctx_.param_bytes;
+  const Bytes dense = sharded_dense(unit) * ctx_.param_bytes;
+  TaskId last = -1;
+  if (expert > 0) {
+    last = emit.collective("param_gather", Stream::kDp, GroupKind::kExpertDp, CollectiveKind::kAllGather, expert,
+                           {emit.last_compute()});
+    emit.builder().alloc_at_start(last, MemoryKind::kWeights, expert);
+  }
+  if (dense > 0) {
+    last = emit.collective("param_gather", Stream::kDp, GroupKind::kDp, CollectiveKind::kAllGather, dense,
+                           {emit.last_compute(), last});
+    emit.builder().alloc_at_start(last, MemoryKind::kWeights, dense);
+  }
+  return last;
 }
 
 TaskId ShardedParamsLowering::gather_per_parameter(Emitter& emit, const ParamUnit& unit, int passes) {
@@ -157,15 +192,18 @@ void ShardedParamsLowering::reduce(Emitter& emit, const ParamUnit& unit, TaskId 
     return;
   }
   // Expert gradients are reduce-scattered over the expert-data-parallel group, the rest over the data-parallel one.
-  const Bytes expert = unit.expert_elements * ctx_.grad_bytes;
-  const TaskId ers = expert > 0 ? emit.collective("grad_reduce", Stream::kDpReduce, GroupKind::kExpertDp,
-                                                  CollectiveKind::kReduceScatter, expert, {grads_done})
-                                : -1;
-  if (ers >= 0) emit.deallocate(ers, MemoryKind::kGradients, expert);
-  const Bytes dense = grad_bytes(unit) - (ers >= 0 ? expert : 0);
-  const TaskId rs = emit.collective("grad_reduce", Stream::kDpReduce, GroupKind::kDp, CollectiveKind::kReduceScatter,
-                                    dense, {grads_done});
-  emit.deallocate(rs, MemoryKind::kGradients, dense);
+  const Bytes expert = sharded_expert(unit) * ctx_.grad_bytes;
+  const Bytes dense = grad_bytes(unit) - expert;
+  if (expert > 0) {
+    const TaskId ers = emit.collective("grad_reduce", Stream::kDpReduce, GroupKind::kExpertDp,
+                                       CollectiveKind::kReduceScatter, expert, {grads_done});
+    emit.deallocate(ers, MemoryKind::kGradients, expert);
+  }
+  if (dense > 0) {
+    const TaskId rs = emit.collective("grad_reduce", Stream::kDpReduce, GroupKind::kDp, CollectiveKind::kReduceScatter,
+                                      dense, {grads_done});
+    emit.deallocate(rs, MemoryKind::kGradients, dense);
+  }
 }
 
 }  // namespace orrery

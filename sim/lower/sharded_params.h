@@ -34,8 +34,9 @@ struct ParamUnit {
   std::int64_t expert_elements = 0;
   /// deepspeed-0.3 only: local elements of each parameter gathered on its own (above the persistence threshold).
   std::vector<std::int64_t> partitioned;
-  /// deepspeed-0.3 only: elements of another unit's parameter this unit gathers too (the tied word embedding at
-  /// the head); its gradient is reduced once, with its owner.
+  /// Elements of another unit's parameter this unit gathers too (deepspeed-0.3: the tied word embedding at the
+  /// head; multi-token prediction: the word embedding its first depth reads); its gradient is reduced once, with
+  /// its owner.
   std::int64_t external = 0;
 };
 
@@ -57,6 +58,11 @@ class ShardedParamsLowering {
   void reduce(Emitter& emit, const ParamUnit& unit, TaskId grads_done);
 
  private:
+  // Elements of the unit that ZeRO-3 shards: the dense ones over DP (none when DP has one rank), the routed
+  // experts' over the expert-DP group (none when it has one rank).
+  std::int64_t sharded_dense(const ParamUnit& u) const;
+  std::int64_t sharded_expert(const ParamUnit& u) const;
+  // Bytes the unit gathers (and holds while it runs), and the bytes of its full gradient buffer until reduced.
   Bytes param_bytes(const ParamUnit& u) const;
   Bytes grad_bytes(const ParamUnit& u) const;
   TaskId issue_gather(Emitter& emit, const ParamUnit& unit);

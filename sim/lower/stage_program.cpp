@@ -214,12 +214,14 @@ class StageLowering {
     return out;
   }
 
-  // Transformer Engine's CPU offload (--cpu-offloading-num-layers): the first N layers of each chunk.
+  // Transformer Engine's CPU offload (--cpu-offloading-num-layers): the first N decoder layers of each chunk (not
+  // multi-token prediction depths, which sit outside the decoder block).
   bool offloaded(const std::vector<ParamUnit>& units, std::size_t i) const {
     const int n = ctx_.training.cpu_offloading_num_layers;
-    if (n == 0 || units[i].layer < 0) return false;
+    const auto decoder = [&](const ParamUnit& u) { return u.layer >= 0 && !is_mtp(u.layer); };
+    if (n == 0 || !decoder(units[i])) return false;
     int before = 0;
-    for (std::size_t j = 0; j < i; ++j) before += units[j].layer >= 0 ? 1 : 0;
+    for (std::size_t j = 0; j < i; ++j) before += decoder(units[j]) ? 1 : 0;
     return before < n;
   }
 

@@ -145,6 +145,24 @@ TEST_CASE("MTP lowers under ZB-H1 and selective recompute, and is refused outsid
   int again = 0;
   for (const Task* t : tasks(sel, 1, 0, Phase::kRecompute, "q_up")) again += t->layer == 4;
   CHECK(again == 1);
+  // Both spellings in one object must agree.
+  CHECK_THAT(test::scenario_error(R"({"model": {"preset": "llama3-8b", "mtp_num_layers": 1, "num_nextn_predict_layers": 2},
+      "cluster": {"preset": "dgx-h100", "num_gpus": 8}, "training": {"seq_length": 1024}})"),
+             Catch::Contains("model.mtp_num_layers (1)") && Catch::Contains("conflicts with num_nextn_predict_layers"));
+  // Activation offload covers decoder layers only, never the depth on a stage without decoder layers.
+  const WorkloadGraph offloaded = test::lowered(test::scenario(R"({"model": {"preset": "deepseek-v3", "num_hidden_layers": 4},
+      "cluster": {"preset": "dgx-h100", "num_gpus": 16}, "parallel": {"tp": 1, "pp": 2, "ep": 8, "etp": 1, "pipeline_layout": [4, 0]},
+      "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 16, "precision": "bf16",
+                   "cpu_offloading_num_layers": 1}})"));
+  int depth_offloads = 0, layer_offloads = 0;
+  for (const Program& p : offloaded.programs) {
+    for (const Task& t : p.tasks) {
+      if (std::string(t.label) != "activation_offload") continue;
+      (t.layer == 4 ? depth_offloads : layer_offloads) += 1;
+    }
+  }
+  CHECK(depth_offloads == 0);
+  CHECK(layer_offloads > 0);
   CHECK_THAT(test::scenario_error(R"({"model": "deepseek-v3", "cluster": {"preset": "dgx-h100", "num_gpus": 8},
       "training": {"seq_length": 4096, "framework": "pytorch"}})"),
              Catch::Contains("model.mtp_num_layers") && Catch::Contains("pytorch"));
@@ -163,4 +181,43 @@ TEST_CASE("Megatron-Bridge's published DeepSeek-V3 FLOPs per token include the M
   };
   CHECK(per_token(with) == Approx(published).epsilon(0.002));
   CHECK(per_token(without) < 0.97 * published);
+}
+
+TEST_CASE("ZeRO-3 gathers the embedding for the MTP depth before it runs, and memory balances",
+          "[sim][mtp][zero]") {
+  for (const char* pp : {"1", "2"}) {
+    INFO("pp " << pp);
+    const WorkloadGraph g = test::lowered(test::scenario(std::string(R"({"model": {"preset": "deepseek-v3", "num_hidden_layers": 4},
+        "cluster": {"preset": "dgx-h100", "num_gpus": 16}, "parallel": {"tp": 1, "pp": )") + pp + R"(, "ep": 8, "zero_stage": 3},
+        "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 16, "precision": "bf16"}})"));
+    const Program& last = g.programs.back();
+    // The first micro-batch's forward: the shifted-token embedding runs after a gather that covers the word
+    // embedding (the first MTP unit's), issued before it.
+    std::size_t embedding = 0, gather_before = 0;
+    double gathered = 0;
+    for (std::size_t i = 0; i < last.tasks.size(); ++i) {
+      const Task& t = last.tasks[i];
+      if (t.microbatch == 0 && t.phase == Phase::kForward && std::string(t.label) == "mtp_embedding" && embedding == 0) embedding = i;
+    }
+    REQUIRE(embedding > 0);
+    for (std::size_t i = 0; i < embedding; ++i) {
+      const Task& t = last.tasks[i];
+      const auto* c = std::get_if<CollectiveOp>(&last.ops[static_cast<std::size_t>(t.op)]);
+      if (c && t.layer == 4 && std::string(t.label) == "param_gather") {
+        gather_before = i;
+        gathered += static_cast<double>(c->bytes);
+      }
+    }
+    CHECK(gather_before > 0);
+    CHECK(gathered > kH * kVocab * 2);  // the depth's dense weights and the word embedding, bf16
+    double weights = 0, grads = 0;
+    for (const Task& t : last.tasks) {
+      for (const auto& [kind, bytes] : {std::pair{t.start_kind, t.start_bytes}, std::pair{t.end_kind, t.end_bytes}}) {
+        if (kind == MemoryKind::kWeights) weights += static_cast<double>(bytes);
+        if (kind == MemoryKind::kGradients) grads += static_cast<double>(bytes);
+      }
+    }
+    CHECK(weights == 0);
+    CHECK(grads == 0);
+  }
 }

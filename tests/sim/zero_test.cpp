@@ -6,6 +6,7 @@
 
 #include <map>
 
+#include "models/model_input.h"
 #include "models/param_count.h"
 #include "test_support.h"
 
@@ -199,4 +200,32 @@ TEST_CASE("ZeRO-2/3 with experts: dense state sharded over DP, expert state over
   CHECK(gathered[GroupKind::kDp] == Approx(2 * dense * 2));
   CHECK(scattered[GroupKind::kExpertDp] == Approx(local_expert * 2));
   CHECK(scattered[GroupKind::kDp] == Approx(dense * 2));
+}
+
+TEST_CASE("ZeRO-3 gathers only what is sharded: no expert traffic when EP = DP, expert traffic when DP is 1",
+          "[sim][zero][moe]") {
+  const auto traffic = [](const std::string& plan, int gpus, int global_batch) {
+    const WorkloadGraph g = test::lowered(test::scenario(R"({"model": {"preset": "mixtral-8x7b", "num_hidden_layers": 4},
+        "cluster": {"preset": "dgx-h100", "num_gpus": )" + std::to_string(gpus) + R"(}, "parallel": {"zero_stage": 3)" + plan + R"(},
+        "training": {"seq_length": 1024, "global_batch_size": )" + std::to_string(global_batch) + R"(, "precision": "bf16"}})"));
+    std::map<GroupKind, double> gathered;
+    for (const Task& t : g.programs[0].tasks) {
+      const auto* c = std::get_if<CollectiveOp>(&g.programs[0].ops[static_cast<std::size_t>(t.op)]);
+      if (c && std::string(t.label) == "param_gather") gathered[t.group] += static_cast<double>(c->bytes);
+    }
+    return gathered;
+  };
+  const double expert = 3.0 * 4096 * 14336, layers = 4;
+  // EP 8 on 8 GPUs: each rank owns its expert outright (expert-DP group of one); only the dense part is gathered.
+  const auto ep_is_dp = traffic(R"(, "ep": 8)", 8, 8);
+  const double dense = static_cast<double>(count_parameters(parse_model_input(
+                           nlohmann::json::parse(R"({"preset": "mixtral-8x7b", "num_hidden_layers": 4})"),
+                           test::source_dir(), "model")).total) - layers * 8 * expert;
+  CHECK(ep_is_dp.count(GroupKind::kExpertDp) == 0);
+  CHECK(ep_is_dp.at(GroupKind::kDp) == Approx(2 * dense * 2));  // forward and backward, bf16, one micro-batch
+  // TP 8 leaves DP 1, but EP 4 x ETP 1 over the 8 TP ranks leaves expert-DP groups of 2: the experts (2 of the 8
+  // per rank) are gathered, forward and backward of the one micro-batch, and nothing else is.
+  const auto dp_one = traffic(R"(, "tp": 8, "sequence_parallel": true, "ep": 4, "etp": 1)", 8, 1);
+  CHECK(dp_one.count(GroupKind::kDp) == 0);
+  CHECK(dp_one.at(GroupKind::kExpertDp) == Approx(2 * layers * 2 * expert * 2));
 }

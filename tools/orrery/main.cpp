@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <iostream>
+#include <stdexcept>
 
 #include "models/error.h"
 #include "tools/orrery/commands.h"
@@ -36,6 +37,11 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const nlohmann::json::exception& e) {
     std::cerr << "error: invalid value in the input: " << e.what() << "\n";
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    // CLI11 converts a switch's value (--sequence-parallel=maybe) with std::stoll after parsing, outside its own
+    // error types; the simulator's own bad-input errors are orrery::Error.
+    std::cerr << "error: a command-line switch takes true, false, 1 or 0 (" << e.what() << ")\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "internal error (please report): " << e.what() << "\n";
