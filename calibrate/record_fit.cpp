@@ -85,8 +85,7 @@ std::vector<double> predict_records(const std::vector<FitRecord>& records, const
     const Durations d = price_graph(r.graph, models.models());
     RunOptions options;
     options.record_budget = 0;
-    options.overlap_slowdown = params.compute.overlap_slowdown;
-    out[i] = from_nanos(run_engine(r.graph, r.instances, d, options).makespan);
+    out[i] = from_nanos(run_engine(r.graph, r.instances, d, engine_options(params, options)).makespan);
   });
   return out;
 }

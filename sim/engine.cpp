@@ -47,6 +47,19 @@ struct RunningCompute {
   std::int64_t event = -1;  // seq of the queued completion event that stands for it; any other is superseded
 };
 
+// A running transfer that leaves the instance's NVLink domain, for re-timing as others start and end beside it.
+struct RunningTransfer {
+  std::int32_t task = -1;
+  std::uint8_t directions = 0;  // bit 0: it sends through the network port, bit 1: it receives
+  double remaining = 0;         // nanoseconds of work left at the whole port's speed
+  Nanoseconds since = 0;        // when `remaining` was last updated
+  int share = 1;                // transfers on its busiest direction, itself included
+  Nanoseconds end = 0;
+  std::int64_t event = -1;      // seq of the queued completion event that stands for it
+};
+
+constexpr std::uint8_t kSends = 1, kReceives = 2;
+
 // One lane of one instance: whether a task runs on it, and the ready tasks waiting for it, per side (min-heaps on
 // the task index, the issue order).
 struct Lane {
@@ -64,7 +77,7 @@ struct DeferredGroup {
 class Simulation {
  public:
   Simulation(const WorkloadGraph& g, const Instantiation& inst, const Durations& d, const RunOptions& opt)
-      : graph_(g), inst_(inst), durations_(d), slowdown_(opt.overlap_slowdown) {
+      : graph_(g), inst_(inst), durations_(d), slowdown_(opt.overlap_slowdown), share_network_(opt.share_network) {
     const std::size_t n = inst.instances.size();
     offset_.resize(n + 1);
     std::int64_t total = 0;
@@ -91,6 +104,16 @@ class Simulation {
     }
     if (lanes_on_) lanes_.resize(n);
     communicating_.assign(n, 0);
+    if (share_network_) {
+      transfers_.resize(n);
+      port_users_.assign(n, {0, 0});
+      directions_.resize(g.programs.size());
+      for (std::size_t p = 0; p < g.programs.size(); ++p) {
+        const Program& prog = g.programs[p];
+        directions_[p].reserve(prog.tasks.size());
+        for (const Task& t : prog.tasks) directions_[p].push_back(network_directions(prog, t));
+      }
+    }
     const bool record_all = total <= opt.record_budget;
     std::vector<bool> stage_seen(g.programs.size(), false);
     for (std::size_t i = 0; i < n; ++i) {
@@ -118,7 +141,7 @@ class Simulation {
     while (!events_.empty()) {
       Event e = events_.top();
       events_.pop();
-      if (slowdown_ > 0 && !due(e)) continue;
+      if ((slowdown_ > 0 || share_network_) && !due(e)) continue;
       finish(e.instance, e.task, e.time);
       ++result_.events;
     }
@@ -148,6 +171,76 @@ class Simulation {
       text += fmt::format("[group of {} members waits for lane {}] ", g.members.size(), g.lane);
     }
     return text;
+  }
+
+  // Which directions of the rank's network port a task uses: none unless it is a transfer whose group spans
+  // NVLink domains (or an expert dispatch that sends across them).
+  static std::uint8_t network_directions(const Program& p, const Task& t) {
+    if (t.is_compute() || t.op < 0) return 0;
+    const auto* c = std::get_if<CollectiveOp>(&p.ops[static_cast<std::size_t>(t.op)]);
+    if (!c || c->bytes <= 0) return 0;
+    const bool crosses = c->kind == CollectiveKind::kExpertDispatch ? c->network_bytes > 0 : c->placement.domains > 1;
+    if (!crosses) return 0;
+    switch (t.stream) {
+      case Stream::kPpSendNext: case Stream::kPpSendPrev: case Stream::kPpReverseSendPrev: case Stream::kPpReverseSendNext:
+        return kSends;
+      case Stream::kPpRecvPrev: case Stream::kPpRecvNext: case Stream::kPpReverseRecvNext: case Stream::kPpReverseRecvPrev:
+        return kReceives;
+      default: return kSends | kReceives;
+    }
+  }
+
+  std::uint8_t directions(std::size_t instance, std::int32_t task) const {
+    return directions_[static_cast<std::size_t>(inst_.instances[instance].program)][static_cast<std::size_t>(task)];
+  }
+
+  // Transfers on the port's busiest direction among those `directions` uses.
+  int port_share(std::size_t instance, std::uint8_t dirs) const {
+    const auto& users = port_users_[instance];
+    return std::max({1, (dirs & kSends) ? users[0] : 0, (dirs & kReceives) ? users[1] : 0});
+  }
+
+  // A transfer started or ended on the instance's port: the others' speeds follow the new shares from now on.
+  void reshare(std::int32_t instance, Nanoseconds now) {
+    const auto i = static_cast<std::size_t>(instance);
+    for (RunningTransfer& r : transfers_[i]) {
+      const int share = port_share(i, r.directions);
+      if (share == r.share) continue;
+      r.remaining = std::max(0.0, r.remaining - static_cast<double>(now - r.since) / r.share);
+      r.since = now;
+      r.share = share;
+      r.end = after(now, static_cast<Nanoseconds>(std::llround(r.remaining * share)));
+      r.event = next_seq_;
+      events_.push({r.end, next_seq_++, instance, r.task});
+    }
+  }
+
+  void begin_transfer(std::int32_t instance, std::int32_t task, std::uint8_t dirs, Nanoseconds now, Nanoseconds d) {
+    const auto i = static_cast<std::size_t>(instance);
+    if (dirs & kSends) ++port_users_[i][0];
+    if (dirs & kReceives) ++port_users_[i][1];
+    RunningTransfer r;
+    r.task = task;
+    r.directions = dirs;
+    r.remaining = static_cast<double>(d);
+    r.since = now;
+    r.share = 1;  // reshare() sets its real share and queues its completion
+    r.end = after(now, d);
+    r.event = next_seq_;
+    events_.push({r.end, next_seq_++, instance, task});
+    transfers_[i].push_back(r);
+    reshare(instance, now);
+  }
+
+  void end_transfer(std::int32_t instance, std::int32_t task, Nanoseconds now) {
+    const auto i = static_cast<std::size_t>(instance);
+    auto& running = transfers_[i];
+    const auto it = std::find_if(running.begin(), running.end(), [&](const RunningTransfer& r) { return r.task == task; });
+    if (it == running.end()) return;
+    if (it->directions & kSends) --port_users_[i][0];
+    if (it->directions & kReceives) --port_users_[i][1];
+    running.erase(it);
+    reshare(instance, now);
   }
 
   const Program& program(std::size_t instance) const {
@@ -274,7 +367,11 @@ class Simulation {
       events_.push({rc.end, next_seq_++, instance, task});
       return;
     }
-    events_.push({after(now, d), next_seq_++, instance, task});
+    if (const std::uint8_t dirs = share_network_ ? directions(i, task) : 0; dirs != 0) {
+      begin_transfer(instance, task, dirs, now, d);
+    } else {
+      events_.push({after(now, d), next_seq_++, instance, task});
+    }
     if (slowdown_ > 0 && t.contends_for_sms() && ++communicating_[i] == 1) retime(instance, now);
   }
 
@@ -282,7 +379,15 @@ class Simulation {
   // RunningCompute names; if the task was slowed since, its end moved later and the event is re-queued there.
   bool due(const Event& e) {
     const auto i = static_cast<std::size_t>(e.instance);
-    if (!program(i).tasks[static_cast<std::size_t>(e.task)].is_compute()) return true;
+    if (!program(i).tasks[static_cast<std::size_t>(e.task)].is_compute()) {
+      if (!share_network_ || directions(i, e.task) == 0) return true;
+      // A network transfer's event stands only while it is the latest queued for it.
+      for (const RunningTransfer& r : transfers_[i]) {
+        if (r.task == e.task) return r.event == e.seq;
+      }
+      return false;
+    }
+    if (slowdown_ <= 0) return true;
     RunningCompute& rc = running_[i];
     if (rc.task != e.task || rc.event != e.seq) return false;
     if (rc.end == e.time) return true;
@@ -328,6 +433,7 @@ class Simulation {
   void finish(std::int32_t instance, std::int32_t task, Nanoseconds now) {
     ++completed_;
     const auto i = static_cast<std::size_t>(instance);
+    if (share_network_ && directions(i, task) != 0) end_transfer(instance, task, now);
     if (slowdown_ > 0) {
       const Task& done = program(i).tasks[static_cast<std::size_t>(task)];
       if (done.is_compute()) {
@@ -379,6 +485,10 @@ class Simulation {
   const Instantiation& inst_;
   const Durations& durations_;
   double slowdown_ = 0.0;
+  bool share_network_ = false;
+  std::vector<std::vector<RunningTransfer>> transfers_;   // per instance, while share_network_
+  std::vector<std::array<int, 2>> port_users_;            // per instance: transfers sending, receiving
+  std::vector<std::vector<std::uint8_t>> directions_;     // per program and task: network_directions()
   std::vector<RunningCompute> running_;
   std::vector<std::array<Lane, kNumLanes>> lanes_;  // per instance (lanes exist only when lanes_on_)
   std::vector<DeferredGroup> deferred_;

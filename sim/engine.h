@@ -63,6 +63,11 @@ struct RunOptions {
   std::int64_t record_budget = 20'000'000;
   /// Compute runs at 1 / (1 + overlap_slowdown) of its speed while the rank communicates (0: no contention).
   double overlap_slowdown = 0.0;
+  /// Transfers that leave the rank's NVLink domain share its network port: each direction's bandwidth is split
+  /// evenly among the transfers using it, so a transfer runs at 1 / n of its own speed while n - 1 others use its
+  /// busiest direction (collectives send and receive; pipeline sends only send, receives only receive). false: each
+  /// transfer sees the whole port.
+  bool share_network = false;
 };
 
 /// Runs the graph. Errors: std::logic_error if tasks never become ready (a deadlock, i.e. a lowering bug).

@@ -40,9 +40,7 @@ Prediction predict(const Scenario& scenario, const PredictOptions& options) {
                       task_instances, static_cast<double>(limits::kTaskInstances)));
   DefaultCostModels models(p.scenario.cluster, params);
   p.durations = price_graph(p.graph, models.models());
-  RunOptions run = options.run;
-  run.overlap_slowdown = params.compute.overlap_slowdown;
-  p.run = run_engine(p.graph, p.instances, p.durations, run);
+  p.run = run_engine(p.graph, p.instances, p.durations, engine_options(params, options.run));
   p.report = analyze(p.scenario, p.graph, p.instances, p.run);
   if (const auto* measured = dynamic_cast<const ProfiledCollectiveModel*>(models.network.get());
       measured && measured->uncovered() > 0) {
@@ -66,6 +64,12 @@ Prediction predict(const Scenario& scenario, const PredictOptions& options) {
     }
   }
   return p;
+}
+
+RunOptions engine_options(const CostParams& params, RunOptions base) {
+  base.overlap_slowdown = params.compute.overlap_slowdown;
+  base.share_network = true;
+  return base;
 }
 
 }  // namespace orrery

@@ -40,4 +40,9 @@ struct DefaultCostModels {
 /// Errors: those of lower(); std::logic_error for internal deadlocks.
 Prediction predict(const Scenario& scenario, const PredictOptions& options = {});
 
+/// `base` with what a prediction under `params` runs the engine with: compute slowed by the fitted
+/// overlap_slowdown beside communication, and transfers across NVLink domains sharing each rank's network port.
+/// The record fit (calibrate/record_fit.cpp) runs the engine the same way.
+RunOptions engine_options(const CostParams& params, RunOptions base = {});
+
 }  // namespace orrery

@@ -223,3 +223,56 @@ TEST_CASE("a group waits while one member's lane is busy and starts when it free
   CHECK(r.instances[1].timings[0].start == 3'000'000);
   CHECK(r.makespan == 4'000'000);
 }
+
+TEST_CASE("transfers across NVLink domains share the rank's network port, per direction", "[sim][engine][network]") {
+  // One rank, everything issued at 0 on its own stream. Collectives send and receive; a pipeline send only sends
+  // and a receive only receives. Alone, each takes its duration; sharing a direction with n - 1 others, 1 / n speed.
+  const auto crossing = [](CollectiveKind kind, Bytes bytes, int domains) {
+    CollectiveOp op{kind, bytes, {}};
+    op.placement.domains = domains;
+    op.placement.size = 2 * domains;
+    return op;
+  };
+  const auto transfer = [](Stream stream) {
+    Task t;
+    t.kind = stream == Stream::kDp || stream == Stream::kDpReduce || stream == Stream::kTp ? TaskKind::kCollective
+                                                                                          : TaskKind::kSendRecv;
+    t.stream = stream;
+    t.label = "transfer";
+    return t;
+  };
+  ProgramBuilder b(0);
+  b.add(transfer(Stream::kDp), crossing(CollectiveKind::kAllGather, 1, 2));           // 1 ms, network
+  b.add(transfer(Stream::kDpReduce), crossing(CollectiveKind::kReduceScatter, 2, 2));  // 2 ms, network
+  b.add(transfer(Stream::kTp), crossing(CollectiveKind::kAllReduce, 3, 1));            // 1 ms, inside the domain
+  b.add(transfer(Stream::kPpRecvPrev), crossing(CollectiveKind::kSendRecv, 4, 2));     // 3 ms, receives only
+  WorkloadGraph g;
+  g.programs.push_back(b.finish());
+  const Durations d{{{1e-3, 2e-3, 1e-3, 3e-3}}};
+  RunOptions shared;
+  shared.share_network = true;
+  const RunResult r = run_engine(g, one_instance(), d, shared);
+  const auto& t = r.instances[0].timings;
+  // Receives: the two collectives and the receive (3 users) until the all-gather has done its 1 ms of work at 1/3
+  // speed (3 ms); then 2 users: the reduce-scatter's remaining 1 ms and the receive's remaining 2 ms at 1/2 speed,
+  // the reduce-scatter ending at 5 ms, the receive then having 1 ms left, alone.
+  CHECK(t[0].end == 3'000'000);
+  CHECK(t[1].end == 5'000'000);
+  CHECK(t[2].end == 1'000'000);  // NVLink only: untouched
+  CHECK(t[3].end == 6'000'000);
+  // Without sharing each sees the whole port.
+  const RunResult alone = run_engine(g, one_instance(), d);
+  CHECK(alone.instances[0].timings[0].end == 1'000'000);
+  CHECK(alone.instances[0].timings[1].end == 2'000'000);
+  CHECK(alone.instances[0].timings[3].end == 3'000'000);
+
+  // A send and a receive use opposite directions and do not slow each other.
+  ProgramBuilder duplex(0);
+  duplex.add(transfer(Stream::kPpSendNext), crossing(CollectiveKind::kSendRecv, 5, 2));
+  duplex.add(transfer(Stream::kPpRecvPrev), crossing(CollectiveKind::kSendRecv, 6, 2));
+  WorkloadGraph g2;
+  g2.programs.push_back(duplex.finish());
+  const RunResult both = run_engine(g2, one_instance(), Durations{{{1e-3, 1e-3}}}, shared);
+  CHECK(both.instances[0].timings[0].end == 1'000'000);
+  CHECK(both.instances[0].timings[1].end == 1'000'000);
+}
