@@ -60,6 +60,12 @@ struct RunningTransfer {
 
 constexpr std::uint8_t kSends = 1, kReceives = 2;
 
+// A rendezvous transfer over several instances while its members' ports re-time them apart.
+struct TransferGroup {
+  std::vector<Arrival> members;
+  int running = 0;  // members still transferring
+};
+
 // One lane of one instance: whether a task runs on it, and the ready tasks waiting for it, per side (min-heaps on
 // the task index, the issue order).
 struct Lane {
@@ -142,6 +148,7 @@ class Simulation {
       Event e = events_.top();
       events_.pop();
       if ((slowdown_ > 0 || share_network_) && !due(e)) continue;
+      if (share_network_ && !transfer_done(e.instance, e.task, e.time)) continue;
       finish(e.instance, e.task, e.time);
       ++result_.events;
     }
@@ -317,7 +324,45 @@ class Simulation {
   void start_group(const std::vector<Arrival>& members, Nanoseconds now) {
     Nanoseconds d = 0;
     for (const Arrival& a : members) d = std::max(d, duration(a.instance, a.task));
+    // Members re-timed by their own ports' sharing still end together, when the last has done its part.
+    if (share_network_ && std::all_of(members.begin(), members.end(), [&](const Arrival& a) {
+          return directions(static_cast<std::size_t>(a.instance), a.task) != 0;
+        })) {
+      std::int32_t id = -1;
+      if (free_transfer_groups_.empty()) {
+        id = static_cast<std::int32_t>(transfer_groups_.size());
+        transfer_groups_.emplace_back();
+      } else {
+        id = free_transfer_groups_.back();
+        free_transfer_groups_.pop_back();
+      }
+      transfer_groups_[static_cast<std::size_t>(id)] = {members, static_cast<int>(members.size())};
+      for (const Arrival& a : members) group_of_transfer_[transfer_key(a.instance, a.task)] = id;
+    }
     for (const Arrival& a : members) start(a.instance, a.task, now, d);
+  }
+
+  static std::uint64_t transfer_key(std::int32_t instance, std::int32_t task) {
+    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(instance)) << 32) | static_cast<std::uint32_t>(task);
+  }
+
+  // A task's completion event came due. A network transfer frees its share of the port now; one of a group of
+  // several instances ends only with the group's last member, which ends them all. Returns whether `task` ends now
+  // on its own (finish() is the caller's).
+  bool transfer_done(std::int32_t instance, std::int32_t task, Nanoseconds now) {
+    if (directions(static_cast<std::size_t>(instance), task) == 0) return true;
+    end_transfer(instance, task, now);
+    const auto it = group_of_transfer_.find(transfer_key(instance, task));
+    if (it == group_of_transfer_.end()) return true;
+    const std::int32_t it_id = it->second;
+    TransferGroup& g = transfer_groups_[static_cast<std::size_t>(it_id)];
+    group_of_transfer_.erase(it);
+    if (--g.running > 0) return false;
+    const std::vector<Arrival> members = std::move(g.members);
+    g.members.clear();
+    free_transfer_groups_.push_back(it_id);
+    for (const Arrival& a : members) finish(a.instance, a.task, now);
+    return false;
   }
 
   // The lane's task on `instance` ended: the other side's earliest issued waiting task starts if there is one
@@ -433,7 +478,6 @@ class Simulation {
   void finish(std::int32_t instance, std::int32_t task, Nanoseconds now) {
     ++completed_;
     const auto i = static_cast<std::size_t>(instance);
-    if (share_network_ && directions(i, task) != 0) end_transfer(instance, task, now);
     if (slowdown_ > 0) {
       const Task& done = program(i).tasks[static_cast<std::size_t>(task)];
       if (done.is_compute()) {
@@ -489,6 +533,9 @@ class Simulation {
   std::vector<std::vector<RunningTransfer>> transfers_;   // per instance, while share_network_
   std::vector<std::array<int, 2>> port_users_;            // per instance: transfers sending, receiving
   std::vector<std::vector<std::uint8_t>> directions_;     // per program and task: network_directions()
+  std::vector<TransferGroup> transfer_groups_;
+  std::vector<std::int32_t> free_transfer_groups_;  // transfer_groups_ slots to reuse
+  std::unordered_map<std::uint64_t, std::int32_t> group_of_transfer_;  // (instance, task) -> transfer_groups_ index
   std::vector<RunningCompute> running_;
   std::vector<std::array<Lane, kNumLanes>> lanes_;  // per instance (lanes exist only when lanes_on_)
   std::vector<DeferredGroup> deferred_;

@@ -65,8 +65,9 @@ struct RunOptions {
   double overlap_slowdown = 0.0;
   /// Transfers that leave the rank's NVLink domain share its network port: each direction's bandwidth is split
   /// evenly among the transfers using it, so a transfer runs at 1 / n of its own speed while n - 1 others use its
-  /// busiest direction (collectives send and receive; pipeline sends only send, receives only receive). false: each
-  /// transfer sees the whole port.
+  /// busiest direction (collectives send and receive; pipeline sends only send, receives only receive). A
+  /// rendezvous transfer over several instances ends, on all of them, when its last member's port has carried it.
+  /// false: each transfer sees the whole port.
   bool share_network = false;
 };
 

@@ -276,3 +276,45 @@ TEST_CASE("transfers across NVLink domains share the rank's network port, per di
   CHECK(both.instances[0].timings[0].end == 1'000'000);
   CHECK(both.instances[0].timings[1].end == 1'000'000);
 }
+
+TEST_CASE("a transfer over several ranks ends with its slowest member's port", "[sim][engine][network]") {
+  // Two instances of one program in a DP group: a 1 ms all-gather across NVLink domains, then 1 ms of compute. Only
+  // instance 0 also reduce-scatters (a straggling extra transfer, from a second program) across domains, so its port
+  // runs the all-gather at half speed: 2 ms. The group ends together at 2 ms, and instance 1's compute waits.
+  CollectiveOp gather{CollectiveKind::kAllGather, 1, {}};
+  gather.placement.domains = 2;
+  CollectiveOp scatter{CollectiveKind::kReduceScatter, 2, {}};
+  scatter.placement.domains = 2;
+  Task ag;
+  ag.kind = TaskKind::kCollective;
+  ag.stream = Stream::kDp;
+  ag.group = GroupKind::kDp;
+  ag.label = "all_gather";
+  Task rs = ag;
+  rs.stream = Stream::kDpReduce;
+  rs.group = GroupKind::kNone;
+  rs.label = "reduce_scatter";
+  ProgramBuilder plain(0), busy(1);
+  auto g0 = plain.add(ag, gather);
+  plain.add(compute("after"), shape(1), {g0});
+  auto g1 = busy.add(ag, gather);
+  busy.add(compute("after"), shape(1), {g1});
+  busy.add(rs, scatter);
+  WorkloadGraph g;
+  g.programs.push_back(plain.finish());
+  g.programs.push_back(busy.finish());
+  const Durations d{{{1e-3, 1e-3}, {1e-3, 1e-3, 1e-3}}};
+  Instantiation inst;
+  inst.instances = {{0, 0, 1, 1.0}, {1, 1, 1, 1.0}};
+  inst.group_of.assign(2 * kNumGroupKinds, -1);
+  inst.group_of[0 * kNumGroupKinds + static_cast<int>(GroupKind::kDp)] = 0;
+  inst.group_of[1 * kNumGroupKinds + static_cast<int>(GroupKind::kDp)] = 0;
+  inst.group_size = {2};
+  RunOptions shared;
+  shared.share_network = true;
+  const RunResult r = run_engine(g, inst, d, shared);
+  CHECK(r.instances[1].timings[0].end == 2'000'000);  // the busy port: half speed while the reduce-scatter runs
+  CHECK(r.instances[0].timings[0].end == 2'000'000);  // the quiet one waits for it
+  CHECK(r.instances[0].timings[1].start == 2'000'000);
+  CHECK(r.instances[1].timings[2].end == 2'000'000);  // the reduce-scatter shared the port the whole time
+}
