@@ -47,6 +47,17 @@ Instantiation one_instance(GroupKind group = GroupKind::kNone) {
   return inst;
 }
 
+// Two instances `a` and `b` ({program, representative rank, ranks, compute slowdown}) forming one group of `group`.
+Instantiation pair_in_group(GroupKind group, Instance a, Instance b) {
+  Instantiation inst;
+  inst.instances = {a, b};
+  inst.group_of.assign(2 * kNumGroupKinds, -1);
+  inst.group_of[0 * kNumGroupKinds + static_cast<int>(group)] = 0;
+  inst.group_of[1 * kNumGroupKinds + static_cast<int>(group)] = 0;
+  inst.group_size = {2};
+  return inst;
+}
+
 }  // namespace
 
 TEST_CASE("a rendezvous collective waits for its slowest member", "[sim][engine]") {
@@ -59,12 +70,7 @@ TEST_CASE("a rendezvous collective waits for its slowest member", "[sim][engine]
   WorkloadGraph g;
   g.programs.push_back(b.finish());
   Durations d{{{1e-3, 0.5e-3, 1e-3}}};  // ops in interning order: shape(1), comm, shape(2)
-  Instantiation inst;
-  inst.instances = {{0, 0, 1, 1.0}, {0, 1, 1, 2.0}};
-  inst.group_of.assign(2 * kNumGroupKinds, -1);
-  inst.group_of[0 * kNumGroupKinds + static_cast<int>(GroupKind::kTp)] = 0;
-  inst.group_of[1 * kNumGroupKinds + static_cast<int>(GroupKind::kTp)] = 0;
-  inst.group_size = {2};
+  const Instantiation inst = pair_in_group(GroupKind::kTp, {0, 0, 1, 1.0}, {0, 1, 1, 2.0});
   const RunResult r = run_engine(g, inst, d);
   REQUIRE(r.instances[0].recorded);
   const auto& fast = r.instances[0].timings;
@@ -304,12 +310,7 @@ TEST_CASE("a transfer over several ranks ends with its slowest member's port", "
   g.programs.push_back(plain.finish());
   g.programs.push_back(busy.finish());
   const Durations d{{{1e-3, 1e-3}, {1e-3, 1e-3, 1e-3}}};
-  Instantiation inst;
-  inst.instances = {{0, 0, 1, 1.0}, {1, 1, 1, 1.0}};
-  inst.group_of.assign(2 * kNumGroupKinds, -1);
-  inst.group_of[0 * kNumGroupKinds + static_cast<int>(GroupKind::kDp)] = 0;
-  inst.group_of[1 * kNumGroupKinds + static_cast<int>(GroupKind::kDp)] = 0;
-  inst.group_size = {2};
+  const Instantiation inst = pair_in_group(GroupKind::kDp, {0, 0, 1, 1.0}, {1, 1, 1, 1.0});
   RunOptions shared;
   shared.share_network = true;
   const RunResult r = run_engine(g, inst, d, shared);
