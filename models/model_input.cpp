@@ -26,7 +26,6 @@ json apply_overrides(json base, const json& overrides) {
 
 namespace {
 
-// Parses base + overrides and reports the override keys the importer ignored.
 // The user's own object may give the multi-token prediction depth count in both spellings only if they agree (a
 // preset's num_nextn_predict_layers is overridden by mtp_num_layers instead).
 void check_mtp_spellings(const json& given, const std::string& path) {
@@ -38,6 +37,7 @@ void check_mtp_spellings(const json& given, const std::string& path) {
   }
 }
 
+// Parses base + overrides and reports the override keys the importer ignored.
 ModelSpec with_overrides(json base, const json& overrides, const std::string& path, std::vector<std::string>* warnings) {
   check_mtp_spellings(overrides, path);
   std::vector<std::string> unread;

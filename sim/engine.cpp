@@ -53,9 +53,10 @@ struct RunningTransfer {
   std::uint8_t directions = 0;  // bit 0: it sends through the network port, bit 1: it receives
   double remaining = 0;         // nanoseconds of work left at the whole port's speed
   Nanoseconds since = 0;        // when `remaining` was last updated
-  int share = 1;                // transfers on its busiest direction, itself included
+  int share = 0;                // transfers on its busiest direction, itself included (0: not yet timed)
   Nanoseconds end = 0;
   std::int64_t event = -1;      // seq of the queued completion event that stands for it
+  std::int32_t group = -1;      // the TransferGroup it ends with (-1: it ends on its own)
 };
 
 constexpr std::uint8_t kSends = 1, kReceives = 2;
@@ -213,7 +214,7 @@ class Simulation {
     for (RunningTransfer& r : transfers_[i]) {
       const int share = port_share(i, r.directions);
       if (share == r.share) continue;
-      r.remaining = std::max(0.0, r.remaining - static_cast<double>(now - r.since) / r.share);
+      if (r.share > 0) r.remaining = std::max(0.0, r.remaining - static_cast<double>(now - r.since) / r.share);
       r.since = now;
       r.share = share;
       r.end = after(now, static_cast<Nanoseconds>(std::llround(r.remaining * share)));
@@ -231,23 +232,22 @@ class Simulation {
     r.directions = dirs;
     r.remaining = static_cast<double>(d);
     r.since = now;
-    r.share = 1;  // reshare() sets its real share and queues its completion
-    r.end = after(now, d);
-    r.event = next_seq_;
-    events_.push({r.end, next_seq_++, instance, task});
     transfers_[i].push_back(r);
-    reshare(instance, now);
+    reshare(instance, now);  // times it (share 0 -> its real share) and queues its completion
   }
 
-  void end_transfer(std::int32_t instance, std::int32_t task, Nanoseconds now) {
+  // The transfer's part is done: it leaves the port, the others speed up. Returns its TransferGroup (-1: none).
+  std::int32_t end_transfer(std::int32_t instance, std::int32_t task, Nanoseconds now) {
     const auto i = static_cast<std::size_t>(instance);
     auto& running = transfers_[i];
     const auto it = std::find_if(running.begin(), running.end(), [&](const RunningTransfer& r) { return r.task == task; });
-    if (it == running.end()) return;
+    if (it == running.end()) return -1;
     if (it->directions & kSends) --port_users_[i][0];
     if (it->directions & kReceives) --port_users_[i][1];
+    const std::int32_t group = it->group;
     running.erase(it);
     reshare(instance, now);
+    return group;
   }
 
   const Program& program(std::size_t instance) const {
@@ -324,26 +324,23 @@ class Simulation {
   void start_group(const std::vector<Arrival>& members, Nanoseconds now) {
     Nanoseconds d = 0;
     for (const Arrival& a : members) d = std::max(d, duration(a.instance, a.task));
+    for (const Arrival& a : members) start(a.instance, a.task, now, d);
     // Members re-timed by their own ports' sharing still end together, when the last has done its part.
-    if (share_network_ && std::all_of(members.begin(), members.end(), [&](const Arrival& a) {
+    if (!share_network_ || !std::all_of(members.begin(), members.end(), [&](const Arrival& a) {
           return directions(static_cast<std::size_t>(a.instance), a.task) != 0;
         })) {
-      std::int32_t id = -1;
-      if (free_transfer_groups_.empty()) {
-        id = static_cast<std::int32_t>(transfer_groups_.size());
-        transfer_groups_.emplace_back();
-      } else {
-        id = free_transfer_groups_.back();
-        free_transfer_groups_.pop_back();
-      }
-      transfer_groups_[static_cast<std::size_t>(id)] = {members, static_cast<int>(members.size())};
-      for (const Arrival& a : members) group_of_transfer_[transfer_key(a.instance, a.task)] = id;
+      return;
     }
-    for (const Arrival& a : members) start(a.instance, a.task, now, d);
-  }
-
-  static std::uint64_t transfer_key(std::int32_t instance, std::int32_t task) {
-    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(instance)) << 32) | static_cast<std::uint32_t>(task);
+    std::int32_t id = static_cast<std::int32_t>(transfer_groups_.size());
+    if (free_transfer_groups_.empty()) {
+      transfer_groups_.emplace_back();
+    } else {
+      id = free_transfer_groups_.back();
+      free_transfer_groups_.pop_back();
+    }
+    transfer_groups_[static_cast<std::size_t>(id)] = {members, static_cast<int>(members.size())};
+    // start() has just appended each member's transfer to its instance's list.
+    for (const Arrival& a : members) transfers_[static_cast<std::size_t>(a.instance)].back().group = id;
   }
 
   // A task's completion event came due. A network transfer frees its share of the port now; one of a group of
@@ -351,16 +348,13 @@ class Simulation {
   // on its own (finish() is the caller's).
   bool transfer_done(std::int32_t instance, std::int32_t task, Nanoseconds now) {
     if (directions(static_cast<std::size_t>(instance), task) == 0) return true;
-    end_transfer(instance, task, now);
-    const auto it = group_of_transfer_.find(transfer_key(instance, task));
-    if (it == group_of_transfer_.end()) return true;
-    const std::int32_t it_id = it->second;
-    TransferGroup& g = transfer_groups_[static_cast<std::size_t>(it_id)];
-    group_of_transfer_.erase(it);
+    const std::int32_t group = end_transfer(instance, task, now);
+    if (group < 0) return true;
+    TransferGroup& g = transfer_groups_[static_cast<std::size_t>(group)];
     if (--g.running > 0) return false;
     const std::vector<Arrival> members = std::move(g.members);
     g.members.clear();
-    free_transfer_groups_.push_back(it_id);
+    free_transfer_groups_.push_back(group);
     for (const Arrival& a : members) finish(a.instance, a.task, now);
     return false;
   }
@@ -535,7 +529,6 @@ class Simulation {
   std::vector<std::vector<std::uint8_t>> directions_;     // per program and task: network_directions()
   std::vector<TransferGroup> transfer_groups_;
   std::vector<std::int32_t> free_transfer_groups_;  // transfer_groups_ slots to reuse
-  std::unordered_map<std::uint64_t, std::int32_t> group_of_transfer_;  // (instance, task) -> transfer_groups_ index
   std::vector<RunningCompute> running_;
   std::vector<std::array<Lane, kNumLanes>> lanes_;  // per instance (lanes exist only when lanes_on_)
   std::vector<DeferredGroup> deferred_;

@@ -182,7 +182,8 @@ TrainingSpec parse_training(const json& value, const ModelSpec& model) {
                            "--recompute-granularity selective)");
     }
     if (!modules->is_array()) throw Error::invalid(field, describe_json(*modules), "must be a list of module names");
-    t.recompute_modules = {false, false, false, false, false, false, false};
+    t.recompute_modules = {};
+    t.recompute_modules.core_attn = false;  // the list replaces Megatron's default, not adds to it
     for (const json& m : *modules) {
       const std::string name = m.is_string() ? m.get<std::string>() : describe_json(m);
       const auto* known = std::find_if(std::begin(kRecomputeModuleNames), std::end(kRecomputeModuleNames),

@@ -56,6 +56,9 @@ struct LoweringContext {
   const GroupPlacement& placement(GroupKind kind, int stage) const;
   /// Elements of `tensor` held by one rank.
   std::int64_t local_elements(const ParamTensor& tensor) const;
+  /// Elements of the (padded, vocabulary-parallel) word embedding one rank holds: padded_vocab / tp x hidden, the
+  /// size of every copy of it (a tied LM head, the one multi-token prediction reads on the last stage).
+  std::int64_t word_embedding_elements() const { return padded_vocab / tp * model.hidden_size; }
   /// Ranks that share (and so shard under ZeRO) the data-parallel gradients: dp x cp.
   int data_parallel_ranks() const { return plan.dp * plan.cp; }
   /// Ranks that share the routed-expert gradients: the expert-data-parallel size tp x cp x dp / (ep x etp).

@@ -71,8 +71,10 @@ void DataParallelLowering::emit_bucket_reduction(Emitter& emit, const std::vecto
                                                   TaskId fallback, std::vector<TaskId>& done, int only_chunk) {
   std::vector<TaskId> ready(groups_.size(), -1);
   for (const ParamUse& use : grad_ready) {
+    if (only_chunk >= 0 && use.chunk != only_chunk) continue;
     // A group used twice (the LM head and embedding with multi-token prediction) is ready after its last use.
-    if (only_chunk < 0 || use.chunk == only_chunk) ready[find_group(use)] = std::max(ready[find_group(use)], use.grad_ready);
+    TaskId& r = ready[find_group(use)];
+    r = std::max(r, use.grad_ready);
   }
   // Issue buckets in the order their gradients complete: by the task that finishes each bucket.
   std::vector<std::pair<TaskId, std::size_t>> order;
@@ -236,7 +238,7 @@ void DataParallelLowering::emit_epilogue(Emitter& emit, const std::vector<ParamU
   const bool first_or_last = stage_ == 0 || stage_ == ctx_.plan.pp - 1;
   const bool shared_embedding = ctx_.model.tie_word_embeddings || ctx_.model.mtp_num_layers > 0;
   if (shared_embedding && ctx_.plan.pp > 1 && first_or_last && !ctx_.layout.mirrored) {
-    const Bytes bytes = ctx_.padded_vocab / ctx_.tp * ctx_.model.hidden_size * ctx_.grad_bytes;
+    const Bytes bytes = ctx_.word_embedding_elements() * ctx_.grad_bytes;
     TaskId t = emit.collective("embedding_grad", Stream::kDp, GroupKind::kEmbedding, CollectiveKind::kAllReduce, bytes,
                                {last_backward});
     if (t >= 0) done.push_back(t);

@@ -260,29 +260,25 @@ TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* par
     x = emit_.collective("moe_dispatch", Stream::kEp, GroupKind::kExpertTp, CollectiveKind::kReduceScatter,
                          z.received * h * act, {x});
   }
-  // Delayed, the weight gradients take the compute stream while the dispatch's backward communication runs.
-  const auto delayed_wgrads = [&] {
-    if (!delay) return;
-    down_wgrad();
-    up_wgrad();
-  };
   if (flex) {
     // The copies' gradients are summed per token on this rank, and the dispatch's backward (a combine) adds the
     // ranks' sums at the token's home.
     x = emit_.elementwise("moe_permute", z.received * h * act, fb.received, {x});
     x = emit_.expert_dispatch("moe_dispatch", fb.nvlink, fb.network, {x});
-    delayed_wgrads();
   } else if (gather_dispatch) {
     x = emit_.elementwise("moe_permute", z.received / p.etp * h * act, z.tokens * p.ep * h * act, {x});
     x = emit_.collective("moe_dispatch", Stream::kEp, GroupKind::kEp, CollectiveKind::kReduceScatter,
                          z.tokens * h * act * p.ep, {x});
-    delayed_wgrads();
   } else {
     x = emit_.elementwise("moe_sort_chunks", z.received / p.etp * h * act, z.received / p.etp * h * act, {x});
     x = emit_.collective("moe_dispatch", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllToAll, sent, {x});
-    delayed_wgrads();
-    x = emit_.elementwise("moe_permute", z.copies * h * act, z.tokens * h * act, {x});
   }
+  // Delayed, the weight gradients take the compute stream while the dispatch's backward communication runs.
+  if (delay) {
+    down_wgrad();
+    up_wgrad();
+  }
+  if (!flex && !gather_dispatch) x = emit_.elementwise("moe_permute", z.copies * h * act, z.tokens * h * act, {x});
   // Router backward: softmax/top-k gradient, then the router's input and weight gradients.
   TaskId r = emit_.elementwise("router_topk", z.tokens * E * 4 + z.copies * 4, z.tokens * E * 4, {x});
   emit_.release(r, z.tokens * E * 4);

@@ -36,8 +36,6 @@ void MtpLowering::record(std::vector<ParamUse>* params, const char* name, int la
   }
 }
 
-Bytes MtpLowering::extra_saved() const { return hidden_sp_ + concat_sp_ + hidden_sp_; }
-
 TaskId MtpLowering::forward(TaskId hidden, const SavePolicy& save, std::vector<ParamUse>* params) {
   const std::int64_t T = ctx_.tokens, h = ctx_.model.hidden_size;
   const bool sp = ctx_.plan.sequence_parallel && ctx_.tp > 1;

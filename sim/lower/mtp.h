@@ -27,9 +27,6 @@ class MtpLowering {
   /// `depth`: 0-based, below model.mtp_num_layers.
   MtpLowering(Emitter& emit, int depth);
 
-  /// The depth's layer index (num_layers + depth).
-  int layer() const { return layer_; }
-
   /// Emits the forward pass from `hidden` (the task producing the incoming hidden state) and returns the task that
   /// produces the depth's normed output, the LM head's input.
   TaskId forward(TaskId hidden, const SavePolicy& save, std::vector<ParamUse>* params);
@@ -37,9 +34,6 @@ class MtpLowering {
   /// Emits the backward pass from `grad` (the gradient of the depth's output) and returns the task producing the
   /// gradient of the incoming hidden state. With weight-gradient-only emission (ZB-H1's W step) `grad` is -1.
   TaskId backward(TaskId grad, std::vector<ParamUse>* params);
-
-  /// Bytes the depth saves for one micro-batch beyond its transformer layer.
-  Bytes extra_saved() const;
 
  private:
   // The parameter group the shifted-token embedding reads: the word embedding itself on a one-stage pipeline, else

@@ -76,14 +76,14 @@ std::vector<ParamGroup> head_param_groups(const LoweringContext& ctx, int chunk)
   auto out = collect(ctx, head_param_tensors(ctx.padded_model), kHeadGroups, -1, chunk);
   if (ctx.model.tie_word_embeddings && ctx.plan.pp > 1) {
     // Megatron keeps a copy of the word embedding on the last stage to use as the LM head.
-    out.push_back({chunk, -1, "lm_head", ctx.padded_vocab / ctx.tp * ctx.model.hidden_size});
+    out.push_back({chunk, -1, "lm_head", ctx.word_embedding_elements()});
   }
   if (ctx.model.mtp_num_layers > 0 && ctx.layout.virtual_stages() > 1 && !ctx.layout.mirrored &&
       !ctx.model.tie_word_embeddings) {
     // Multi-token prediction embeds the shifted tokens on this rank: Megatron-Core builds the word embedding here
     // too (GPTModel with mtp_process), kept in step with the first stage's like a tied embedding. DualPipe's rank
     // that holds the head holds the embedding chunk too, and the two share it (DeepSeek-V3 report Section 3.2.1).
-    out.push_back({chunk, -1, "word_embedding", ctx.padded_vocab / ctx.tp * ctx.model.hidden_size});
+    out.push_back({chunk, -1, "word_embedding", ctx.word_embedding_elements()});
   }
   return out;
 }

@@ -49,7 +49,7 @@ std::vector<ParamUnit> ShardedParamsLowering::units(int chunk) const {
       // otherwise the copy on this rank belongs to the first depth (and with tied embeddings the head gathers it
       // again as its LM head).
       ParamUnit& first_depth = out[out.size() - static_cast<std::size_t>(ctx_.model.mtp_num_layers)];
-      const std::int64_t word = ctx_.padded_vocab / ctx_.tp * ctx_.model.hidden_size;
+      const std::int64_t word = ctx_.word_embedding_elements();
       first_depth.elements += word;
       if (layout.virtual_stages() == 1) {
         first_depth.external += word;
@@ -62,7 +62,7 @@ std::vector<ParamUnit> ShardedParamsLowering::units(int chunk) const {
     if (per_parameter_ && ctx_.model.tie_word_embeddings && group_elements(groups, "lm_head") == 0) {
       // Megatron-DeepSpeed registers the tied word embedding as an external parameter of the head's module, so
       // DeepSpeed gathers it again there (and holds it while the head runs).
-      const std::int64_t word = ctx_.padded_vocab / ctx_.tp * ctx_.model.hidden_size;
+      const std::int64_t word = ctx_.word_embedding_elements();
       head.elements += word;
       head.external = word;
     }

@@ -356,19 +356,15 @@ class StageLowering {
     return g;
   }
 
-  // A multi-token prediction depth's backward: its output's gradient is its head's plus, below the last depth, the
-  // next depth's gradient of its input (summed by autograd: one add). Depth 0's input gradient joins the main
-  // hidden state's `g` the same way; deeper depths pass `g` on.
+  // A multi-token prediction depth's backward from the gradient of its output (`mtp_grad[d]`). The gradient of
+  // its input is summed by autograd (one add) into the previous depth's output gradient, or for depth 0 into the
+  // main hidden state's `g`; deeper depths pass `g` on.
   TaskId mtp_backward(int layer, TaskId g, std::vector<TaskId>& mtp_grad, std::vector<ParamUse>* params) {
     const auto d = static_cast<std::size_t>(layer - ctx_.model.num_layers);
-    const auto add = [&](TaskId a, TaskId b) {
-      const Bytes x = hidden_bytes_;
-      return emit_.elementwise("mtp_grad_sum", 2 * x, x, {a, b});
-    };
-    TaskId grad = mtp_grad[d];
-    if (d + 1 < mtp_grad.size()) grad = add(grad, mtp_carry_);
-    mtp_carry_ = MtpLowering(emit_, static_cast<int>(d)).backward(grad, params);
-    return d == 0 ? add(g, mtp_carry_) : g;
+    const TaskId input_grad = MtpLowering(emit_, static_cast<int>(d)).backward(mtp_grad[d], params);
+    TaskId& into = d == 0 ? g : mtp_grad[d - 1];
+    into = emit_.elementwise("mtp_grad_sum", 2 * hidden_bytes_, hidden_bytes_, {into, input_grad});
+    return g;
   }
 
   static int layers_in(const std::vector<ParamUnit>& units) {
@@ -396,7 +392,6 @@ class StageLowering {
   ShardedParamsLowering sharded_;
   Bytes hidden_bytes_ = 0;
   std::vector<TaskId> pending_sends_;  // blocking sends not yet waited for
-  TaskId mtp_carry_ = -1;              // the gradient a multi-token prediction depth passes to the one before
   std::vector<TaskId> loss_;           // per micro-batch: the last task of its forward through the head
   std::vector<ParamUse> first_uses_;
   std::vector<ParamUse> grad_ready_;

@@ -4,6 +4,7 @@
 // expert; one MTP depth, num_nextn_predict_layers 1).
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <map>
 
 #include "models/model_flops.h"
@@ -191,25 +192,37 @@ TEST_CASE("ZeRO-3 gathers the embedding for the MTP depth before it runs, and me
         "cluster": {"preset": "dgx-h100", "num_gpus": 16}, "parallel": {"tp": 1, "pp": )") + pp + R"(, "ep": 8, "zero_stage": 3},
         "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 16, "precision": "bf16"}})"));
     const Program& last = g.programs.back();
-    // The first micro-batch's forward: the shifted-token embedding runs after a gather that covers the word
-    // embedding (the first MTP unit's), issued before it.
-    std::size_t embedding = 0, gather_before = 0;
-    double gathered = 0;
-    for (std::size_t i = 0; i < last.tasks.size(); ++i) {
+    // The first micro-batch's forward: the shifted-token embedding (the depth unit's first task) waits for the
+    // unit's gather, issued ahead of it (FSDP's prefetch): its dense part, after its expert part on the same stream.
+    std::size_t embedding = 0;
+    for (std::size_t i = 0; i < last.tasks.size() && embedding == 0; ++i) {
       const Task& t = last.tasks[i];
-      if (t.microbatch == 0 && t.phase == Phase::kForward && std::string(t.label) == "mtp_embedding" && embedding == 0) embedding = i;
+      if (t.microbatch == 0 && t.phase == Phase::kForward && std::string(t.label) == "mtp_embedding") embedding = i;
     }
     REQUIRE(embedding > 0);
-    for (std::size_t i = 0; i < embedding; ++i) {
-      const Task& t = last.tasks[i];
-      const auto* c = std::get_if<CollectiveOp>(&last.ops[static_cast<std::size_t>(t.op)]);
-      if (c && t.layer == 4 && std::string(t.label) == "param_gather") {
-        gather_before = i;
-        gathered += static_cast<double>(c->bytes);
+    // Bytes of the param_gather tasks of `group` with an edge into `task` (and, for the dense part, of the expert
+    // part it waits for).
+    std::function<double(std::size_t, GroupKind)> gathers_into = [&](std::size_t task, GroupKind group) {
+      double bytes = 0;
+      for (std::size_t u = 0; u < task; ++u) {
+        const Task& t = last.tasks[u];
+        const auto* c = std::get_if<CollectiveOp>(&last.ops[static_cast<std::size_t>(t.op)]);
+        if (!c || t.group != group || std::string(t.label) != "param_gather") continue;
+        auto [begin, end] = boost::out_edges(static_cast<std::uint32_t>(u), last.successors);
+        for (auto e = begin; e != end; ++e) {
+          if (boost::target(*e, last.successors) != task) continue;
+          bytes += static_cast<double>(c->bytes);
+          if (group == GroupKind::kDp) bytes += gathers_into(u, GroupKind::kExpertDp);
+        }
       }
-    }
-    CHECK(gather_before > 0);
-    CHECK(gathered > kH * kVocab * 2);  // the depth's dense weights and the word embedding, bf16
+      return bytes;
+    };
+    const double gathered = gathers_into(embedding, GroupKind::kDp);
+    // The depth's dense weights and the word embedding, bf16; with pp 1 the expert-DP group has 16 / 8 = 2 ranks,
+    // so the rank's 32 experts are gathered too (with pp 2 it has one rank and they stay whole).
+    const double dense = kQDown + kQUp + kKvDown + kKvUp + kOut + kNorms + kRouter + kExpert + kEhProj + kMtpNorms;
+    const double experts = std::string(pp) == "1" ? 32 * kExpert : 0;
+    CHECK(gathered == Approx(2 * (dense + kH * kVocab + experts)));
     double weights = 0, grads = 0;
     for (const Task& t : last.tasks) {
       for (const auto& [kind, bytes] : {std::pair{t.start_kind, t.start_bytes}, std::pair{t.end_kind, t.end_bytes}}) {
