@@ -14,11 +14,20 @@ constexpr const char* kSplitKeys =
     "decoder_first_pipeline_num_layers / decoder_last_pipeline_num_layers, "
     "account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split, or pipeline_layout";
 
+// Virtual stages along a micro-batch's path: pp x vpp, or 2 pp with DualPipeV (DualPipe cuts the model in pp).
+int path_stages(const ParallelPlan& p) { return p.schedule == Schedule::kDualPipeV ? 2 * p.pp : p.pp * p.vpp; }
+
+// How the message names the virtual stages.
+std::string path_stages_text(const ParallelPlan& p) {
+  if (p.schedule == Schedule::kDualPipeV) return fmt::format("2 x pp = 2 x {} = {} (dualpipev)", p.pp, 2 * p.pp);
+  return fmt::format("pp x vpp = {} x {} = {}", p.pp, p.vpp, p.pp * p.vpp);
+}
+
 std::vector<int> from_explicit_layout(const ModelSpec& m, const ParallelPlan& p) {
-  const int n = p.pp * p.vpp;
+  const int n = path_stages(p);
   require(static_cast<int>(p.pipeline_layout.size()) == n, "parallel.pipeline_layout",
           std::to_string(p.pipeline_layout.size()) + " entries",
-          fmt::format("must have one entry per virtual stage: pp x vpp = {} x {} = {}", p.pp, p.vpp, n));
+          fmt::format("must have one entry per virtual stage: {}", path_stages_text(p)));
   int sum = std::accumulate(p.pipeline_layout.begin(), p.pipeline_layout.end(), 0);
   require(sum == m.num_layers, "parallel.pipeline_layout", fmt::format("sum {}", sum),
           fmt::format("must add up to num_hidden_layers ({})", m.num_layers));
@@ -26,13 +35,13 @@ std::vector<int> from_explicit_layout(const ModelSpec& m, const ParallelPlan& p)
 }
 
 std::vector<int> from_accounting(const ModelSpec& m, const ParallelPlan& p) {
-  const int n = p.pp * p.vpp;
+  const int n = path_stages(p);
   const int extra = (p.account_for_embedding_in_pipeline_split ? 1 : 0) + (p.account_for_loss_in_pipeline_split ? 1 : 0);
   const int slots = m.num_layers + extra;
   require(slots % n == 0, "parallel.pp", std::to_string(p.pp),
-          fmt::format("x vpp ({}) = {} virtual stages must divide num_hidden_layers ({}) plus the {} layer(s) the "
+          fmt::format("gives {} virtual stages, which must divide num_hidden_layers ({}) plus the {} layer(s) the "
                       "embedding/loss account for ({})",
-                      p.vpp, n, m.num_layers, extra, slots));
+                      path_stages_text(p), m.num_layers, extra, slots));
   std::vector<int> layers(static_cast<std::size_t>(n), slots / n);
   if (p.account_for_embedding_in_pipeline_split) layers.front() -= 1;
   if (p.account_for_loss_in_pipeline_split) layers.back() -= 1;
@@ -41,6 +50,10 @@ std::vector<int> from_accounting(const ModelSpec& m, const ParallelPlan& p) {
 
 std::vector<int> from_first_last(const ModelSpec& m, const ParallelPlan& p) {
   require(p.pp >= 2, "parallel.decoder_first_pipeline_num_layers", "set", "needs pp >= 2");
+  // DualPipeV's first rank holds both the first and the last virtual stage: Megatron's first/last-stage counts
+  // have no meaning there.
+  require(p.schedule != Schedule::kDualPipeV, "parallel.decoder_first_pipeline_num_layers", "set",
+          "is not defined for dualpipev; give parallel.pipeline_layout, one entry per virtual stage (2 x pp)");
   std::vector<int> per_stage(static_cast<std::size_t>(p.pp), -1);
   int fixed = 0, open = p.pp;
   if (p.decoder_first_pipeline_num_layers) {
@@ -82,8 +95,10 @@ int PipelineLayout::layers_on_stage(int stage) const {
 PipelineLayout make_pipeline_layout(const ModelSpec& m, const ParallelPlan& p) {
   PipelineLayout out;
   out.pp = p.pp;
-  out.vpp = p.schedule == Schedule::kDualPipe ? 2 : p.vpp;
+  const bool dualpipe = p.schedule == Schedule::kDualPipe || p.schedule == Schedule::kDualPipeV;
+  out.vpp = dualpipe ? 2 : p.vpp;
   out.mirrored = p.schedule == Schedule::kDualPipe;
+  out.v_shape = p.schedule == Schedule::kDualPipeV;
   const bool first_last = p.decoder_first_pipeline_num_layers || p.decoder_last_pipeline_num_layers;
   const bool accounting = p.account_for_embedding_in_pipeline_split || p.account_for_loss_in_pipeline_split;
   const bool explicit_layout = !p.pipeline_layout.empty();
@@ -96,10 +111,10 @@ PipelineLayout make_pipeline_layout(const ModelSpec& m, const ParallelPlan& p) {
   } else if (first_last) {
     out.layers = from_first_last(m, p);
   } else {
-    const int n = p.pp * p.vpp;
+    const int n = path_stages(p);
     require(m.num_layers % n == 0, "parallel.pp", std::to_string(p.pp),
-            fmt::format("x vpp ({}) = {} virtual stages must divide num_hidden_layers ({}); for an uneven split set {}",
-                        p.vpp, n, m.num_layers, kSplitKeys));
+            fmt::format("gives {} virtual stages, which must divide num_hidden_layers ({}); for an uneven split set {}",
+                        path_stages_text(p), m.num_layers, kSplitKeys));
     out.layers.assign(static_cast<std::size_t>(n), m.num_layers / n);
   }
   out.first_layer.resize(out.layers.size());

@@ -6,6 +6,10 @@
 // DualPipe (arXiv:2412.19437 Section 3.2.1) mirrors instead: the model is cut into pp stages and rank s holds two
 // chunks, stage s (chunk 0, run by micro-batches fed at rank 0) and a copy of stage pp - 1 - s (chunk 1, run by
 // micro-batches fed at rank pp - 1, which travel towards rank 0).
+// DualPipeV (github.com/deepseek-ai/DualPipe, dualpipev.py: DualPipe "cut in half") folds the model in a V: it is
+// cut into 2 pp virtual stages and rank s holds virtual stage s (chunk 0) and 2 pp - 1 - s (chunk 1). Every
+// micro-batch enters at rank 0, runs chunk 0 down to the last rank, turns there to chunk 1 on the same rank and
+// runs back up to rank 0, which also holds the LM head and loss.
 
 #include <vector>
 
@@ -18,18 +22,30 @@ struct PipelineLayout {
   int pp = 1;
   int vpp = 1;                   // chunks per rank (2 with DualPipe)
   bool mirrored = false;         // DualPipe's two copies
+  bool v_shape = false;          // DualPipeV's fold
   std::vector<int> layers;       // per virtual stage, in the order a micro-batch runs them
   std::vector<int> first_layer;  // global index of each virtual stage's first layer
 
   int virtual_stages() const { return static_cast<int>(layers.size()); }
-  /// The position of (stage, chunk) along its micro-batches' path: chunk x pp + stage, or with DualPipe the model
-  /// stage the chunk holds.
+  /// The position of (stage, chunk) along its micro-batches' path: chunk x pp + stage, with DualPipe the model
+  /// stage the chunk holds, with DualPipeV stage on the way down and 2 pp - 1 - stage on the way back.
   int virtual_stage(int stage, int chunk) const {
     if (mirrored) return chunk == 0 ? stage : pp - 1 - stage;
+    if (v_shape) return chunk == 0 ? stage : 2 * pp - 1 - stage;
     return chunk * pp + stage;
   }
-  /// Whether the chunk's micro-batches travel from the last rank towards the first (DualPipe's chunk 1).
-  bool reversed(int chunk) const { return mirrored && chunk == 1; }
+  /// Whether the chunk's micro-batches travel from the last rank towards the first (DualPipe's and DualPipeV's
+  /// chunk 1).
+  bool reversed(int chunk) const { return (mirrored || v_shape) && chunk == 1; }
+  /// DualPipeV's turn: on the last rank, chunk 0 hands its activations to chunk 1 and chunk 1 its gradients to
+  /// chunk 0 on the same GPU, with no transfer. `forward`: the forward pass's hand-over (into chunk 1), else the
+  /// backward's (into chunk 0).
+  bool turns_locally(int stage, int chunk, bool forward) const {
+    return v_shape && stage == pp - 1 && chunk == (forward ? 1 : 0);
+  }
+  /// Whether the rank that runs the LM head also holds the word embedding (DualPipe, DualPipeV), so the two
+  /// share one copy and no stage keeps an extra one.
+  bool head_beside_embedding() const { return mirrored || v_shape; }
   int layers_in(int stage, int chunk) const { return layers[static_cast<std::size_t>(virtual_stage(stage, chunk))]; }
   int first_layer_of(int stage, int chunk) const {
     return first_layer[static_cast<std::size_t>(virtual_stage(stage, chunk))];

@@ -74,10 +74,22 @@ std::vector<ScheduleStep> zb_h1(int pp, int stage, int microbatches) {
 }
 
 // DualPipe's order (see the header). Steps name a direction by phase: 0 the near one, 1 the far one.
+// DualPipeV runs the same eight phases as the first half of a DualPipe pipeline of 2 pp ranks, with rank s in the
+// place of DualPipe's rank s, chunk 0 (the way down) as the near direction and all micro-batches through each chunk.
 class DualPipeOrder {
  public:
   DualPipeOrder(int pp, int stage, int microbatches)
       : half_pp_(pp / 2), h_(std::min(stage, pp - 1 - stage)), half_m_(microbatches / 2), flip_(stage >= pp / 2) {}
+
+  static DualPipeOrder v_shaped(int pp, int stage, int microbatches) {
+    DualPipeOrder o(pp, stage, microbatches);
+    o.half_pp_ = pp;
+    o.h_ = stage;
+    o.half_m_ = microbatches;
+    o.flip_ = false;
+    o.v_shape_ = true;
+    return o;
+  }
 
   std::vector<ScheduleStep> steps() {
     const int outer = half_pp_ - h_ - 1;  // ranks between this one and the middle
@@ -105,7 +117,9 @@ class DualPipeOrder {
 
  private:
   int direction(int phase) const { return phase ^ (flip_ ? 1 : 0); }
-  int microbatch(int dir, int k) const { return dir * half_m_ + k; }
+  // DualPipe feeds micro-batches 0 .. m/2 - 1 in direction 0 and the rest in direction 1; DualPipeV sends every
+  // micro-batch down chunk 0 and back up chunk 1.
+  int microbatch(int dir, int k) const { return v_shape_ ? k : dir * half_m_ + k; }
 
   void forward(int phase, bool paired = false) {
     const int d = direction(phase);
@@ -124,6 +138,7 @@ class DualPipeOrder {
 
   int half_pp_, h_, half_m_;
   bool flip_;  // on the second half of the ranks the near direction is direction 1
+  bool v_shape_ = false;
   std::array<int, 2> forwards_{}, backwards_{};
   std::deque<ScheduleStep> deferred_;  // B passes whose W has not run, oldest first
   std::vector<ScheduleStep> out_;
@@ -135,6 +150,7 @@ std::vector<ScheduleStep> pipeline_steps(Schedule schedule, int pp, int vpp, int
   if (schedule == Schedule::kGPipe) return gpipe(microbatches);
   if (schedule == Schedule::kZbH1) return zb_h1(pp, stage, microbatches);
   if (schedule == Schedule::kDualPipe) return DualPipeOrder(pp, stage, microbatches).steps();
+  if (schedule == Schedule::kDualPipeV) return DualPipeOrder::v_shaped(pp, stage, microbatches).steps();
   if (vpp > 1) return interleaved(pp, vpp, stage, microbatches);
   return one_f_one_b(pp, stage, microbatches);
 }

@@ -48,6 +48,14 @@ struct ScheduleStep {
 ///   in micro-batch order per direction. The bubble is (pp/2 - 1)(F&B + B - 3W), with B a whole backward and F&B an
 ///   overlapped pair; pp + 1 micro-batches are in flight on every rank; each rank holds two stages' parameters.
 ///   Errors: none here (the scenario checks pp even and m >= 2 pp, m even).
+/// - DualPipeV (github.com/deepseek-ai/DualPipe, dualpipev.py; Sea AI Lab's "cut-in-half" of DualPipe): every
+///   micro-batch runs chunk 0 (virtual stage s) down the ranks and chunk 1 (virtual stage 2 pp - 1 - s) back.
+///   Rank s runs: 2 (pp - s - 1) F0; s + 1 of (F0, F1); pp - s - 1 of (B1 without its W, W, F1); m - 2 pp + s + 1
+///   of (F0 & B1, F1 & B0) as overlapped pairs (the last rank runs its first F0 and B1 back to back); pp - s - 1 of
+///   (B1, F1 & B0); s + 1 of (B1, B0), splitting off W from the middle one on (before B1 on odd ranks, before B0
+///   on even ones); pp - s - 1 of (W, B0 without its W); the remaining W, first in, first out. Each rank holds
+///   one copy of its two chunks; the bubble is (pp - 1)(F&B + B - 3W) for F, B, W of one chunk, DualPipe's
+///   (PP/2 - 1)(F&B + B - 3W) with PP = 2 pp model stages (the DualPipe README's table). Needs m >= 2 pp.
 std::vector<ScheduleStep> pipeline_steps(Schedule schedule, int pp, int vpp, int stage, int microbatches);
 
 }  // namespace orrery

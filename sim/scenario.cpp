@@ -31,6 +31,7 @@ const char* to_string(Schedule s) {
     case Schedule::kGPipe: return "gpipe";
     case Schedule::kZbH1: return "zb-h1";
     case Schedule::kDualPipe: return "dualpipe";
+    case Schedule::kDualPipeV: return "dualpipev";
   }
   return "?";
 }

@@ -19,7 +19,7 @@ namespace orrery {
 enum class Precision { kFp32, kFp16, kBf16, kFp8 };
 enum class Recompute { kNone, kSelective, kFull };
 enum class AttentionBackend { kFlash, kUnfused };
-enum class Schedule { k1F1B, kGPipe, kZbH1, kDualPipe };  // 1F1B is interleaved when vpp > 1
+enum class Schedule { k1F1B, kGPipe, kZbH1, kDualPipe, kDualPipeV };  // 1F1B is interleaved when vpp > 1
 enum class Optimizer { kAdam, kSgd };
 /// Which software runs the step: Megatron-LM/Megatron-Core (fused kernels, bf16 parameters with fp32 master
 /// weights), plain PyTorch eager on a Hugging Face model (sim/lower/pytorch_step.h), or Megatron-DeepSpeed with
@@ -41,7 +41,8 @@ enum class FlexBackend { kDeepEP, kHybridEP };
 inline constexpr std::pair<const char*, Recompute> kRecomputeNames[] = {
     {"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}};
 inline constexpr std::pair<const char*, Schedule> kScheduleNames[] = {
-    {"1f1b", Schedule::k1F1B}, {"gpipe", Schedule::kGPipe}, {"zb-h1", Schedule::kZbH1}, {"dualpipe", Schedule::kDualPipe}};
+    {"1f1b", Schedule::k1F1B}, {"gpipe", Schedule::kGPipe}, {"zb-h1", Schedule::kZbH1}, {"dualpipe", Schedule::kDualPipe},
+    {"dualpipev", Schedule::kDualPipeV}};
 
 const char* to_string(Precision p);
 const char* to_string(Recompute r);

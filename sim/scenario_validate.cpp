@@ -23,7 +23,8 @@ void reject_unmodelled(const Scenario& s) {
   // Attention sinks (GPT-OSS) add one learned logit per head to each softmax denominator: its parameters are
   // counted, its cost (one term per query row and head) is below the attention kernel's resolution, so it lowers
   // as ordinary attention.
-  if ((p.schedule == Schedule::kZbH1 || p.schedule == Schedule::kDualPipe) && p.zero_stage >= 2) {
+  const bool dualpipe = p.schedule == Schedule::kDualPipe || p.schedule == Schedule::kDualPipeV;
+  if ((p.schedule == Schedule::kZbH1 || dualpipe) && p.zero_stage >= 2) {
     throw Error::not_modelled("parallel.zero_stage", str(p.zero_stage),
                               fmt::format("ZeRO-2/3 with the {} schedule (gradient sharding per split backward step)",
                                           to_string(p.schedule)));
@@ -33,20 +34,27 @@ void reject_unmodelled(const Scenario& s) {
                               fmt::format("multi-token prediction with framework {} (set it to 0 to train without)",
                                           to_string(s.training.framework)));
   }
-  if (p.schedule == Schedule::kDualPipe) {
+  if (dualpipe) {
+    const char* name = to_string(p.schedule);
     if (s.training.cpu_offloading_num_layers > 0) {
       throw Error::not_modelled("training.cpu_offloading_num_layers", str(s.training.cpu_offloading_num_layers),
-                                "activation offload with the dualpipe schedule");
+                                fmt::format("activation offload with the {} schedule", name));
     }
     // DualPipe posts each chunk's transfers as one batch and waits for its receives; Orrery runs the sends
     // without waiting for them, which blocking Megatron-style transfers would need.
     if (!p.overlap_p2p_comm) {
-      throw Error::not_modelled("parallel.overlap_p2p_comm", "false", "blocking pipeline transfers with dualpipe");
+      throw Error::not_modelled("parallel.overlap_p2p_comm", "false",
+                                fmt::format("blocking pipeline transfers with {}", name));
     }
     if (s.training.framework != Framework::kMegatron) {
       throw Error::not_modelled("training.framework", to_string(s.training.framework),
-                                "the dualpipe schedule outside a Megatron-style framework");
+                                fmt::format("the {} schedule outside a Megatron-style framework", name));
     }
+  }
+  // DualPipeV's head runs beside the embedding on rank 0; the tied LM head's use of the embedding's parameters
+  // (one group serving both chunks) is not lowered.
+  if (p.schedule == Schedule::kDualPipeV && s.model.tie_word_embeddings) {
+    throw Error::not_modelled("model.tie_word_embeddings", "true", "tied embeddings with the dualpipev schedule");
   }
 }
 
@@ -227,7 +235,7 @@ void check_pipeline(Scenario& s) {
     require(p.pp >= 2, "parallel.vpp", str(p.vpp), "needs pp >= 2 (interleaving splits each pipeline rank's layers)");
     require(p.schedule == Schedule::k1F1B, "parallel.schedule", to_string(p.schedule),
             "must be 1f1b when vpp > 1 (the interleaved 1F1B schedule; zb-h1 has one model chunk per rank, "
-            "dualpipe two of its own)");
+            "dualpipe and dualpipev two of their own)");
     require(s.num_microbatches() % p.pp == 0, "training.global_batch_size", str(s.training.global_batch_size),
             fmt::format("gives {} micro-batches per pipeline, which the interleaved schedule needs to be a multiple "
                         "of pp ({})", s.num_microbatches(), p.pp));
@@ -240,6 +248,13 @@ void check_pipeline(Scenario& s) {
     require(m % 2 == 0 && m >= 2 * p.pp, "training.global_batch_size", str(s.training.global_batch_size),
             fmt::format("gives {} micro-batches per pipeline; dualpipe needs an even number, at least 2 x pp ({})", m,
                         2 * p.pp));
+  }
+  if (p.schedule == Schedule::kDualPipeV) {
+    // dualpipev.py's step() asserts num_chunks >= 2 x pp: its warm-up alone runs 2 pp - 1 forwards on rank 0.
+    require(p.pp >= 2, "parallel.pp", str(p.pp), "must be at least 2 with dualpipev (one rank folds nothing)");
+    const int m = s.num_microbatches();
+    require(m >= 2 * p.pp, "training.global_batch_size", str(s.training.global_batch_size),
+            fmt::format("gives {} micro-batches per pipeline; dualpipev needs at least 2 x pp ({})", m, 2 * p.pp));
   }
   make_pipeline_layout(s.model, p);  // throws on a bad split
 }

@@ -234,10 +234,11 @@ void DataParallelLowering::emit_epilogue(Emitter& emit, const std::vector<ParamU
   if (ctx_.layout.mirrored) emit_mirror_reduction(emit, grad_ready, last_backward, done);
   // Tied embeddings (or the embedding copy multi-token prediction reads) across pipeline stages: the first and last
   // stage all-reduce their copies' gradients (Megatron-Core finalize_model_grads, after the data-parallel reduction).
-  // (DualPipe's first and last ranks hold both ends, whose copies the mirror reduction has already summed.)
+  // (DualPipe's first and last ranks hold both ends, whose copies the mirror reduction has already summed; DualPipeV's
+  // first rank holds both ends, one copy.)
   const bool first_or_last = stage_ == 0 || stage_ == ctx_.plan.pp - 1;
   const bool shared_embedding = ctx_.model.tie_word_embeddings || ctx_.model.mtp_num_layers > 0;
-  if (shared_embedding && ctx_.plan.pp > 1 && first_or_last && !ctx_.layout.mirrored) {
+  if (shared_embedding && ctx_.plan.pp > 1 && first_or_last && !ctx_.layout.head_beside_embedding()) {
     const Bytes bytes = ctx_.word_embedding_elements() * ctx_.grad_bytes;
     TaskId t = emit.collective("embedding_grad", Stream::kDp, GroupKind::kEmbedding, CollectiveKind::kAllReduce, bytes,
                                {last_backward});

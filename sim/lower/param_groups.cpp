@@ -78,11 +78,12 @@ std::vector<ParamGroup> head_param_groups(const LoweringContext& ctx, int chunk)
     // Megatron keeps a copy of the word embedding on the last stage to use as the LM head.
     out.push_back({chunk, -1, "lm_head", ctx.word_embedding_elements()});
   }
-  if (ctx.model.mtp_num_layers > 0 && ctx.layout.virtual_stages() > 1 && !ctx.layout.mirrored &&
+  if (ctx.model.mtp_num_layers > 0 && ctx.layout.virtual_stages() > 1 && !ctx.layout.head_beside_embedding() &&
       !ctx.model.tie_word_embeddings) {
     // Multi-token prediction embeds the shifted tokens on this rank: Megatron-Core builds the word embedding here
     // too (GPTModel with mtp_process), kept in step with the first stage's like a tied embedding. DualPipe's rank
-    // that holds the head holds the embedding chunk too, and the two share it (DeepSeek-V3 report Section 3.2.1).
+    // that holds the head holds the embedding chunk too, and the two share it (DeepSeek-V3 report Section 3.2.1);
+    // so does DualPipeV's rank 0.
     out.push_back({chunk, -1, "word_embedding", ctx.word_embedding_elements()});
   }
   return out;

@@ -1,6 +1,7 @@
 // The lowering driver: walks one pipeline rank's schedule and emits, per step, the point-to-point receive, the
 // embedding, the layers of the chunk, the head and loss, and the send; then the data-parallel epilogue.
 #include <algorithm>
+#include <array>
 #include <map>
 
 #include "sim/lower/context.h"
@@ -31,7 +32,8 @@ class StageLowering {
         emit_(ctx, builder_, stage),
         dp_(ctx, stage),
         sharded_(ctx, stage),
-        loss_(static_cast<std::size_t>(ctx.microbatches), -1) {
+        loss_(static_cast<std::size_t>(ctx.microbatches), -1),
+        turned_(static_cast<std::size_t>(ctx.microbatches), {-1, -1}) {
     hidden_bytes_ = ctx.tokens_sp * ctx.model.hidden_size * ctx.act_bytes;
   }
 
@@ -50,8 +52,10 @@ class StageLowering {
       if (steps[i].kind == StepKind::kBackward) last_backward[steps[i].chunk] = i;
       if (steps[i].kind == StepKind::kWeight) last_weight[steps[i].chunk] = i;
     }
-    // Merged passes: Megatron-Core's EP overlap, or DualPipe's overlapped forward-and-backward pairs.
-    const bool merged = ctx_.plan.overlap_moe_expert_parallel_comm || ctx_.plan.schedule == Schedule::kDualPipe;
+    // Merged passes: Megatron-Core's EP overlap, or DualPipe's (and DualPipeV's) overlapped forward-and-backward
+    // pairs.
+    const bool dualpipe = ctx_.plan.schedule == Schedule::kDualPipe || ctx_.plan.schedule == Schedule::kDualPipeV;
+    const bool merged = ctx_.plan.overlap_moe_expert_parallel_comm || dualpipe;
     for (const auto& [begin, end] : slots(steps)) {
       // Receives of the whole slot are posted together, with the previous slot's sends; without
       // overlap_p2p_comm the host then waits for all of them (Megatron's batched blocking p2p ops).
@@ -82,7 +86,7 @@ class StageLowering {
           // DualPipe waits for the slot's transfers before it computes (its _commit_and_wait_comm), so an overlapped
           // pair starts once both of its inputs have arrived. Its sends are not waited for (a simplification: the
           // reference also waits for the previous chunk's sends in the same batch).
-          if (ctx_.plan.schedule == Schedule::kDualPipe) {
+          if (dualpipe) {
             for (TaskId r : received) emit_.depend(head, r);
           }
         }
@@ -149,11 +153,13 @@ class StageLowering {
   }
 
   // The receive a step needs (-1 if none). With overlap_p2p_comm receives are posted as early as their stream
-  // allows; without it, when the host reaches the slot.
+  // allows; without it, when the host reaches the slot. At DualPipeV's turn the input is the other chunk's output
+  // on this rank, which the schedule has always run in an earlier slot.
   TaskId post_receive(const ScheduleStep& step) {
     const bool forward = step.kind == StepKind::kForward;
     if (step.kind == StepKind::kWeight) return -1;
     if (forward ? ctx_.layout.holds_embedding(stage_, step.chunk) : is_last(step.chunk)) return -1;
+    if (ctx_.layout.turns_locally(stage_, step.chunk, forward)) return turned(step.microbatch, forward);
     emit_.at(step.microbatch, step.chunk, -1, forward ? Phase::kForward : Phase::kBackwardInput);
     const TaskId host = ctx_.plan.overlap_p2p_comm ? -1 : last_issued_compute();
     const Transfer in = transfer(step.chunk, forward, false);
@@ -191,7 +197,17 @@ class StageLowering {
     for (TaskId t : all) emit_.depend(wait, t);
   }
 
-  void send(int chunk, bool activation, TaskId data) {
+  // DualPipeV's hand-over at the turn, per micro-batch: [0] chunk 0's forward output, [1] chunk 1's input gradient.
+  TaskId& turned(int microbatch, bool forward) {
+    return turned_[static_cast<std::size_t>(microbatch)][forward ? 0 : 1];
+  }
+
+  void send(int chunk, bool activation, TaskId data, int microbatch) {
+    // At DualPipeV's turn the output stays on this rank for the other chunk.
+    if (ctx_.layout.turns_locally(stage_, 1 - chunk, activation)) {
+      turned(microbatch, activation) = data;
+      return;
+    }
     // Posted by the host after the step's compute, with the next slot's receives.
     const TaskId host = ctx_.plan.overlap_p2p_comm ? -1 : last_issued_compute();
     const Transfer out = transfer(chunk, activation, true);
@@ -265,7 +281,7 @@ class StageLowering {
     if (is_last(step.chunk)) loss_[static_cast<std::size_t>(step.microbatch)] = x;
     emit_.at(step.microbatch, step.chunk, -1, Phase::kForward);
     emit_fp8_amax_update(emit_, layers_in(units), false, emit_.last_compute());
-    if (!is_last(step.chunk)) send(step.chunk, true, x);
+    if (!is_last(step.chunk)) send(step.chunk, true, x, step.microbatch);
   }
 
   void backward(const ScheduleStep& step, TaskId input, std::vector<ParamUse>* params) {
@@ -308,7 +324,7 @@ class StageLowering {
     emit_.set_weight_grad_mode(WeightGradMode::kInline);
     emit_.at(step.microbatch, step.chunk, -1, Phase::kBackwardInput);
     emit_fp8_amax_update(emit_, layers_in(units), true, emit_.last_compute());
-    if (!ctx_.layout.holds_embedding(stage_, step.chunk)) send(step.chunk, false, g);
+    if (!ctx_.layout.holds_embedding(stage_, step.chunk)) send(step.chunk, false, g, step.microbatch);
     if (params) dp_.after_backward_step(emit_, step.chunk, *params);
   }
 
@@ -393,6 +409,7 @@ class StageLowering {
   Bytes hidden_bytes_ = 0;
   std::vector<TaskId> pending_sends_;  // blocking sends not yet waited for
   std::vector<TaskId> loss_;           // per micro-batch: the last task of its forward through the head
+  std::vector<std::array<TaskId, 2>> turned_;  // per micro-batch: DualPipeV's hand-overs at the turn (turned())
   std::vector<ParamUse> first_uses_;
   std::vector<ParamUse> grad_ready_;
   std::vector<ParamUse> step_grads_;  // gradients of a backward step that is not the chunk's last

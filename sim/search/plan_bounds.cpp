@@ -102,6 +102,8 @@ PlanBounds plan_bounds(const Scenario& s, const CostParams& params) {
   const double m = ctx.microbatches;
   // DualPipe runs half the micro-batches through each of a rank's two chunks.
   const double per_chunk = layout.mirrored ? m / 2 : m;
+  // The rank that runs the LM head: the last, or DualPipeV's first (its chunk 1 ends the V).
+  const int head_stage = layout.v_shape ? 0 : p.pp - 1;
   double busiest = 0, last_stage = 0, last_stage_weight = 0, lightest_fwd = std::numeric_limits<double>::infinity();
   double lightest_bwd = lightest_fwd;
   std::vector<Bytes> chunk_saved(static_cast<std::size_t>(layout.vpp), 0);  // stage 0, per micro-batch
@@ -122,9 +124,9 @@ PlanBounds plan_bounds(const Scenario& s, const CostParams& params) {
       lightest_bwd = std::min(lightest_bwd, bwd_in);
     }
     busiest = std::max(busiest, work);
-    if (stage == p.pp - 1) last_stage = work;
+    if (stage == head_stage) last_stage = work;
   }
-  // The last stage also runs the LM head and loss for every micro-batch (DualPipe: for each direction's half).
+  // The head's stage also runs the LM head and loss for every micro-batch (DualPipe: for each direction's half).
   const LayerCost head = probe_head(ctx, models.models(), probe_mb);
   last_stage += per_chunk * (head.forward + head.backward);
   busiest = std::max(busiest, last_stage);
@@ -134,8 +136,9 @@ PlanBounds plan_bounds(const Scenario& s, const CostParams& params) {
                               ? (p.pp - 1) * (last_stage_weight + head.backward - head.backward_input)
                               : 0;
   PlanBounds b;
-  // DualPipe fills one direction's pipeline with the other direction's work: only the work bounds it.
-  b.time = layout.mirrored ? busiest
+  // DualPipe fills one direction's pipeline with the other direction's work, DualPipeV the way down's with the way
+  // back's: only the work bounds them.
+  b.time = layout.mirrored || layout.v_shape ? busiest
                            : std::max(busiest, (p.pp - 1) * (lightest_fwd + lightest_bwd) + last_stage - deferred);
   // The analytical bound assumes the default GEMM model; a measured profile may be faster than it.
   if (!params.profile) b.time = std::max(b.time, iteration_time_lower_bound(s, params));
@@ -212,9 +215,10 @@ Seconds iteration_time_lower_bound(const Scenario& s, const CostParams& params) 
   }
   const double forward_stage = lightest_stage * mb_tokens / rate;   // one micro-batch through the lightest stage
   const double forward_chunk = lightest_chunk * mb_tokens / rate;   // ... through the lightest virtual stage
-  // DualPipe: each chunk runs half the micro-batches, and the other direction's work fills the pipeline.
+  // DualPipe: each chunk runs half the micro-batches, and the other direction's work fills the pipeline; DualPipeV:
+  // all of them through both chunks.
   const double m = layout.mirrored ? s.num_microbatches() / 2.0 : s.num_microbatches();
-  if (layout.mirrored) return std::max(average, m * passes * forward_stage);
+  if (layout.mirrored || layout.v_shape) return std::max(average, m * passes * forward_stage);
   if (p.schedule == Schedule::kZbH1) {
     // The last stage runs all but p - 1 of its weight-gradient passes (one forward's GEMM FLOPs each) before its
     // last input-gradient pass.

@@ -21,7 +21,8 @@ struct PlanBounds {
 ///   pipeline's critical path: p - 1 lightest chunks' forwards before the last stage starts, its work, then p - 1
 ///   lightest chunks' input-gradient passes, less (ZB-H1) the p - 1 weight-gradient passes the last stage runs
 ///   after its last one (DualPipe: the busiest stage's work alone, each of its two chunks running half the
-///   micro-batches). Communication, optimizer, embedding and head only add to these.
+///   micro-batches; DualPipeV: the same with every micro-batch through both chunks, the head on stage 0).
+///   Communication, optimizer, embedding and head only add to these.
 /// `s` must be validated (candidate_scenario); then nothing throws.
 PlanBounds plan_bounds(const Scenario& s, const CostParams& params);
 
@@ -36,7 +37,7 @@ Bytes static_memory_lower_bound(const Scenario& s);
 /// cannot start before p - 1 virtual stages have run the first micro-batch's forward, then does all its own
 /// work, after which the last gradient still crosses p - 1 virtual stages (their input-gradient GEMMs); under ZB-H1
 /// the last stage's last p - 1 weight-gradient passes run meanwhile and leave its work; DualPipe's ranks fill that
-/// wait with the other direction, so for it (b) is the work alone.
+/// wait with the other direction (DualPipeV with the way back), so for them (b) is the work alone.
 Seconds iteration_time_lower_bound(const Scenario& s, const CostParams& params);
 
 }  // namespace orrery

@@ -106,3 +106,67 @@ TEST_CASE("DualPipe: every pass once, FIFO per direction, p+1 in flight, ranks s
     CHECK(mirrored == steps);
   }
 }
+
+TEST_CASE("DualPipeV: dualpipev.py's eight phases on 2 ranks, worked by hand", "[sim][schedule]") {
+  // pp 2, 4 micro-batches; chunk 0 is virtual stage s on the way down, chunk 1 virtual stage 3 - s on the way back.
+  // Rank 0: 2 F0 (phase 1), F0 F1 (2), B1 split, W, F1 (3), F0&B1 and F1&B0 (4), B1, F1&B0 (5), B1 and B0 with the
+  // split from the middle on, here B0 (6, an even rank), W and a split B0 (7), the last W (8).
+  const auto pair = [](ScheduleStep s) {
+    s.paired = true;
+    return s;
+  };
+  const auto split = [](ScheduleStep s) {
+    s.weight_deferred = true;
+    return s;
+  };
+  const auto W = [](int mb, int chunk) { return ScheduleStep{StepKind::kWeight, mb, chunk}; };
+  const std::vector<ScheduleStep> rank0{F(0), F(1), F(2), F(0, 1), split(B(0, 1)), W(0, 1), F(1, 1),
+                                        pair(F(3)), B(1, 1), pair(F(2, 1)), B(0), B(2, 1), pair(F(3, 1)), B(1),
+                                        B(3, 1), split(B(2)), W(2, 0), split(B(3)), W(3, 0)};
+  CHECK(pipeline_steps(Schedule::kDualPipeV, 2, 1, 0, 4) == rank0);
+  // Rank 1, the turn: (F0 F1) twice (2), its first F0 and B1 back to back, then F1&B0, F0&B1, F1&B0 (4), the two
+  // last (B1, B0) split from the middle on, here before B1 (6, an odd rank), and their W (8).
+  const std::vector<ScheduleStep> rank1{F(0), F(0, 1), F(1), F(1, 1), F(2), B(0, 1), pair(F(2, 1)), B(0),
+                                        pair(F(3)), B(1, 1), pair(F(3, 1)), B(1), B(2, 1), B(2),
+                                        split(B(3, 1)), split(B(3)), W(3, 1), W(3, 0)};
+  CHECK(pipeline_steps(Schedule::kDualPipeV, 2, 1, 1, 4) == rank1);
+}
+
+TEST_CASE("DualPipeV: every micro-batch down chunk 0 and back up chunk 1, FIFO, 2p+1 chunk passes in flight",
+          "[sim][schedule]") {
+  const int pp = 4, m = 10;
+  for (int stage = 0; stage < pp; ++stage) {
+    INFO("stage " << stage);
+    const auto steps = pipeline_steps(Schedule::kDualPipeV, pp, 1, stage, m);
+    std::set<std::tuple<int, int, int>> seen;
+    int in_flight = 0, most = 0, deferred = 0, weights = 0;
+    std::array<int, 2> next_forward{}, next_backward{};
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const ScheduleStep& s = steps[i];
+      seen.insert({static_cast<int>(s.kind), s.microbatch, s.chunk});
+      const auto c = static_cast<std::size_t>(s.chunk);
+      if (s.kind == StepKind::kForward) {
+        CHECK(s.microbatch == next_forward[c]++);
+        // The way back starts only after the way down has passed this rank.
+        if (s.chunk == 1) CHECK(next_forward[0] > s.microbatch);
+        most = std::max(most, ++in_flight);
+        if (s.paired) CHECK((i + 1 < steps.size() && steps[i + 1].kind == StepKind::kBackward));
+      } else if (s.kind == StepKind::kBackward) {
+        CHECK(s.microbatch == next_backward[c]++);
+        // Gradients come back up chunk 1 first, then down chunk 0.
+        if (s.chunk == 0) CHECK(next_backward[1] > s.microbatch);
+        --in_flight;
+        deferred += s.weight_deferred ? 1 : 0;
+      } else {
+        ++weights;
+        CHECK(weights <= deferred);
+      }
+    }
+    CHECK(seen.size() == steps.size());
+    CHECK(next_forward == std::array<int, 2>{m, m});
+    CHECK(next_backward == std::array<int, 2>{m, m});
+    CHECK(weights == deferred);
+    // The DualPipe README's table: activations PP + 1 of its PP = 2 pp model stages, here chunks.
+    CHECK(most == 2 * pp + 1);
+  }
+}

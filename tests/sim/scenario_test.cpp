@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "models/json_fields.h"
+#include "sim/pipeline_layout.h"
 #include "test_support.h"
 
 using namespace orrery;
@@ -100,6 +101,40 @@ TEST_CASE("dualpipe needs an even pp, no vpp, and at least 2 x pp micro-batches,
              Catch::Contains("training.global_batch_size (16)") && Catch::Contains("at least 2 x pp (8)"));
   CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "dualpipe"})", R"({"seq_length": 4096, "global_batch_size": 40})")),
              Catch::Contains("training.global_batch_size (40)") && Catch::Contains("even number"));
+}
+
+TEST_CASE("dualpipev needs pp >= 2, no vpp, at least 2 x pp micro-batches and untied embeddings",
+          "[sim][scenario][errors]") {
+  const Scenario s = scenario(with(R"({"pp": 2, "schedule": "dualpipev"})"));
+  CHECK(s.parallel.schedule == Schedule::kDualPipeV);
+  // llama3-8b's 32 layers over 2 x pp = 4 virtual stages, rank 0 holding the first and the last.
+  const PipelineLayout layout = make_pipeline_layout(s.model, s.parallel);
+  CHECK(layout.layers == std::vector<int>{8, 8, 8, 8});
+  CHECK(layout.virtual_stage(0, 1) == 3);
+  CHECK(layout.virtual_stage(1, 1) == 2);
+  CHECK(layout.holds_head(0, 1));
+  CHECK(layout.turns_locally(1, 1, true));
+  CHECK_FALSE(layout.turns_locally(0, 1, true));
+  CHECK_THAT(scenario_error(with(R"({"pp": 1, "schedule": "dualpipev"})")),
+             Catch::Contains("parallel.pp (1)") && Catch::Contains("at least 2"));
+  CHECK_THAT(scenario_error(with(R"({"pp": 2, "vpp": 2, "schedule": "dualpipev"})")),
+             Catch::Contains("parallel.schedule (dualpipev)"));
+  CHECK_THAT(scenario_error(with(R"({"pp": 4, "schedule": "dualpipev"})", R"({"seq_length": 4096, "global_batch_size": 16})")),
+             Catch::Contains("training.global_batch_size (16)") && Catch::Contains("at least 2 x pp (8)"));
+  // An odd number of micro-batches is fine (DualPipe needs an even one).
+  CHECK(scenario_error(with(R"({"pp": 2, "schedule": "dualpipev"})", R"({"seq_length": 4096, "global_batch_size": 40})")) == "");
+  CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "dualpipev", "decoder_first_pipeline_num_layers": 6})")),
+             Catch::Contains("parallel.decoder_first_pipeline_num_layers") && Catch::Contains("pipeline_layout"));
+  CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "dualpipev", "pipeline_layout": [16, 16]})")),
+             Catch::Contains("parallel.pipeline_layout") && Catch::Contains("2 x pp = 2 x 2 = 4"));
+  CHECK(scenario_error(with(R"({"pp": 2, "schedule": "dualpipev", "pipeline_layout": [7, 9, 9, 7]})")) == "");
+  CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "dualpipev", "zero_stage": 3})")),
+             Catch::StartsWith("not modelled yet:") && Catch::Contains("dualpipev"));
+  CHECK_THAT(scenario_error(R"({"model": {"preset": "llama3-8b", "tie_word_embeddings": true},
+                                "cluster": {"preset": "dgx-h100", "num_gpus": 16},
+                                "parallel": {"pp": 2, "schedule": "dualpipev"},
+                                "training": {"seq_length": 4096, "global_batch_size": 32}})"),
+             Catch::StartsWith("not modelled yet:") && Catch::Contains("model.tie_word_embeddings"));
 }
 
 TEST_CASE("sequence parallelism with tp 1 is dropped with a warning, as Megatron does", "[sim][scenario]") {

@@ -236,3 +236,39 @@ TEST_CASE("DualPipe sums each stage's two copies as soon as both are done, besid
   for (std::size_t i : mirrors) first = std::min(first, run.timings[i].start);
   CHECK(first < last_compute);
 }
+
+TEST_CASE("DualPipeV's bubble is (p-1)(F&B+B-3W) per chunk, with one copy of the parameters",
+          "[sim][schedule][engine]") {
+  const int p = 4, m = 16;
+  // 8 layers over 2p = 8 virtual stages: one layer per chunk. Untied embeddings (dualpipev's head sits beside
+  // the embedding on rank 0 and does not share its parameters).
+  const auto untied = [](std::string text) {
+    text.replace(text.find("\"vocab_size\": 128"), 17, "\"vocab_size\": 128, \"tie_word_embeddings\": false");
+    return text;
+  };
+  const Run v = run(test::scenario(untied(pipeline(p, 1, m, "dualpipev"))));
+  const Run one = run(test::scenario(untied(pipeline(p, 1, m, "1f1b"))));
+  // F, B (input gradients) and W (weight gradients) of one chunk (one layer) for micro-batch 0, on rank 1's chunk 0.
+  double f = 0, b = 0, w = 0;
+  for (const Task& t : v.graph.programs[1].tasks) {
+    if (t.microbatch != 0 || t.chunk != 0) continue;
+    const double d = v.durations.op_seconds[1][static_cast<std::size_t>(t.op)];
+    (t.phase == Phase::kForward ? f : t.phase == Phase::kBackwardWeight ? w : b) += d;
+  }
+  REQUIRE(w > 0);
+  // Each rank runs every micro-batch through both chunks; without communication a pair F&B takes F + B + W.
+  const double pair = f + b + w, whole_backward = b + w;
+  const double makespan = from_nanos(v.result.makespan);
+  CHECK(makespan == Approx(2 * m * (f + b + w) + (p - 1) * (pair + whole_backward - 3 * w)).epsilon(0.003));
+  CHECK(makespan < from_nanos(one.result.makespan));
+  // Rank s holds virtual stages s and 2p-1-s: one layer each, the same two layers' worth as 1F1B's stage s.
+  for (int s = 0; s < p; ++s) {
+    INFO("stage " << s);
+    const auto weights = [](const Run& r, int stage) {
+      return r.graph.programs[static_cast<std::size_t>(stage)].static_memory[static_cast<std::size_t>(MemoryKind::kWeights)];
+    };
+    const Bytes layers_only = weights(one, 1);  // a middle 1F1B stage: two layers, no embedding or head
+    const Bytes extra = (s == 0) ? weights(one, 0) + weights(one, p - 1) - 2 * layers_only : 0;
+    CHECK(weights(v, s) == layers_only + extra);
+  }
+}

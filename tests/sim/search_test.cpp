@@ -117,24 +117,27 @@ TEST_CASE("pruning returns exactly the exhaustive search's top ten", "[sim][sear
   CHECK(pruned.pruned_bound > 0);
 }
 
-TEST_CASE("the bounds hold for every schedule, DualPipe's two half-loaded chunks included", "[sim][search]") {
+TEST_CASE("the bounds hold for every schedule, DualPipe's two half-loaded chunks and DualPipeV's fold included",
+          "[sim][search]") {
   const Scenario s = eight_layers();
   SearchSpace space;
   space.pp = {2, 4};
   space.cp = {1};
   space.zero_stage = {1};
-  space.schedule = {Schedule::k1F1B, Schedule::kZbH1, Schedule::kDualPipe};
+  space.schedule = {Schedule::k1F1B, Schedule::kZbH1, Schedule::kDualPipe, Schedule::kDualPipeV};
   SearchOptions o;
   o.prune = false;
   const SearchResult r = run_search(s, default_space(s, space), 16, o);
-  int dualpipe = 0;
+  int dualpipe = 0, dualpipev = 0;
   for (const PlanRecord& rec : r.records) {
     if (rec.status != PlanStatus::kSimulated) continue;
     INFO(candidate_key(rec.candidate));
     CHECK(rec.lower_bound <= rec.iteration_time);
     dualpipe += rec.candidate.schedule == Schedule::kDualPipe ? 1 : 0;
+    dualpipev += rec.candidate.schedule == Schedule::kDualPipeV ? 1 : 0;
   }
   CHECK(dualpipe > 5);  // or the test proves nothing about DualPipe
+  CHECK(dualpipev > 5);
 }
 
 TEST_CASE("a plan asked to be ranked exactly gets its exhaustive rank", "[sim][search]") {

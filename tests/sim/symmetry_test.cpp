@@ -80,18 +80,22 @@ TEST_CASE("straggler classes of a MoE plan agree with every rank expanded", "[si
   CHECK(mixtral(R"("tp": 2, "sequence_parallel": true, "ep": 8)", false).instances.instances.size() == 8);
 }
 
-TEST_CASE("DualPipe's reverse transfers and mirror all-reduce pair the same with every rank expanded",
+TEST_CASE("DualPipe's and DualPipeV's reverse transfers (and DualPipe's mirror all-reduce) pair the same with every "
+          "rank expanded",
           "[sim][symmetry][schedule]") {
   // A MoE model over both directions: four pipeline stages, each rank's two chunks, experts over dp.
-  const Scenario s = test::scenario(R"({"model": {"preset": "mixtral-8x7b", "num_hidden_layers": 8},
-      "cluster": {"preset": "dgx-h100", "num_gpus": 32}, "parallel": {"tp": 2, "sequence_parallel": true, "pp": 4,
-      "ep": 4, "zero_stage": 1, "schedule": "dualpipe"}, "training": {"seq_length": 4096, "micro_batch_size": 1,
-      "global_batch_size": 32}, "stragglers": [{"rank": 9, "compute_slowdown": 1.1}]})");
-  PredictOptions expanded;
-  expanded.expansion = Expansion::kAllRanks;
-  const Prediction a = predict(s, {});
-  const Prediction b = predict(s, expanded);
-  CHECK(a.instances.instances.size() < b.instances.instances.size());
-  CHECK(a.run.makespan == b.run.makespan);
-  CHECK(a.report.peak_memory == b.report.peak_memory);
+  for (const char* schedule : {"dualpipe", "dualpipev"}) {
+    INFO(schedule);
+    const Scenario s = test::scenario(std::string(R"({"model": {"preset": "mixtral-8x7b", "num_hidden_layers": 8},
+        "cluster": {"preset": "dgx-h100", "num_gpus": 32}, "parallel": {"tp": 2, "sequence_parallel": true, "pp": 4,
+        "ep": 4, "zero_stage": 1, "schedule": ")") + schedule + R"("}, "training": {"seq_length": 4096,
+        "micro_batch_size": 1, "global_batch_size": 32}, "stragglers": [{"rank": 9, "compute_slowdown": 1.1}]})");
+    PredictOptions expanded;
+    expanded.expansion = Expansion::kAllRanks;
+    const Prediction a = predict(s, {});
+    const Prediction b = predict(s, expanded);
+    CHECK(a.instances.instances.size() < b.instances.instances.size());
+    CHECK(a.run.makespan == b.run.makespan);
+    CHECK(a.report.peak_memory == b.report.peak_memory);
+  }
 }

@@ -39,7 +39,7 @@ void ScenarioFlags::add_to(CLI::App& app) {
   add_switch(app, "--sequence-parallel,!--no-sequence-parallel", sequence_parallel, "sequence parallelism");
   app.add_option("--zero-stage", zero_stage, "ZeRO stage (1 = Megatron's distributed optimizer)")->check(kNotEmpty);
   add_switch(app, "--use-distributed-optimizer", distributed_optimizer, "ZeRO stage 1");
-  app.add_option("--schedule", schedule, "pipeline schedule: 1f1b (interleaved when vpp > 1), gpipe, zb-h1 or dualpipe")->check(kNotEmpty);
+  app.add_option("--schedule", schedule, "pipeline schedule: 1f1b (interleaved when vpp > 1), gpipe, zb-h1, dualpipe or dualpipev")->check(kNotEmpty);
   add_switch(app, "--overlap-grad-reduce,!--no-overlap-grad-reduce", overlap_grad_reduce, "overlap DP gradient reduction");
   add_switch(app, "--overlap-param-gather,!--no-overlap-param-gather", overlap_param_gather, "overlap ZeRO-1 param gather");
   add_switch(app, "--tp-comm-overlap,!--no-tp-comm-overlap", tp_comm_overlap, "overlap TP communication with GEMMs");

@@ -407,7 +407,7 @@ void add_search_command(CLI::App& app) {
   cmd->add_option("--micro-batch-size", a->micro_batch, "micro-batch sizes (default 1,2,4)");
   cmd->add_option("--recompute", a->recompute, "recompute policies: none,selective,full (default all)");
   cmd->add_option("--zero-stage", a->zero_stage, "ZeRO stages (default 0,1,3)");
-  cmd->add_option("--schedule", a->schedule, "schedules: 1f1b,gpipe,zb-h1,dualpipe (default 1f1b)");
+  cmd->add_option("--schedule", a->schedule, "schedules: 1f1b,gpipe,zb-h1,dualpipe,dualpipev (default 1f1b)");
   cmd->add_option("--fp8", a->fp8, "FP8: off, on, both, or auto (both where the GPU has FP8; default)");
   cmd->add_option("--max-tp", a->max_tp, "largest TP (default: the NVLink domain size)");
   cmd->add_option("--objective", a->objective, "time (default), cost (needs --gpu-hour-price) or gpus (needs --target-tokens-per-s)");

@@ -36,7 +36,7 @@ void print_summary(std::ostream& out, const Prediction& p) {
              s.training.framework == Framework::kMegatron ? "" : fmt::format(", framework {}", to_string(s.training.framework)));
   fmt::print(out, "  cluster  {} x {} ({})\n", r.num_gpus, s.cluster.gpu.display_name, s.cluster.name);
   if (!r.profile.empty()) fmt::print(out, "  profile  {} (measured tables price the ops they cover)\n", r.profile);
-  // Experts: EP x ETP and how tokens reach them; DualPipe: the two chunks each rank runs without a VPP setting.
+  // Experts: EP x ETP and how tokens reach them; DualPipe(V): the two chunks each rank runs without a VPP setting.
   const std::string experts =
       s.model.is_moe() ? fmt::format(", EP {} ETP {} ({} dispatcher{})", pl.ep, pl.etp, to_string(pl.moe_token_dispatcher_type),
                                      pl.moe_token_dispatcher_type == MoeDispatcher::kFlex
@@ -44,8 +44,9 @@ void print_summary(std::ostream& out, const Prediction& p) {
                                          : "")
                        : "";
   const std::string schedule = pl.vpp > 1                              ? "interleaved 1f1b"
-                               : pl.schedule == Schedule::kDualPipe ? "dualpipe (two chunks per rank)"
-                                                                    : to_string(pl.schedule);
+                               : pl.schedule == Schedule::kDualPipe  ? "dualpipe (two chunks per rank)"
+                               : pl.schedule == Schedule::kDualPipeV ? "dualpipev (two chunks per rank, V-shaped)"
+                                                                     : to_string(pl.schedule);
   fmt::print(out, "  plan     TP {} PP {} DP {} CP {} VPP {}{}{}{}, {} micro-batches per pipeline, schedule {}\n", pl.tp,
              pl.pp, pl.dp, pl.cp, pl.vpp, experts, pl.sequence_parallel ? ", sequence parallel" : "",
              pl.zero_stage > 0 ? fmt::format(", ZeRO {}", pl.zero_stage) : "", r.microbatches, schedule);
