@@ -76,6 +76,7 @@ const char* to_string(Stream stream) {
     case Stream::kTpB: return "tp_b";
     case Stream::kCpB: return "cp_b";
     case Stream::kEpB: return "ep_b";
+    case Stream::kAmax: return "amax";
   }
   return "?";
 }

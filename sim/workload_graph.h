@@ -56,12 +56,15 @@ enum class Stream : std::uint8_t {
   kPpReverseRecvPrev,
   kDeviceToHost,  // copy engine towards the host, and the host work that follows it (CPU offload)
   kHostToDevice,  // copy engine towards the GPU
+  // FP8 amax all-reduces: Megatron-Core's amax reduction group is a communicator of its own (parallel_state
+  // _AMAX_REDUCTION_GROUP), so they do not queue behind the data-parallel gathers and reductions.
+  kAmax,
   kComputeB,
   kTpB,
   kCpB,
   kEpB,
 };
-inline constexpr int kNumStreams = 20;
+inline constexpr int kNumStreams = 21;
 
 /// The streams that have a twin, in lane order; kTwinStreams[i]'s twin is Stream(kComputeB + i).
 inline constexpr Stream kTwinStreams[] = {Stream::kCompute, Stream::kTp, Stream::kCp, Stream::kEp};

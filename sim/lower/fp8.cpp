@@ -38,7 +38,7 @@ TaskId emit_fp8_amax_update(Emitter& emit, int layers, bool backward, TaskId aft
   const Bytes slots = static_cast<Bytes>(layers) * kFp8LinearsPerLayer *
                       (backward ? kBackwardAmaxPerGemm : kForwardAmaxPerGemm);
   const Bytes fp32 = 4;
-  const TaskId reduce = emit.collective("fp8_amax", Stream::kDp, GroupKind::kAmax, CollectiveKind::kAllReduce,
+  const TaskId reduce = emit.collective("fp8_amax", Stream::kAmax, GroupKind::kAmax, CollectiveKind::kAllReduce,
                                         slots * fp32, {after});
   return emit.elementwise("fp8_scale_update", slots * kAmaxHistory * fp32, slots * (kAmaxHistory + 2) * fp32,
                           {after, reduce});
