@@ -96,3 +96,31 @@ TEST_CASE("FP8 needs a GPU with an FP8 tensor path", "[sim][fp8][errors]") {
       "training": {"seq_length": 4096, "global_batch_size": 8, "precision": "fp8"}})"),
              Catch::Contains("training.precision (fp8) is not supported by the GPU"));
 }
+
+TEST_CASE("FP8 amax all-reduces do not queue behind the distributed optimizer's parameter gathers",
+          "[sim][fp8][engine]") {
+  // Megatron-Core reduces amaxes over a communicator of its own (the amax reduction group). With interleaving the
+  // first chunk's reduction is issued while the other chunk's parameter all-gathers still run on the data-parallel
+  // communicator, and starts at once. Data parallelism over 4 nodes and short sequences keep the gathers running.
+  const Prediction p = predict(test::scenario(R"({"model": {"preset": "llama3-8b", "num_hidden_layers": 4},
+      "cluster": {"preset": "dgx-h100", "num_gpus": 32},
+      "parallel": {"pp": 2, "vpp": 2, "zero_stage": 1, "overlap_param_gather": true},
+      "training": {"seq_length": 512, "micro_batch_size": 1, "global_batch_size": 64, "precision": "fp8"}})"));
+  const Program& prog = p.graph.programs[0];
+  const auto& timings = p.run.instances[0].timings;
+  REQUIRE(timings.size() == prog.tasks.size());
+  Nanoseconds last_gather_end = 0, first_amax_ready = -1;
+  int amax = 0;
+  for (std::size_t i = 0; i < prog.tasks.size(); ++i) {
+    const Task& t = prog.tasks[i];
+    if (std::string(t.label) == "param_gather") last_gather_end = std::max(last_gather_end, timings[i].end);
+    if (std::string(t.label) != "fp8_amax") continue;
+    ++amax;
+    CHECK(t.stream == Stream::kAmax);
+    CHECK(timings[i].start == timings[i].ready);
+    if (first_amax_ready < 0) first_amax_ready = timings[i].ready;
+  }
+  CHECK(amax == 2 * 2 * 4);  // forward and backward of 2 chunks for each of the 4 micro-batches
+  // The case the test is about: the first reduction became ready while gathers were still running.
+  CHECK(first_amax_ready < last_gather_end);
+}
