@@ -13,9 +13,8 @@ namespace {
 constexpr const char* kSplitKeys =
     "decoder_first_pipeline_num_layers / decoder_last_pipeline_num_layers, "
     "account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split, or pipeline_layout";
-
-// Virtual stages along a micro-batch's path: pp x vpp, or 2 pp with DualPipeV (DualPipe cuts the model in pp).
-int path_stages(const ParallelPlan& p) { return p.schedule == Schedule::kDualPipeV ? 2 * p.pp : p.pp * p.vpp; }
+constexpr const char* kDualPipeVSplitKeys =
+    "account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split, or pipeline_layout";
 
 // How the message names the virtual stages.
 std::string path_stages_text(const ParallelPlan& p) {
@@ -24,7 +23,7 @@ std::string path_stages_text(const ParallelPlan& p) {
 }
 
 std::vector<int> from_explicit_layout(const ModelSpec& m, const ParallelPlan& p) {
-  const int n = path_stages(p);
+  const int n = virtual_stage_count(p);
   require(static_cast<int>(p.pipeline_layout.size()) == n, "parallel.pipeline_layout",
           std::to_string(p.pipeline_layout.size()) + " entries",
           fmt::format("must have one entry per virtual stage: {}", path_stages_text(p)));
@@ -35,7 +34,7 @@ std::vector<int> from_explicit_layout(const ModelSpec& m, const ParallelPlan& p)
 }
 
 std::vector<int> from_accounting(const ModelSpec& m, const ParallelPlan& p) {
-  const int n = path_stages(p);
+  const int n = virtual_stage_count(p);
   const int extra = (p.account_for_embedding_in_pipeline_split ? 1 : 0) + (p.account_for_loss_in_pipeline_split ? 1 : 0);
   const int slots = m.num_layers + extra;
   require(slots % n == 0, "parallel.pp", std::to_string(p.pp),
@@ -52,8 +51,13 @@ std::vector<int> from_first_last(const ModelSpec& m, const ParallelPlan& p) {
   require(p.pp >= 2, "parallel.decoder_first_pipeline_num_layers", "set", "needs pp >= 2");
   // DualPipeV's first rank holds both the first and the last virtual stage: Megatron's first/last-stage counts
   // have no meaning there.
-  require(p.schedule != Schedule::kDualPipeV, "parallel.decoder_first_pipeline_num_layers", "set",
-          "is not defined for dualpipev; give parallel.pipeline_layout, one entry per virtual stage (2 x pp)");
+  if (p.schedule == Schedule::kDualPipeV) {
+    const bool first = p.decoder_first_pipeline_num_layers.has_value();
+    throw Error::invalid(first ? "parallel.decoder_first_pipeline_num_layers" : "parallel.decoder_last_pipeline_num_layers",
+                         std::to_string(first ? *p.decoder_first_pipeline_num_layers : *p.decoder_last_pipeline_num_layers),
+                         "is not defined for dualpipev; give parallel.pipeline_layout, one entry per virtual stage "
+                         "(2 x pp)");
+  }
   std::vector<int> per_stage(static_cast<std::size_t>(p.pp), -1);
   int fixed = 0, open = p.pp;
   if (p.decoder_first_pipeline_num_layers) {
@@ -86,6 +90,10 @@ std::vector<int> from_first_last(const ModelSpec& m, const ParallelPlan& p) {
 
 }  // namespace
 
+int virtual_stage_count(const ParallelPlan& p) {
+  return p.schedule == Schedule::kDualPipeV ? 2 * p.pp : p.pp * p.vpp;
+}
+
 int PipelineLayout::layers_on_stage(int stage) const {
   int n = 0;
   for (int c = 0; c < vpp; ++c) n += layers_in(stage, c);
@@ -111,10 +119,11 @@ PipelineLayout make_pipeline_layout(const ModelSpec& m, const ParallelPlan& p) {
   } else if (first_last) {
     out.layers = from_first_last(m, p);
   } else {
-    const int n = path_stages(p);
+    const int n = virtual_stage_count(p);
     require(m.num_layers % n == 0, "parallel.pp", std::to_string(p.pp),
             fmt::format("gives {} virtual stages, which must divide num_hidden_layers ({}); for an uneven split set {}",
-                        path_stages_text(p), m.num_layers, kSplitKeys));
+                        path_stages_text(p), m.num_layers,
+                        p.schedule == Schedule::kDualPipeV ? kDualPipeVSplitKeys : kSplitKeys));
     out.layers.assign(static_cast<std::size_t>(n), m.num_layers / n);
   }
   out.first_layer.resize(out.layers.size());

@@ -56,6 +56,10 @@ struct PipelineLayout {
   bool holds_head(int stage, int chunk) const { return virtual_stage(stage, chunk) == virtual_stages() - 1; }
 };
 
+/// Virtual stages along a micro-batch's path for the plan: pp x vpp, pp with DualPipe (the model cut in pp, each
+/// rank holding two), 2 pp with DualPipeV.
+int virtual_stage_count(const ParallelPlan& p);
+
 /// Errors: Error::invalid naming the split keys when layers do not divide evenly and no split is given, when a
 /// split does not add up, or when split keys are combined.
 PipelineLayout make_pipeline_layout(const ModelSpec& model, const ParallelPlan& plan);

@@ -204,6 +204,10 @@ struct Scenario {
 /// does not model yet (message starts "not modelled yet:").
 Scenario parse_scenario(const nlohmann::json& document, const std::filesystem::path& base_dir);
 
+/// Reads a scenario's `parallel` object alone, without the cross-section rules (the search reads the settings it
+/// keeps from a scenario this way). Errors: Error::invalid naming the `parallel.*` field, value and rule.
+ParallelPlan parse_parallel(const nlohmann::json& parallel);
+
 /// The cross-section rules parse_scenario applies after reading: derives dp (and the default global batch), drops
 /// sequence parallelism at tp 1 with a warning, and checks divisibility, sizes and unmodelled features. The search
 /// uses it to validate plans made by editing a parsed scenario. Errors: as parse_scenario.

@@ -42,96 +42,6 @@ std::optional<std::int64_t> size_with_alias(FieldReader& in, const char* key, co
   return short_value ? short_value : long_value;
 }
 
-ParallelPlan parse_parallel(const json& value) {
-  FieldReader in(value, "parallel");
-  ParallelPlan p;
-  auto i32 = [](std::optional<std::int64_t> v, int fallback) { return v ? static_cast<int>(*v) : fallback; };
-  p.tp = i32(size_with_alias(in, "tp", "tensor_model_parallel_size"), 1);
-  p.pp = i32(size_with_alias(in, "pp", "pipeline_model_parallel_size"), 1);
-  p.dp = i32(size_with_alias(in, "dp", "data_parallel_size"), 0);
-  p.cp = i32(size_with_alias(in, "cp", "context_parallel_size"), 1);
-  p.ep = i32(size_with_alias(in, "ep", "expert_model_parallel_size"), 1);
-  p.etp = i32(size_with_alias(in, "etp", "expert_tensor_parallel_size"), 0);
-  p.vpp = i32(size_with_alias(in, "vpp", "virtual_pipeline_model_parallel_size"), 1);
-  if (p.etp == 0) p.etp = p.tp;
-  if (auto v = in.optional_int("num_layers_per_virtual_pipeline_stage", 1, limits::kLayers)) {
-    if (in.has("vpp") || in.has("virtual_pipeline_model_parallel_size")) {
-      throw Error::invalid("parallel.num_layers_per_virtual_pipeline_stage", std::to_string(*v),
-                           "duplicates vpp; give one of the two");
-    }
-    p.num_layers_per_virtual_pipeline_stage = static_cast<int>(*v);
-  }  // Megatron-Core: expert TP defaults to TP
-  p.sequence_parallel = in.bool_or("sequence_parallel", false);
-  auto zero = in.optional_int("zero_stage", 0, 3);
-  auto distopt = in.optional_bool("use_distributed_optimizer");
-  if (zero && distopt && (*zero == 1) != *distopt) {
-    throw Error::invalid("parallel.use_distributed_optimizer", *distopt ? "true" : "false",
-                         fmt::format("contradicts zero_stage ({}); the distributed optimizer is ZeRO stage 1", *zero));
-  }
-  p.zero_stage = static_cast<int>(zero.value_or(distopt.value_or(false) ? 1 : 0));
-  p.schedule = parse_enum(in, "schedule", Schedule::k1F1B, kScheduleNames);
-  static constexpr std::pair<const char*, CpCommType> kCpCommTypes[] = {{"p2p", CpCommType::kP2p},
-                                                                         {"a2a", CpCommType::kAllToAll},
-                                                                         {"allgather", CpCommType::kAllGather},
-                                                                         {"a2a+p2p", CpCommType::kA2aP2p}};
-  p.cp_comm_type = parse_enum(in, "cp_comm_type", CpCommType::kP2p, kCpCommTypes);
-  if (const json* sizes = in.raw("hierarchical_context_parallel_sizes")) {
-    const std::string field = in.field("hierarchical_context_parallel_sizes");
-    if (p.cp_comm_type != CpCommType::kA2aP2p) {
-      throw Error::invalid(field, describe_json(*sizes), "applies only with cp_comm_type \"a2a+p2p\"");
-    }
-    if (!sizes->is_array() || sizes->size() != 2) {
-      throw Error::invalid(field, describe_json(*sizes),
-                           "must be two group sizes, [all-to-all size, ring size], as Megatron-Core's a2a+p2p takes");
-    }
-    for (const json& n : *sizes) {
-      if (!n.is_number_integer() || n.get<std::int64_t>() < 1 || n.get<std::int64_t>() > limits::kGpus) {
-        throw Error::invalid(field, describe_json(*sizes), "entries must be positive integers");
-      }
-      p.hierarchical_context_parallel_sizes.push_back(n.get<int>());
-    }
-  } else if (p.cp_comm_type == CpCommType::kA2aP2p) {
-    throw Error::invalid("parallel.hierarchical_context_parallel_sizes", "missing",
-                         "is required with cp_comm_type \"a2a+p2p\" ([all-to-all size, ring size])");
-  }
-  static constexpr std::pair<const char*, MoeDispatcher> kDispatchers[] = {
-      {"alltoall", MoeDispatcher::kAllToAll}, {"allgather", MoeDispatcher::kAllGather}, {"flex", MoeDispatcher::kFlex}};
-  p.moe_token_dispatcher_type = parse_enum(in, "moe_token_dispatcher_type", MoeDispatcher::kAllToAll, kDispatchers);
-  static constexpr std::pair<const char*, FlexBackend> kFlexBackends[] = {{"deepep", FlexBackend::kDeepEP},
-                                                                          {"hybridep", FlexBackend::kHybridEP}};
-  if (in.has("moe_flex_dispatcher_backend") && p.moe_token_dispatcher_type != MoeDispatcher::kFlex) {
-    throw Error::invalid("parallel.moe_flex_dispatcher_backend", in.optional_string("moe_flex_dispatcher_backend").value_or("?"),
-                         fmt::format("needs moe_token_dispatcher_type \"flex\", not \"{}\"", to_string(p.moe_token_dispatcher_type)));
-  }
-  p.moe_flex_dispatcher_backend = parse_enum(in, "moe_flex_dispatcher_backend", FlexBackend::kDeepEP, kFlexBackends);
-  p.overlap_grad_reduce = in.bool_or("overlap_grad_reduce", true);
-  p.overlap_param_gather = in.bool_or("overlap_param_gather", true);
-  auto tp_overlap = in.optional_bool("tp_comm_overlap");
-  p.tp_comm_overlap = tp_overlap.value_or(true);
-  p.tp_comm_overlap_explicit = tp_overlap.has_value();
-  p.overlap_p2p_comm = in.bool_or("overlap_p2p_comm", true);
-  p.overlap_moe_expert_parallel_comm = in.bool_or("overlap_moe_expert_parallel_comm", false);
-  p.delay_wgrad_compute = in.bool_or("delay_wgrad_compute", false);
-  if (auto v = in.optional_int("decoder_first_pipeline_num_layers", 0, limits::kLayers)) p.decoder_first_pipeline_num_layers = static_cast<int>(*v);
-  if (auto v = in.optional_int("decoder_last_pipeline_num_layers", 0, limits::kLayers)) p.decoder_last_pipeline_num_layers = static_cast<int>(*v);
-  p.account_for_embedding_in_pipeline_split = in.bool_or("account_for_embedding_in_pipeline_split", false);
-  p.account_for_loss_in_pipeline_split = in.bool_or("account_for_loss_in_pipeline_split", false);
-  if (const json* layout = in.raw("pipeline_layout")) {
-    if (!layout->is_array() || layout->empty()) {
-      throw Error::invalid("parallel.pipeline_layout", describe_json(*layout),
-                           "must be a non-empty list of layer counts, one per virtual stage");
-    }
-    for (const json& n : *layout) {
-      if (!n.is_number_integer() || n.get<std::int64_t>() < 0 || n.get<std::int64_t>() > limits::kLayers) {
-        throw Error::invalid("parallel.pipeline_layout", describe_json(*layout),
-                             "entries must be integers from 0 to " + std::to_string(limits::kLayers));
-      }
-      p.pipeline_layout.push_back(n.get<int>());
-    }
-  }
-  in.reject_unknown();
-  return p;
-}
 
 // training.packed_documents: {"lengths": [...]} or {"distribution": "lognormal", "median": M, "sigma": S, "seed": K}.
 PackingSpec parse_packing(const json& value) {
@@ -278,6 +188,97 @@ void check_text(const json& doc, const char* key) {
 }
 
 }  // namespace
+
+ParallelPlan parse_parallel(const json& value) {
+  FieldReader in(value, "parallel");
+  ParallelPlan p;
+  auto i32 = [](std::optional<std::int64_t> v, int fallback) { return v ? static_cast<int>(*v) : fallback; };
+  p.tp = i32(size_with_alias(in, "tp", "tensor_model_parallel_size"), 1);
+  p.pp = i32(size_with_alias(in, "pp", "pipeline_model_parallel_size"), 1);
+  p.dp = i32(size_with_alias(in, "dp", "data_parallel_size"), 0);
+  p.cp = i32(size_with_alias(in, "cp", "context_parallel_size"), 1);
+  p.ep = i32(size_with_alias(in, "ep", "expert_model_parallel_size"), 1);
+  p.etp = i32(size_with_alias(in, "etp", "expert_tensor_parallel_size"), 0);
+  p.vpp = i32(size_with_alias(in, "vpp", "virtual_pipeline_model_parallel_size"), 1);
+  if (p.etp == 0) p.etp = p.tp;
+  if (auto v = in.optional_int("num_layers_per_virtual_pipeline_stage", 1, limits::kLayers)) {
+    if (in.has("vpp") || in.has("virtual_pipeline_model_parallel_size")) {
+      throw Error::invalid("parallel.num_layers_per_virtual_pipeline_stage", std::to_string(*v),
+                           "duplicates vpp; give one of the two");
+    }
+    p.num_layers_per_virtual_pipeline_stage = static_cast<int>(*v);
+  }  // Megatron-Core: expert TP defaults to TP
+  p.sequence_parallel = in.bool_or("sequence_parallel", false);
+  auto zero = in.optional_int("zero_stage", 0, 3);
+  auto distopt = in.optional_bool("use_distributed_optimizer");
+  if (zero && distopt && (*zero == 1) != *distopt) {
+    throw Error::invalid("parallel.use_distributed_optimizer", *distopt ? "true" : "false",
+                         fmt::format("contradicts zero_stage ({}); the distributed optimizer is ZeRO stage 1", *zero));
+  }
+  p.zero_stage = static_cast<int>(zero.value_or(distopt.value_or(false) ? 1 : 0));
+  p.schedule = parse_enum(in, "schedule", Schedule::k1F1B, kScheduleNames);
+  static constexpr std::pair<const char*, CpCommType> kCpCommTypes[] = {{"p2p", CpCommType::kP2p},
+                                                                         {"a2a", CpCommType::kAllToAll},
+                                                                         {"allgather", CpCommType::kAllGather},
+                                                                         {"a2a+p2p", CpCommType::kA2aP2p}};
+  p.cp_comm_type = parse_enum(in, "cp_comm_type", CpCommType::kP2p, kCpCommTypes);
+  if (const json* sizes = in.raw("hierarchical_context_parallel_sizes")) {
+    const std::string field = in.field("hierarchical_context_parallel_sizes");
+    if (p.cp_comm_type != CpCommType::kA2aP2p) {
+      throw Error::invalid(field, describe_json(*sizes), "applies only with cp_comm_type \"a2a+p2p\"");
+    }
+    if (!sizes->is_array() || sizes->size() != 2) {
+      throw Error::invalid(field, describe_json(*sizes),
+                           "must be two group sizes, [all-to-all size, ring size], as Megatron-Core's a2a+p2p takes");
+    }
+    for (const json& n : *sizes) {
+      if (!n.is_number_integer() || n.get<std::int64_t>() < 1 || n.get<std::int64_t>() > limits::kGpus) {
+        throw Error::invalid(field, describe_json(*sizes), "entries must be positive integers");
+      }
+      p.hierarchical_context_parallel_sizes.push_back(n.get<int>());
+    }
+  } else if (p.cp_comm_type == CpCommType::kA2aP2p) {
+    throw Error::invalid("parallel.hierarchical_context_parallel_sizes", "missing",
+                         "is required with cp_comm_type \"a2a+p2p\" ([all-to-all size, ring size])");
+  }
+  static constexpr std::pair<const char*, MoeDispatcher> kDispatchers[] = {
+      {"alltoall", MoeDispatcher::kAllToAll}, {"allgather", MoeDispatcher::kAllGather}, {"flex", MoeDispatcher::kFlex}};
+  p.moe_token_dispatcher_type = parse_enum(in, "moe_token_dispatcher_type", MoeDispatcher::kAllToAll, kDispatchers);
+  static constexpr std::pair<const char*, FlexBackend> kFlexBackends[] = {{"deepep", FlexBackend::kDeepEP},
+                                                                          {"hybridep", FlexBackend::kHybridEP}};
+  if (in.has("moe_flex_dispatcher_backend") && p.moe_token_dispatcher_type != MoeDispatcher::kFlex) {
+    throw Error::invalid("parallel.moe_flex_dispatcher_backend", in.optional_string("moe_flex_dispatcher_backend").value_or("?"),
+                         fmt::format("needs moe_token_dispatcher_type \"flex\", not \"{}\"", to_string(p.moe_token_dispatcher_type)));
+  }
+  p.moe_flex_dispatcher_backend = parse_enum(in, "moe_flex_dispatcher_backend", FlexBackend::kDeepEP, kFlexBackends);
+  p.overlap_grad_reduce = in.bool_or("overlap_grad_reduce", true);
+  p.overlap_param_gather = in.bool_or("overlap_param_gather", true);
+  auto tp_overlap = in.optional_bool("tp_comm_overlap");
+  p.tp_comm_overlap = tp_overlap.value_or(true);
+  p.tp_comm_overlap_explicit = tp_overlap.has_value();
+  p.overlap_p2p_comm = in.bool_or("overlap_p2p_comm", true);
+  p.overlap_moe_expert_parallel_comm = in.bool_or("overlap_moe_expert_parallel_comm", false);
+  p.delay_wgrad_compute = in.bool_or("delay_wgrad_compute", false);
+  if (auto v = in.optional_int("decoder_first_pipeline_num_layers", 0, limits::kLayers)) p.decoder_first_pipeline_num_layers = static_cast<int>(*v);
+  if (auto v = in.optional_int("decoder_last_pipeline_num_layers", 0, limits::kLayers)) p.decoder_last_pipeline_num_layers = static_cast<int>(*v);
+  p.account_for_embedding_in_pipeline_split = in.bool_or("account_for_embedding_in_pipeline_split", false);
+  p.account_for_loss_in_pipeline_split = in.bool_or("account_for_loss_in_pipeline_split", false);
+  if (const json* layout = in.raw("pipeline_layout")) {
+    if (!layout->is_array() || layout->empty()) {
+      throw Error::invalid("parallel.pipeline_layout", describe_json(*layout),
+                           "must be a non-empty list of layer counts, one per virtual stage");
+    }
+    for (const json& n : *layout) {
+      if (!n.is_number_integer() || n.get<std::int64_t>() < 0 || n.get<std::int64_t>() > limits::kLayers) {
+        throw Error::invalid("parallel.pipeline_layout", describe_json(*layout),
+                             "entries must be integers from 0 to " + std::to_string(limits::kLayers));
+      }
+      p.pipeline_layout.push_back(n.get<int>());
+    }
+  }
+  in.reject_unknown();
+  return p;
+}
 
 Scenario parse_scenario(const json& doc, const std::filesystem::path& base_dir) {
   FieldReader top(doc, "");

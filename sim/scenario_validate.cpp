@@ -225,6 +225,11 @@ void check_pipeline(Scenario& s) {
   ParallelPlan& p = s.parallel;
   if (p.num_layers_per_virtual_pipeline_stage) {
     const int per_chunk = *p.num_layers_per_virtual_pipeline_stage;
+    // Megatron's key sets the interleaving; DualPipe and DualPipeV fix their own two chunks per rank.
+    require(p.schedule == Schedule::k1F1B, "parallel.num_layers_per_virtual_pipeline_stage", std::to_string(per_chunk),
+            fmt::format("sets interleaving, which only the 1f1b schedule has (schedule {}; dualpipe and dualpipev "
+                        "split layers with parallel.pipeline_layout)",
+                        to_string(p.schedule)));
     const int per_stage = s.model.num_layers / p.pp;
     require(s.model.num_layers % p.pp == 0 && per_stage % per_chunk == 0,
             "parallel.num_layers_per_virtual_pipeline_stage", std::to_string(per_chunk),

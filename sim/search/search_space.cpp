@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "sim/pipeline_layout.h"
+
 namespace orrery {
 
 namespace {
@@ -63,23 +65,25 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
   for (int tp : space.tp) {
     if (tp > space.max_tp) continue;
     for (int pp : space.pp) {
-      if (layers % pp != 0) continue;
+      if (pp > layers) continue;
       for (int cp : space.cp) {
         const std::int64_t mp = std::int64_t{tp} * pp * cp;
         if (mp > num_gpus || num_gpus % mp != 0) continue;
         for (int ep : space.ep) {
           for (int etp : space.etp) {
+            // Default VPPs: the divisors of the (largest) layer count per stage, each chunk a whole share of it.
+            const int per_stage = (layers + pp - 1) / pp;
             std::vector<int> vpps = space.vpp;
             if (vpps.empty()) {
               vpps.push_back(1);
               if (pp > 1) {
-                for (int v = 2; v <= layers / pp; ++v) {
-                  if ((layers / pp) % v == 0) vpps.push_back(v);
+                for (int v = 2; v <= per_stage; ++v) {
+                  if (per_stage % v == 0 && pp * v <= layers) vpps.push_back(v);
                 }
               }
             }
             for (int vpp : vpps) {
-              if (vpp > 1 && (pp == 1 || (layers / pp) % vpp != 0)) continue;
+              if (vpp > 1 && (pp == 1 || pp * vpp > layers)) continue;
               for (int mb : space.micro_batch) {
                 for (Recompute r : space.recompute) {
                   for (int zero : space.zero_stage) {
@@ -103,6 +107,18 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
   return out;
 }
 
+std::vector<int> balanced_layout(int layers, int stages) {
+  std::vector<int> out(static_cast<std::size_t>(std::max(stages, 0)), stages > 0 ? layers / stages : 0);
+  if (stages <= 0) return out;
+  int extra = layers % stages;
+  // Inner stages first: the first holds the embedding and the last the LM head and loss.
+  for (int v = 1; v + 1 < stages && extra > 0; ++v, --extra) ++out[static_cast<std::size_t>(v)];
+  for (int v : {0, stages - 1}) {
+    if (extra > 0) ++out[static_cast<std::size_t>(v)], --extra;
+  }
+  return out;
+}
+
 Scenario candidate_scenario(const Scenario& base, const Candidate& c, int num_gpus) {
   Scenario s = base;
   s.warnings.clear();
@@ -118,10 +134,17 @@ Scenario candidate_scenario(const Scenario& base, const Candidate& c, int num_gp
   p.num_layers_per_virtual_pipeline_stage.reset();
   p.decoder_first_pipeline_num_layers.reset();  // splits of the base plan belong to its pp
   p.decoder_last_pipeline_num_layers.reset();
-  p.pipeline_layout.clear();
   p.sequence_parallel = c.tp > 1 && c.sequence_parallel;
   p.zero_stage = c.zero_stage;
   p.schedule = c.schedule;
+  // The base plan's explicit layout fits candidates with as many virtual stages; otherwise layers that do not
+  // divide evenly get balanced_layout's split (unless the embedding/loss accounting keys split them).
+  const int stages = virtual_stage_count(p);
+  if (static_cast<int>(p.pipeline_layout.size()) != stages) {
+    p.pipeline_layout.clear();
+    const bool accounting = p.account_for_embedding_in_pipeline_split || p.account_for_loss_in_pipeline_split;
+    if (!accounting && s.model.num_layers % stages != 0) p.pipeline_layout = balanced_layout(s.model.num_layers, stages);
+  }
   TrainingSpec& t = s.training;
   t.micro_batch_size = c.micro_batch;
   t.recompute = c.recompute;

@@ -44,11 +44,20 @@ struct Candidate {
 std::string candidate_key(const Candidate& c);
 
 /// The cross product of `space` for `num_gpus` GPUs, in a fixed order (the order of the fields above), keeping only
-/// points whose TP x PP x CP divides the GPU count and whose VPP divides the layers per stage; the rest of
+/// points whose TP x PP x CP divides the GPU count and that leave every virtual stage a layer (PP x VPP at most the
+/// layers); without a VPP list, VPP runs over the divisors of the layers per stage (rounded up). The rest of
 /// validity is left to the validator.
 std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSpace& space, int num_gpus);
 
-/// `base` with the candidate's plan and `num_gpus`, validated. Errors: validate_scenario's (invalid candidates).
+/// `layers` over `stages` virtual stages as evenly as possible, the remainder one layer each to the inner stages
+/// first (the first stage also runs the embedding, the last the LM head and loss), then the first, then the last.
+/// An even split when `stages` divides `layers`.
+std::vector<int> balanced_layout(int layers, int stages);
+
+/// `base` with the candidate's plan and `num_gpus`, validated. The base's `pipeline_layout` is kept for candidates
+/// with as many virtual stages; other candidates whose virtual stages do not divide the layers get
+/// balanced_layout's split (Megatron needs an explicit layout there), unless the base counts the embedding or loss
+/// as layers. Errors: validate_scenario's (invalid candidates).
 Scenario candidate_scenario(const Scenario& base, const Candidate& c, int num_gpus);
 
 }  // namespace orrery

@@ -125,6 +125,16 @@ TEST_CASE("dualpipev needs pp >= 2, no vpp, at least 2 x pp micro-batches and un
   CHECK(scenario_error(with(R"({"pp": 2, "schedule": "dualpipev"})", R"({"seq_length": 4096, "global_batch_size": 40})")) == "");
   CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "dualpipev", "decoder_first_pipeline_num_layers": 6})")),
              Catch::Contains("parallel.decoder_first_pipeline_num_layers") && Catch::Contains("pipeline_layout"));
+  CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "dualpipev", "decoder_last_pipeline_num_layers": 6})")),
+             Catch::StartsWith("parallel.decoder_last_pipeline_num_layers (6)"));
+  // Megatron's interleaving key has no meaning for DualPipe(V)'s fixed two chunks.
+  CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "dualpipev", "num_layers_per_virtual_pipeline_stage": 8})")),
+             Catch::Contains("parallel.num_layers_per_virtual_pipeline_stage (8)") && Catch::Contains("1f1b"));
+  // 32 layers over 2 x 3 = 6 virtual stages: the hint names only the split keys dualpipev takes.
+  const std::string odd = scenario_error(with(R"({"pp": 3, "schedule": "dualpipev"})", R"({"seq_length": 4096, "global_batch_size": 30})",
+                                              R"(, "cluster": {"preset": "dgx-h100", "num_gpus": 15})"));
+  CHECK_THAT(odd, Catch::Contains("2 x pp = 2 x 3 = 6 (dualpipev)") && Catch::Contains("pipeline_layout"));
+  CHECK_THAT(odd, !Catch::Contains("decoder_first_pipeline_num_layers"));
   CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "dualpipev", "pipeline_layout": [16, 16]})")),
              Catch::Contains("parallel.pipeline_layout") && Catch::Contains("2 x pp = 2 x 2 = 4"));
   CHECK(scenario_error(with(R"({"pp": 2, "schedule": "dualpipev", "pipeline_layout": [7, 9, 9, 7]})")) == "");

@@ -2,6 +2,8 @@
 // the pruned search against the exhaustive one, shards against the whole, and one thread against two.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <numeric>
 #include <set>
 
 #include "sim/search/plan_search.h"
@@ -196,4 +198,35 @@ TEST_CASE("bad search input is refused with the field named", "[sim][search][err
   SearchOptions cost;
   cost.objective = SearchObjective::kCostPerToken;
   CHECK_THROWS_WITH(run_search(s, default_space(s, small_space()), 8, cost), Catch::Contains("--gpu-hour-price"));
+}
+
+TEST_CASE("layers that do not divide get a balanced split, the embedding and head stages the lighter ones",
+          "[sim][search]") {
+  CHECK(balanced_layout(8, 4) == std::vector<int>{2, 2, 2, 2});
+  CHECK(balanced_layout(10, 4) == std::vector<int>{2, 3, 3, 2});
+  CHECK(balanced_layout(7, 4) == std::vector<int>{2, 2, 2, 1});  // inner ones first, then the first
+  CHECK(balanced_layout(5, 2) == std::vector<int>{3, 2});
+  const std::vector<int> dsv3 = balanced_layout(61, 32);  // DeepSeek-V3 over PP 8 x VPP 4
+  CHECK(std::accumulate(dsv3.begin(), dsv3.end(), 0) == 61);
+  CHECK(dsv3.front() == 1);
+  CHECK(dsv3.back() == 1);
+  CHECK(std::count(dsv3.begin(), dsv3.end(), 2) == 29);
+  // A 9-layer model searched over PP 2 and 4, neither of which divides it: its candidates get the split, and the
+  // scenario's own layout stays with the candidates of its virtual-stage count.
+  Scenario s = base(R"({"preset": "llama3-8b", "num_hidden_layers": 9})", "dgx-h100", 16, 4096, 64);
+  SearchSpace space;
+  space.pp = {2, 4};
+  const auto candidates = enumerate_candidates(s, default_space(s, space), 16);
+  std::set<std::pair<int, int>> pp_vpp;
+  for (const Candidate& c : candidates) pp_vpp.insert({c.pp, c.vpp});
+  // Layers per stage rounded up: 5 at PP 2 (VPP 1, 5 would leave a stage empty: 10 > 9), 3 at PP 4 (VPP 1, 3: 12 > 9).
+  CHECK(pp_vpp == std::set<std::pair<int, int>>{{2, 1}, {4, 1}});
+  Candidate c = candidates.front();
+  c.pp = 4;
+  c.vpp = 1;
+  CHECK(candidate_scenario(s, c, 16).parallel.pipeline_layout == std::vector<int>{2, 3, 2, 2});
+  s.parallel.pipeline_layout = {1, 3, 3, 2};  // as the base scenario's own layout
+  CHECK(candidate_scenario(s, c, 16).parallel.pipeline_layout == std::vector<int>{1, 3, 3, 2});
+  c.pp = 2;
+  CHECK(candidate_scenario(s, c, 16).parallel.pipeline_layout == std::vector<int>{5, 4});
 }

@@ -208,6 +208,23 @@ def main():
     row = re.search(r"^peak memory \(GiB\)\s+[\d.]+\s+([\d.]+)", r.stdout, re.M)
     expect(row is not None and abs(float(row.group(1)) - peak) < 1e-3, f"compare --measured: peak {peak:.3f} GiB")
 
+    # Search from a scenario with the flex dispatcher (valid only with EP > 1) and 61 layers (DeepSeek-V3): the base
+    # plan validates, the scenario's own layout serves its plan, and PP 16 (which 61 layers do not divide) gets a
+    # balanced split instead of being skipped.
+    example = os.path.join(source, "scenarios", "examples", "deepseek-v3-1024xh100.json")
+    r = run(orrery, "search", example, "--ep", "64", "--tp", "2", "--pp", "8,16", "--cp", "1", "--vpp", "1,4",
+            "--zero-stage", "1", "--recompute", "none", "--micro-batch-size", "1", "--fp8", "on", "--quiet", "--json",
+            os.path.join(tmp, "search.json"))
+    expect(r.returncode == 0 and "the scenario's plan (tp2-pp8-cp1-ep64-etp1-vpp4-mb1-none-z1-1f1b-fp8) ranks" in r.stdout,
+           f"search on the DeepSeek-V3 example: exit {r.returncode}: {r.stdout[:300]} {r.stderr[:300]}")
+    if r.returncode == 0:
+        plans = {p["key"]: p for p in json.load(open(os.path.join(tmp, "search.json")))["plans"]}
+        # PP 16 x VPP 4 = 64 virtual stages would leave some without a layer: not enumerated.
+        want = {"tp2-pp8-cp1-ep64-etp1-vpp1-mb1-none-z1-1f1b-fp8", "tp2-pp8-cp1-ep64-etp1-vpp4-mb1-none-z1-1f1b-fp8",
+                "tp2-pp16-cp1-ep64-etp1-vpp1-mb1-none-z1-1f1b-fp8"}
+        expect(set(plans) == want and all(p["status"] == "simulated" for p in plans.values()),
+               f"search on the DeepSeek-V3 example: plans {sorted(plans)}")
+
     for p in problems:
         print(p)
     print(f"cli: {len(problems)} problem(s)")

@@ -159,6 +159,15 @@ Scenario base_scenario(const SearchArgs& a) {
   if (!t.is_object()) t = nlohmann::json::object();
   // deepspeed-0.3 runs ZeRO stage 3 only: the base plan keeps it (candidates of other stages are listed invalid).
   if (t.contains("framework") && t["framework"] == "deepspeed-0.3") kept["zero_stage"] = 3;
+  // Settings whose rules need expert parallelism (the flex dispatcher, the expert overlap) cannot validate on the
+  // one-GPU base plan: they are read apart and set on the parsed base, and each candidate is checked with them.
+  static const char* const kNeedExperts[] = {"moe_token_dispatcher_type", "moe_flex_dispatcher_backend",
+                                             "overlap_moe_expert_parallel_comm", "delay_wgrad_compute"};
+  nlohmann::json full_plan = kept;
+  if (doc.contains("parallel") && doc["parallel"].is_object() && doc["parallel"].contains("pipeline_layout")) {
+    full_plan["pipeline_layout"] = doc["parallel"]["pipeline_layout"];
+  }
+  for (const char* k : kNeedExperts) kept.erase(k);
   doc["parallel"] = kept;
   if (a.seq_length) t["seq_length"] = *a.seq_length;
   if (a.global_batch_size) t["global_batch_size"] = *a.global_batch_size;
@@ -167,6 +176,13 @@ Scenario base_scenario(const SearchArgs& a) {
   if (!t.contains("global_batch_size")) throw Error::invalid("--global-batch-size", "missing", "is required");
   Scenario s = parse_scenario(doc, base);
   s.cluster.num_gpus = gpus;
+  const ParallelPlan plan = parse_parallel(full_plan);
+  s.parallel.moe_token_dispatcher_type = plan.moe_token_dispatcher_type;
+  s.parallel.moe_flex_dispatcher_backend = plan.moe_flex_dispatcher_backend;
+  s.parallel.overlap_moe_expert_parallel_comm = plan.overlap_moe_expert_parallel_comm;
+  s.parallel.delay_wgrad_compute = plan.delay_wgrad_compute;
+  // The scenario's own layout, for the candidates with its number of virtual stages (candidate_scenario).
+  s.parallel.pipeline_layout = plan.pipeline_layout;
   return s;
 }
 
@@ -403,7 +419,7 @@ void add_search_command(CLI::App& app) {
   cmd->add_option("--cp", a->cp, "CP values (default 1,2,4)");
   cmd->add_option("--ep", a->ep, "EP values (default: divisors of the expert count, or 1)");
   cmd->add_option("--etp", a->etp, "expert-TP values (default 1)");
-  cmd->add_option("--vpp", a->vpp, "VPP values (default: 1 and every divisor of the layers per stage)");
+  cmd->add_option("--vpp", a->vpp, "VPP values (default: 1 and every divisor of the layers per stage, rounded up)");
   cmd->add_option("--micro-batch-size", a->micro_batch, "micro-batch sizes (default 1,2,4)");
   cmd->add_option("--recompute", a->recompute, "recompute policies: none,selective,full (default all)");
   cmd->add_option("--zero-stage", a->zero_stage, "ZeRO stages (default 0,1,3)");

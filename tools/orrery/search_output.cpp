@@ -134,7 +134,7 @@ void write_search_csv(std::ostream& out, const SearchResult& result) {
 void print_top_plans(std::ostream& out, const SearchResult& result, int top, SearchObjective objective) {
   out << fmt::format("best plans on {} GPUs ({})\n", result.num_gpus,
                      objective == SearchObjective::kTime ? "by iteration time" : "by cost per token");
-  out << fmt::format("  {:>4}  {:>3} {:>3} {:>4} {:>3} {:>3} {:>3} {:>3}  {:<9} {:>4}  {:<8} {:<4}  {:>9}  {:>9}  {:>6}  {:>8}  {}",
+  out << fmt::format("  {:>4}  {:>3} {:>3} {:>4} {:>3} {:>3} {:>3} {:>3}  {:<9} {:>4}  {:<9} {:<4}  {:>9}  {:>9}  {:>6}  {:>8}  {}",
                      "rank", "TP", "PP", "DP", "CP", "EP", "VPP", "MB", "recompute", "ZeRO", "sched", "prec",
                      "iter (s)", "tok/s/GPU", "MFU", "mem GiB", "limited by")
       << (objective == SearchObjective::kCostPerToken ? "  $ per million tokens\n" : "\n");
@@ -143,7 +143,7 @@ void print_top_plans(std::ostream& out, const SearchResult& result, int top, Sea
     if (rank >= top) break;
     const PlanRecord& r = result.records[i];
     const Candidate& c = r.candidate;
-    out << fmt::format("  {:>4}  {:>3} {:>3} {:>4} {:>3} {:>3} {:>3} {:>3}  {:<9} {:>4}  {:<8} {:<4}  {:>9.3f}  {:>9.0f}  {:>5.1f}%  {:>8.1f}  {}{}\n",
+    out << fmt::format("  {:>4}  {:>3} {:>3} {:>4} {:>3} {:>3} {:>3} {:>3}  {:<9} {:>4}  {:<9} {:<4}  {:>9.3f}  {:>9.0f}  {:>5.1f}%  {:>8.1f}  {}{}\n",
                        ++rank, c.tp, c.pp, r.dp, c.cp, c.ep, c.vpp, c.micro_batch, to_string(c.recompute),
                        c.zero_stage, to_string(c.schedule), r.precision, r.iteration_time,
                        r.tokens_per_s_per_gpu, 100 * r.mfu, static_cast<double>(r.peak_memory) / (1 << 30), r.limiter,
