@@ -51,11 +51,6 @@ void reject_unmodelled(const Scenario& s) {
                                 fmt::format("the {} schedule outside a Megatron-style framework", name));
     }
   }
-  // DualPipeV's head runs beside the embedding on rank 0; the tied LM head's use of the embedding's parameters
-  // (one group serving both chunks) is not lowered.
-  if (p.schedule == Schedule::kDualPipeV && s.model.tie_word_embeddings) {
-    throw Error::not_modelled("model.tie_word_embeddings", "true", "tied embeddings with the dualpipev schedule");
-  }
 }
 
 void resolve_sizes(Scenario& s) {

@@ -240,8 +240,8 @@ TEST_CASE("DualPipe sums each stage's two copies as soon as both are done, besid
 TEST_CASE("DualPipeV's bubble is (p-1)(F&B+B-3W) per chunk, with one copy of the parameters",
           "[sim][schedule][engine]") {
   const int p = 4, m = 16;
-  // 8 layers over 2p = 8 virtual stages: one layer per chunk. Untied embeddings (dualpipev's head sits beside
-  // the embedding on rank 0 and does not share its parameters).
+  // 8 layers over 2p = 8 virtual stages: one layer per chunk. Untied embeddings, so that rank 0's extra weights are
+  // 1F1B's embedding and head.
   const auto untied = [](std::string text) {
     text.replace(text.find("\"vocab_size\": 128"), 17, "\"vocab_size\": 128, \"tie_word_embeddings\": false");
     return text;
@@ -271,4 +271,25 @@ TEST_CASE("DualPipeV's bubble is (p-1)(F&B+B-3W) per chunk, with one copy of the
     const Bytes extra = (s == 0) ? weights(one, 0) + weights(one, p - 1) - 2 * layers_only : 0;
     CHECK(weights(v, s) == layers_only + extra);
   }
+}
+
+TEST_CASE("DualPipeV with tied embeddings: the head on rank 0 uses the embedding itself, no copy, no all-reduce",
+          "[sim][schedule][memory]") {
+  const int p = 4, m = 8;
+  const std::string tied = pipeline(p, 1, m, "dualpipev");  // gpt-sc21-1.7b ties its embeddings
+  std::string untied = tied;
+  untied.replace(untied.find("\"vocab_size\": 128"), 17, "\"vocab_size\": 128, \"tie_word_embeddings\": false");
+  const Run t = run(test::scenario(tied));
+  const Run u = run(test::scenario(untied));
+  const auto weights = [](const Run& r, int stage) {
+    return r.graph.programs[static_cast<std::size_t>(stage)].static_memory[static_cast<std::size_t>(MemoryKind::kWeights)];
+  };
+  // The untied head's 128 x 2304 matrix in bf16 is all rank 0 saves; the other ranks hold layers only.
+  CHECK(weights(u, 0) - weights(t, 0) == 128 * 2304 * 2);
+  for (int s = 1; s < p; ++s) CHECK(weights(t, s) == weights(u, s));
+  // Megatron's first/last-stage embedding all-reduce has nothing to sum: both ends are on rank 0.
+  for (const Program& prog : t.graph.programs) {
+    for (const Task& task : prog.tasks) CHECK(std::string(task.label) != "embedding_grad");
+  }
+  CHECK(from_nanos(t.result.makespan) == Approx(from_nanos(u.result.makespan)).epsilon(1e-6));
 }
