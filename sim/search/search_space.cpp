@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 
 #include "sim/pipeline_layout.h"
 
@@ -88,6 +89,8 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
                 for (Recompute r : space.recompute) {
                   for (int zero : space.zero_stage) {
                     for (Schedule schedule : space.schedule) {
+                      // DualPipeV folds every rank's layers into two chunks: 2 pp virtual stages need a layer each.
+                      if (schedule == Schedule::kDualPipeV && 2 * pp > layers) continue;
                       for (bool fp8 : space.fp8) {
                         out.push_back({tp, pp, cp, ep, etp, vpp, mb, zero, r, schedule, fp8, true});
                       }
@@ -107,14 +110,33 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
   return out;
 }
 
-std::vector<int> balanced_layout(int layers, int stages) {
-  std::vector<int> out(static_cast<std::size_t>(std::max(stages, 0)), stages > 0 ? layers / stages : 0);
-  if (stages <= 0) return out;
-  int extra = layers % stages;
-  // Inner stages first: the first holds the embedding and the last the LM head and loss.
-  for (int v = 1; v + 1 < stages && extra > 0; ++v, --extra) ++out[static_cast<std::size_t>(v)];
+std::vector<int> balanced_layout(int layers, int stages, int first_extra, int last_extra) {
+  if (stages <= 0) return {};
+  std::vector<int> out(static_cast<std::size_t>(stages), 0);
+  if (stages == 1) {
+    out[0] = layers;
+    return out;
+  }
+  const auto at = [&](int v) -> int& { return out[static_cast<std::size_t>(v)]; };
+  // Layer-sized slots per stage, the remainder one each to the inner stages first, then the first, then the last.
+  const int slots = layers + first_extra + last_extra;
+  for (int& n : out) n = slots / stages;
+  int extra = slots % stages;
+  for (int v = 1; v + 1 < stages && extra > 0; ++v, --extra) ++at(v);
   for (int v : {0, stages - 1}) {
-    if (extra > 0) ++out[static_cast<std::size_t>(v)], --extra;
+    if (extra > 0) ++at(v), --extra;
+  }
+  at(0) = std::max(0, at(0) - first_extra);
+  at(stages - 1) = std::max(0, at(stages - 1) - last_extra);
+  // Where an end could not give up all its extra slots, the inner stages give up layers instead, largest first.
+  int surplus = std::accumulate(out.begin(), out.end(), 0) - layers;
+  while (surplus > 0) {
+    int v = stages > 2 ? 1 : 0;
+    for (int u = 0; u < stages; ++u) {
+      if (at(u) > at(v)) v = u;
+    }
+    --at(v);
+    --surplus;
   }
   return out;
 }
@@ -143,7 +165,12 @@ Scenario candidate_scenario(const Scenario& base, const Candidate& c, int num_gp
   if (static_cast<int>(p.pipeline_layout.size()) != stages) {
     p.pipeline_layout.clear();
     const bool accounting = p.account_for_embedding_in_pipeline_split || p.account_for_loss_in_pipeline_split;
-    if (!accounting && s.model.num_layers % stages != 0) p.pipeline_layout = balanced_layout(s.model.num_layers, stages);
+    if (!accounting && s.model.num_layers % stages != 0) {
+      // The embedding counts as a layer, as Megatron's account_for_embedding_in_pipeline_split counts it; the LM
+      // head and loss as one and each multi-token-prediction depth as another, as Megatron-Bridge's DeepSeek-V3
+      // layout 'Et|(tt|)*30mL' gives them stage slots of their own.
+      p.pipeline_layout = balanced_layout(s.model.num_layers, stages, 1, 1 + s.model.mtp_num_layers);
+    }
   }
   TrainingSpec& t = s.training;
   t.micro_batch_size = c.micro_batch;

@@ -44,15 +44,18 @@ struct Candidate {
 std::string candidate_key(const Candidate& c);
 
 /// The cross product of `space` for `num_gpus` GPUs, in a fixed order (the order of the fields above), keeping only
-/// points whose TP x PP x CP divides the GPU count and that leave every virtual stage a layer (PP x VPP at most the
-/// layers); without a VPP list, VPP runs over the divisors of the layers per stage (rounded up). The rest of
+/// points whose TP x PP x CP divides the GPU count and that leave every virtual stage a layer (PP x VPP, or 2 PP
+/// with DualPipeV, at most the layers); without a VPP list, VPP runs over the divisors of the layers per stage (rounded up). The rest of
 /// validity is left to the validator.
 std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSpace& space, int num_gpus);
 
-/// `layers` over `stages` virtual stages as evenly as possible, the remainder one layer each to the inner stages
-/// first (the first stage also runs the embedding, the last the LM head and loss), then the first, then the last.
-/// An even split when `stages` divides `layers`.
-std::vector<int> balanced_layout(int layers, int stages);
+/// `layers` over `stages` virtual stages so that each carries about the same number of layer-sized slots, the first
+/// stage's work counting `first_extra` slots beyond its layers and the last's `last_extra` (the search: 1 for the
+/// embedding, 1 for the LM head and loss plus 1 per multi-token-prediction depth). The slots' remainder goes one
+/// each to the inner stages first, then the first, then the last; an end left with fewer slots than its extra
+/// gets no layer and the inner stages give up the difference. DeepSeek-V3 (61 layers, 1 MTP depth) over 32 stages
+/// gives Megatron-Bridge's [1, 2 x 30, 0].
+std::vector<int> balanced_layout(int layers, int stages, int first_extra, int last_extra);
 
 /// `base` with the candidate's plan and `num_gpus`, validated. The base's `pipeline_layout` is kept for candidates
 /// with as many virtual stages; other candidates whose virtual stages do not divide the layers get

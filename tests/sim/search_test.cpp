@@ -200,17 +200,30 @@ TEST_CASE("bad search input is refused with the field named", "[sim][search][err
   CHECK_THROWS_WITH(run_search(s, default_space(s, small_space()), 8, cost), Catch::Contains("--gpu-hour-price"));
 }
 
-TEST_CASE("layers that do not divide get a balanced split, the embedding and head stages the lighter ones",
+TEST_CASE("layers that do not divide get a balanced split, the embedding and head counted as layers",
           "[sim][search]") {
-  CHECK(balanced_layout(8, 4) == std::vector<int>{2, 2, 2, 2});
-  CHECK(balanced_layout(10, 4) == std::vector<int>{2, 3, 3, 2});
-  CHECK(balanced_layout(7, 4) == std::vector<int>{2, 2, 2, 1});  // inner ones first, then the first
-  CHECK(balanced_layout(5, 2) == std::vector<int>{3, 2});
-  const std::vector<int> dsv3 = balanced_layout(61, 32);  // DeepSeek-V3 over PP 8 x VPP 4
-  CHECK(std::accumulate(dsv3.begin(), dsv3.end(), 0) == 61);
-  CHECK(dsv3.front() == 1);
-  CHECK(dsv3.back() == 1);
-  CHECK(std::count(dsv3.begin(), dsv3.end(), 2) == 29);
+  // Slots = layers + 1 (embedding) + 1 (head and loss) [+ 1 per MTP depth], spread evenly; the ends give theirs back.
+  CHECK(balanced_layout(8, 4, 0, 0) == std::vector<int>{2, 2, 2, 2});
+  CHECK(balanced_layout(10, 4, 1, 1) == std::vector<int>{2, 3, 3, 2});  // 12 slots, 3 each
+  CHECK(balanced_layout(7, 4, 1, 1) == std::vector<int>{1, 3, 2, 1});   // 9 slots: 2 each, the remainder inner first
+  CHECK(balanced_layout(31, 4, 1, 1) == std::vector<int>{7, 9, 8, 7});  // 33 slots: 8 each, 1 over
+  CHECK(balanced_layout(5, 2, 1, 1) == std::vector<int>{3, 2});
+  CHECK(balanced_layout(3, 4, 1, 1) == std::vector<int>{0, 2, 1, 0});   // 5 slots: the ends hold only theirs
+  // DeepSeek-V3, 61 layers and one MTP depth: Megatron-Bridge's H100 layout 'Et|(tt|)*30mL' over PP 8 x VPP 4.
+  std::vector<int> bridge(32, 2);
+  bridge.front() = 1;
+  bridge.back() = 0;
+  CHECK(balanced_layout(61, 32, 1, 2) == bridge);
+  std::vector<int> pp16(16, 4);
+  pp16.front() = 3;
+  pp16.back() = 2;
+  CHECK(balanced_layout(61, 16, 1, 2) == pp16);
+  for (int stages = 1; stages <= 61; ++stages) {
+    const std::vector<int> l = balanced_layout(61, stages, 1, 2);
+    INFO(stages);
+    CHECK(std::accumulate(l.begin(), l.end(), 0) == 61);
+    CHECK(*std::min_element(l.begin(), l.end()) >= 0);
+  }
   // A 9-layer model searched over PP 2 and 4, neither of which divides it: its candidates get the split, and the
   // scenario's own layout stays with the candidates of its virtual-stage count.
   Scenario s = base(R"({"preset": "llama3-8b", "num_hidden_layers": 9})", "dgx-h100", 16, 4096, 64);
@@ -219,14 +232,18 @@ TEST_CASE("layers that do not divide get a balanced split, the embedding and hea
   const auto candidates = enumerate_candidates(s, default_space(s, space), 16);
   std::set<std::pair<int, int>> pp_vpp;
   for (const Candidate& c : candidates) pp_vpp.insert({c.pp, c.vpp});
-  // Layers per stage rounded up: 5 at PP 2 (VPP 1, 5 would leave a stage empty: 10 > 9), 3 at PP 4 (VPP 1, 3: 12 > 9).
+  // Layers per stage rounded up: 5 at PP 2 (VPP 5 would leave stages empty: 10 > 9), 3 at PP 4 (VPP 3: 12 > 9).
   CHECK(pp_vpp == std::set<std::pair<int, int>>{{2, 1}, {4, 1}});
   Candidate c = candidates.front();
   c.pp = 4;
   c.vpp = 1;
-  CHECK(candidate_scenario(s, c, 16).parallel.pipeline_layout == std::vector<int>{2, 3, 2, 2});
+  CHECK(candidate_scenario(s, c, 16).parallel.pipeline_layout == std::vector<int>{2, 3, 3, 1});  // 11 slots
   s.parallel.pipeline_layout = {1, 3, 3, 2};  // as the base scenario's own layout
   CHECK(candidate_scenario(s, c, 16).parallel.pipeline_layout == std::vector<int>{1, 3, 3, 2});
   c.pp = 2;
   CHECK(candidate_scenario(s, c, 16).parallel.pipeline_layout == std::vector<int>{5, 4});
+  // DualPipeV needs 2 pp virtual stages with a layer each: PP 8 is not enumerated for 9 layers.
+  space.pp = {2, 8};
+  space.schedule = {Schedule::kDualPipeV};
+  for (const Candidate& d : enumerate_candidates(s, default_space(s, space), 16)) CHECK(d.pp == 2);
 }

@@ -225,6 +225,31 @@ def main():
         expect(set(plans) == want and all(p["status"] == "simulated" for p in plans.values()),
                f"search on the DeepSeek-V3 example: plans {sorted(plans)}")
 
+    # The scenario's own first/last-stage split ranks its plan at predict's time; with --model for another model it
+    # is dropped; --pp values no stage could use are errors.
+    odd = os.path.join(tmp, "odd.json")
+    json.dump({"model": {"preset": "llama3-8b", "num_hidden_layers": 31}, "cluster": {"preset": "dgx-h100", "num_gpus": 32},
+               "parallel": {"pp": 4, "decoder_first_pipeline_num_layers": 4},
+               "training": {"seq_length": 4096, "global_batch_size": 128}}, open(odd, "w"))
+    narrow = ["--tp", "1", "--pp", "2,4", "--cp", "1", "--zero-stage", "0", "--recompute", "none", "--micro-batch-size",
+              "1", "--fp8", "off", "--quiet"]
+    r = run(orrery, "search", odd, *narrow)
+    p = run(orrery, "predict", odd, "--json")
+    own = re.search(r"the scenario's plan \(\S+\) ranks \d+ of \d+ fitting plans \(([\d.]+) s\)", r.stdout)
+    expect(r.returncode == 0 and p.returncode == 0 and own is not None and
+           abs(float(own.group(1)) - json.loads(p.stdout)["iteration_time_s"]) < 1e-3,
+           f"search keeps the file's first/last split: {r.stdout[:300]} {r.stderr[:200]} {p.stderr[:200]}")
+    r = run(orrery, "search", odd, "--model", "llama3-8b", *narrow, "--json", os.path.join(tmp, "odd-model.json"))
+    if r.returncode == 0:
+        plans = json.load(open(os.path.join(tmp, "odd-model.json")))["plans"]
+        bad = [p["key"] for p in plans if p["status"] == "invalid"]
+        expect(not bad, f"search --model with another layer count: invalid plans {bad}")
+    else:
+        expect(False, f"search --model: exit {r.returncode}: {r.stderr[:200]}")
+    r = run(orrery, "search", "--model", "llama3-8b", "--num-gpus", "64", "--seq-length", "4096", "--global-batch-size",
+            "128", "--pp", "64", "--quiet")
+    expect(r.returncode == 2 and "--pp (64)" in r.stderr, f"search --pp 64 on 32 layers: exit {r.returncode}: {r.stderr[:200]}")
+
     for p in problems:
         print(p)
     print(f"cli: {len(problems)} problem(s)")

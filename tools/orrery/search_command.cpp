@@ -8,11 +8,13 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <numeric>
 #include <span>
 
 #include "hardware/gpu_profile.h"
 #include "models/error.h"
 #include "models/json_fields.h"
+#include "sim/pipeline_layout.h"
 #include "sim/search/plan_search.h"
 #include "tools/orrery/commands.h"
 #include "tools/orrery/search_output.h"
@@ -145,7 +147,17 @@ Scenario base_scenario(const SearchArgs& a) {
   // The GPU count to search: --num-gpus, else the scenario's (given or derived from its plan).
   if (a.num_gpus) require(*a.num_gpus >= 1, "--num-gpus", std::to_string(*a.num_gpus), "must be at least 1");
   int gpus = a.num_gpus.value_or(0);
-  if (gpus == 0 && !a.scenario_file.empty()) gpus = load_scenario(a.scenario_file).cluster.num_gpus;
+  std::vector<int> own_layout;
+  if (!a.scenario_file.empty()) {
+    const Scenario file = load_scenario(a.scenario_file);
+    if (gpus == 0) gpus = file.cluster.num_gpus;
+    const ParallelPlan& fp = file.parallel;
+    const bool accounting = fp.account_for_embedding_in_pipeline_split || fp.account_for_loss_in_pipeline_split;
+    if (!accounting && (!fp.pipeline_layout.empty() || fp.decoder_first_pipeline_num_layers ||
+                        fp.decoder_last_pipeline_num_layers)) {
+      own_layout = make_pipeline_layout(file.model, fp).layers;
+    }
+  }
   if (gpus == 0) throw Error::invalid("--num-gpus", "missing", "is required (or a scenario file)");
   // The base plan only has to be valid, and the search replaces it: one GPU, micro-batch 1 always validate.
   doc["cluster"]["num_gpus"] = 1;
@@ -163,10 +175,7 @@ Scenario base_scenario(const SearchArgs& a) {
   // one-GPU base plan: they are read apart and set on the parsed base, and each candidate is checked with them.
   static const char* const kNeedExperts[] = {"moe_token_dispatcher_type", "moe_flex_dispatcher_backend",
                                              "overlap_moe_expert_parallel_comm", "delay_wgrad_compute"};
-  nlohmann::json full_plan = kept;
-  if (doc.contains("parallel") && doc["parallel"].is_object() && doc["parallel"].contains("pipeline_layout")) {
-    full_plan["pipeline_layout"] = doc["parallel"]["pipeline_layout"];
-  }
+  const nlohmann::json full_plan = kept;
   for (const char* k : kNeedExperts) kept.erase(k);
   doc["parallel"] = kept;
   if (a.seq_length) t["seq_length"] = *a.seq_length;
@@ -181,8 +190,10 @@ Scenario base_scenario(const SearchArgs& a) {
   s.parallel.moe_flex_dispatcher_backend = plan.moe_flex_dispatcher_backend;
   s.parallel.overlap_moe_expert_parallel_comm = plan.overlap_moe_expert_parallel_comm;
   s.parallel.delay_wgrad_compute = plan.delay_wgrad_compute;
-  // The scenario's own layout, for the candidates with its number of virtual stages (candidate_scenario).
-  s.parallel.pipeline_layout = plan.pipeline_layout;
+  // The scenario's own split (an explicit layout, or the first/last-stage counts resolved), for the candidates with
+  // its number of virtual stages (candidate_scenario); not when it was made for another model (--model).
+  s.parallel.pipeline_layout = own_layout;
+  if (std::accumulate(own_layout.begin(), own_layout.end(), 0) != s.model.num_layers) s.parallel.pipeline_layout.clear();
   return s;
 }
 
@@ -203,6 +214,17 @@ SearchSpace user_space(const SearchArgs& a, const Scenario& base) {
   s.ep = int_list(a.ep, "--ep", defaults.ep);
   s.etp = int_list(a.etp, "--etp", defaults.etp);
   s.vpp = int_list(a.vpp, "--vpp", {});
+  // Values no candidate could use are errors, not silently empty searches.
+  const int layers = base.model.num_layers;
+  for (int pp : s.pp) {
+    require(pp <= layers, "--pp", std::to_string(pp),
+            fmt::format("must be at most the model's {} layers (each pipeline stage needs one)", layers));
+  }
+  for (int v : s.vpp) {
+    const bool usable = v == 1 || std::any_of(s.pp.begin(), s.pp.end(), [&](int pp) { return pp > 1 && pp * v <= layers; });
+    require(usable, "--vpp", std::to_string(v),
+            fmt::format("needs a --pp value above 1 whose product with it is at most the model's {} layers", layers));
+  }
   s.micro_batch = int_list(a.micro_batch, "--micro-batch-size", defaults.micro_batch);
   s.zero_stage = int_list(a.zero_stage, "--zero-stage", defaults.zero_stage, 0, 3);
   s.recompute = enum_list<Recompute>(a.recompute, "--recompute", kRecomputeNames);
