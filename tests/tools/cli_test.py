@@ -250,6 +250,20 @@ def main():
             "128", "--pp", "64", "--quiet")
     expect(r.returncode == 2 and "--pp (64)" in r.stderr, f"search --pp 64 on 32 layers: exit {r.returncode}: {r.stderr[:200]}")
 
+    # Every candidate's reason is in the CSV too (quoted: reasons hold commas).
+    table = os.path.join(tmp, "plans.csv")
+    r = run(orrery, "search", "--model", "llama3-8b", "--num-gpus", "16", "--seq-length", "4096", "--global-batch-size",
+            "64", "--tp", "1", "--pp", "1,2", "--cp", "1", "--zero-stage", "1", "--recompute", "none",
+            "--micro-batch-size", "1", "--fp8", "off", "--vpp", "1", "--schedule", "1f1b,dualpipe", "--quiet", "--csv", table)
+    if r.returncode == 0:
+        import csv
+        rows = {row["key"]: row for row in csv.DictReader(open(table))}
+        bad = rows.get("tp1-pp1-cp1-ep1-etp1-vpp1-mb1-none-z1-dualpipe-nofp8", {})
+        expect(bad.get("status") == "invalid" and bad.get("reason", "").startswith("parallel.pp (1) must be even"),
+               f"search --csv reason: {bad}")
+    else:
+        expect(False, f"search --csv: exit {r.returncode}: {r.stderr[:200]}")
+
     for p in problems:
         print(p)
     print(f"cli: {len(problems)} problem(s)")

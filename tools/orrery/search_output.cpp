@@ -113,21 +113,37 @@ json search_json(const SearchResult& result) {
           {"ranking", ranking}};
 }
 
+namespace {
+
+// A CSV field in double quotes, its own double quotes doubled (RFC 4180), for the free-text reasons.
+std::string csv_quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char ch : text) {
+    if (ch == '"') out += '"';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
 void write_search_csv(std::ostream& out, const SearchResult& result) {
   out << "key,tp,pp,dp,cp,ep,etp,vpp,micro_batch_size,sequence_parallel,recompute,zero_stage,schedule,precision,"
-         "status,lower_bound_s,iteration_time_s,tokens_per_s_per_gpu,mfu,peak_memory_gib,fits,limiter,objective\n";
+         "status,lower_bound_s,iteration_time_s,tokens_per_s_per_gpu,mfu,peak_memory_gib,fits,limiter,objective,"
+         "reason\n";
   for (const PlanRecord& r : result.records) {
     const Candidate& c = r.candidate;
     out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g}", candidate_key(c), c.tp, c.pp, r.dp, c.cp,
                        c.ep, c.etp, c.vpp, c.micro_batch, c.tp > 1 && c.sequence_parallel ? "true" : "false", to_string(c.recompute),
                        c.zero_stage, to_string(c.schedule), r.precision, to_string(r.status), r.lower_bound);
     if (r.status == PlanStatus::kSimulated) {
-      out << fmt::format(",{:.6g},{:.6g},{:.6g},{:.4f},{},{},{:.6g}\n", r.iteration_time, r.tokens_per_s_per_gpu, r.mfu,
+      out << fmt::format(",{:.6g},{:.6g},{:.6g},{:.4f},{},{},{:.6g},", r.iteration_time, r.tokens_per_s_per_gpu, r.mfu,
                          static_cast<double>(r.peak_memory) / (1 << 30), r.fits ? "true" : "false", r.limiter,
                          r.objective);
     } else {
-      out << ",,,,,,,\n";
+      out << ",,,,,,,,";
     }
+    out << csv_quoted(r.reason) << "\n";
   }
 }
 
