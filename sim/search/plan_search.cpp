@@ -122,6 +122,9 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, int num_
     if (static_cast<int>(i % static_cast<std::size_t>(o.shard_count)) != o.shard_index) continue;
     PlanRecord r;
     r.candidate = all[i];
+    // The data-parallel size the GPUs leave, also for candidates the validator refuses.
+    const std::int64_t mp = std::int64_t{all[i].tp} * all[i].pp * all[i].cp;
+    if (mp > 0 && num_gpus % mp == 0) r.dp = static_cast<int>(num_gpus / mp);
     try {
       Scenario s = candidate_scenario(base, all[i], num_gpus);
       r.dp = s.parallel.dp;
