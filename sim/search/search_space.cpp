@@ -72,19 +72,23 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
         if (mp > num_gpus || num_gpus % mp != 0) continue;
         for (int ep : space.ep) {
           for (int etp : space.etp) {
-            // Default VPPs: the divisors of the (largest) layer count per stage, each chunk a whole share of it.
-            const int per_stage = (layers + pp - 1) / pp;
+            // Default VPPs: the divisors of the (largest) layer count per stage, each chunk a whole share of it; with
+            // the embedding/loss accounting keys those count as layers (Megatron's split).
+            const ParallelPlan& bp = base.parallel;
+            const int slots = layers + (bp.account_for_embedding_in_pipeline_split ? 1 : 0) +
+                              (bp.account_for_loss_in_pipeline_split ? 1 : 0);
+            const int per_stage = (slots + pp - 1) / pp;
             std::vector<int> vpps = space.vpp;
             if (vpps.empty()) {
               vpps.push_back(1);
               if (pp > 1) {
                 for (int v = 2; v <= per_stage; ++v) {
-                  if (per_stage % v == 0 && pp * v <= layers) vpps.push_back(v);
+                  if (per_stage % v == 0 && pp * v <= slots) vpps.push_back(v);
                 }
               }
             }
             for (int vpp : vpps) {
-              if (vpp > 1 && (pp == 1 || pp * vpp > layers)) continue;
+              if (vpp > 1 && (pp == 1 || pp * vpp > slots)) continue;
               for (int mb : space.micro_batch) {
                 for (Recompute r : space.recompute) {
                   for (int zero : space.zero_stage) {

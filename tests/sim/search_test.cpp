@@ -247,3 +247,18 @@ TEST_CASE("layers that do not divide get a balanced split, the embedding and hea
   space.schedule = {Schedule::kDualPipeV};
   for (const Candidate& d : enumerate_candidates(s, default_space(s, space), 16)) CHECK(d.pp == 2);
 }
+
+TEST_CASE("default VPPs count the embedding and loss as layers when the scenario's split does", "[sim][search]") {
+  const auto vpps = [](bool accounting) {
+    Scenario s = base(R"({"preset": "llama3-8b", "num_hidden_layers": 30})", "dgx-h100", 16, 4096, 64);
+    s.parallel.account_for_embedding_in_pipeline_split = accounting;
+    s.parallel.account_for_loss_in_pipeline_split = accounting;
+    SearchSpace space;
+    space.pp = {2};
+    std::set<int> out;
+    for (const Candidate& c : enumerate_candidates(s, default_space(s, space), 16)) out.insert(c.vpp);
+    return out;
+  };
+  CHECK(vpps(false) == std::set<int>{1, 3, 5, 15});     // 15 layers per stage
+  CHECK(vpps(true) == std::set<int>{1, 2, 4, 8, 16});   // 30 + 2 slots: 16 per stage
+}
