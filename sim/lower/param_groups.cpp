@@ -74,9 +74,9 @@ std::vector<ParamGroup> embedding_param_groups(const LoweringContext& ctx, int c
 std::vector<ParamGroup> head_param_groups(const LoweringContext& ctx, int chunk) {
   static const GroupDef kHeadGroups[] = {{"final_norm", {"final_norm"}}, {"lm_head", {"lm_head"}}};
   auto out = collect(ctx, head_param_tensors(ctx.padded_model), kHeadGroups, -1, chunk);
-  if (ctx.model.tie_word_embeddings && ctx.plan.pp > 1 && !ctx.layout.v_shape) {
-    // Megatron keeps a copy of the word embedding on the last stage to use as the LM head. DualPipeV's head runs
-    // on rank 0 beside the embedding and uses it directly.
+  if (ctx.model.tie_word_embeddings && ctx.plan.pp > 1 && !ctx.layout.head_beside_embedding()) {
+    // Megatron keeps a copy of the word embedding on the last stage to use as the LM head. DualPipe's and
+    // DualPipeV's head runs on a rank that holds the embedding chunk too, and uses it directly.
     out.push_back({chunk, -1, "lm_head", ctx.word_embedding_elements()});
   }
   if (ctx.model.mtp_num_layers > 0 && ctx.layout.virtual_stages() > 1 && !ctx.layout.head_beside_embedding() &&
