@@ -148,8 +148,11 @@ class Simulation {
     while (!events_.empty()) {
       Event e = events_.top();
       events_.pop();
-      if ((slowdown_ > 0 || share_network_) && !due(e)) continue;
-      if (share_network_ && !transfer_done(e.instance, e.task, e.time)) continue;
+      if (share_network_ && directions(static_cast<std::size_t>(e.instance), e.task) != 0) {
+        if (!transfer_done(e)) continue;
+      } else if (slowdown_ > 0 && !due(e)) {
+        continue;
+      }
       finish(e.instance, e.task, e.time);
       ++result_.events;
     }
@@ -236,19 +239,6 @@ class Simulation {
     reshare(instance, now);  // times it (share 0 -> its real share) and queues its completion
   }
 
-  // The transfer's part is done: it leaves the port, the others speed up. Returns its TransferGroup (-1: none).
-  std::int32_t end_transfer(std::int32_t instance, std::int32_t task, Nanoseconds now) {
-    const auto i = static_cast<std::size_t>(instance);
-    auto& running = transfers_[i];
-    const auto it = std::find_if(running.begin(), running.end(), [&](const RunningTransfer& r) { return r.task == task; });
-    if (it == running.end()) return -1;
-    if (it->directions & kSends) --port_users_[i][0];
-    if (it->directions & kReceives) --port_users_[i][1];
-    const std::int32_t group = it->group;
-    running.erase(it);
-    reshare(instance, now);
-    return group;
-  }
 
   const Program& program(std::size_t instance) const {
     return graph_.programs[static_cast<std::size_t>(inst_.instances[instance].program)];
@@ -343,19 +333,27 @@ class Simulation {
     for (const Arrival& a : members) transfers_[static_cast<std::size_t>(a.instance)].back().group = id;
   }
 
-  // A task's completion event came due. A network transfer frees its share of the port now; one of a group of
-  // several instances ends only with the group's last member, which ends them all. Returns whether `task` ends now
-  // on its own (finish() is the caller's).
-  bool transfer_done(std::int32_t instance, std::int32_t task, Nanoseconds now) {
-    if (directions(static_cast<std::size_t>(instance), task) == 0) return true;
-    const std::int32_t group = end_transfer(instance, task, now);
+  // A network transfer's completion event was popped. It stands only while it is the latest queued for the
+  // transfer (re-sharing the port re-queues it); then the transfer's part is done: it leaves the port, the others
+  // speed up. One of a group of several instances ends only with the group's last member, which ends them all.
+  // Returns whether the task ends now on its own (finish() is the caller's).
+  bool transfer_done(const Event& e) {
+    const auto i = static_cast<std::size_t>(e.instance);
+    auto& running = transfers_[i];
+    const auto it = std::find_if(running.begin(), running.end(), [&](const RunningTransfer& r) { return r.task == e.task; });
+    if (it == running.end() || it->event != e.seq) return false;
+    if (it->directions & kSends) --port_users_[i][0];
+    if (it->directions & kReceives) --port_users_[i][1];
+    const std::int32_t group = it->group;
+    running.erase(it);
+    reshare(e.instance, e.time);
     if (group < 0) return true;
     TransferGroup& g = transfer_groups_[static_cast<std::size_t>(group)];
     if (--g.running > 0) return false;
     const std::vector<Arrival> members = std::move(g.members);
     g.members.clear();
     free_transfer_groups_.push_back(group);
-    for (const Arrival& a : members) finish(a.instance, a.task, now);
+    for (const Arrival& a : members) finish(a.instance, a.task, e.time);
     return false;
   }
 
@@ -418,15 +416,7 @@ class Simulation {
   // RunningCompute names; if the task was slowed since, its end moved later and the event is re-queued there.
   bool due(const Event& e) {
     const auto i = static_cast<std::size_t>(e.instance);
-    if (!program(i).tasks[static_cast<std::size_t>(e.task)].is_compute()) {
-      if (!share_network_ || directions(i, e.task) == 0) return true;
-      // A network transfer's event stands only while it is the latest queued for it.
-      for (const RunningTransfer& r : transfers_[i]) {
-        if (r.task == e.task) return r.event == e.seq;
-      }
-      return false;
-    }
-    if (slowdown_ <= 0) return true;
+    if (!program(i).tasks[static_cast<std::size_t>(e.task)].is_compute()) return true;
     RunningCompute& rc = running_[i];
     if (rc.task != e.task || rc.event != e.seq) return false;
     if (rc.end == e.time) return true;

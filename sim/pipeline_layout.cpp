@@ -35,7 +35,7 @@ std::vector<int> from_explicit_layout(const ModelSpec& m, const ParallelPlan& p)
 
 std::vector<int> from_accounting(const ModelSpec& m, const ParallelPlan& p) {
   const int n = virtual_stage_count(p);
-  const int extra = (p.account_for_embedding_in_pipeline_split ? 1 : 0) + (p.account_for_loss_in_pipeline_split ? 1 : 0);
+  const int extra = p.accounted_slots();
   const int slots = m.num_layers + extra;
   require(slots % n == 0, "parallel.pp", std::to_string(p.pp),
           fmt::format("gives {} virtual stages, which must divide num_hidden_layers ({}) plus the {} layer(s) the "
@@ -103,12 +103,11 @@ int PipelineLayout::layers_on_stage(int stage) const {
 PipelineLayout make_pipeline_layout(const ModelSpec& m, const ParallelPlan& p) {
   PipelineLayout out;
   out.pp = p.pp;
-  const bool dualpipe = p.schedule == Schedule::kDualPipe || p.schedule == Schedule::kDualPipeV;
-  out.vpp = dualpipe ? 2 : p.vpp;
+  out.vpp = is_dualpipe(p.schedule) ? 2 : p.vpp;
   out.mirrored = p.schedule == Schedule::kDualPipe;
   out.v_shape = p.schedule == Schedule::kDualPipeV;
   const bool first_last = p.decoder_first_pipeline_num_layers || p.decoder_last_pipeline_num_layers;
-  const bool accounting = p.account_for_embedding_in_pipeline_split || p.account_for_loss_in_pipeline_split;
+  const bool accounting = p.accounted_slots() > 0;
   const bool explicit_layout = !p.pipeline_layout.empty();
   require(int(first_last) + int(accounting) + int(explicit_layout) <= 1, "parallel.pipeline_layout", "combined",
           std::string("split keys cannot be combined; use one of ") + kSplitKeys);

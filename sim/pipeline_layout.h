@@ -36,7 +36,7 @@ struct PipelineLayout {
   }
   /// Whether the chunk's micro-batches travel from the last rank towards the first (DualPipe's and DualPipeV's
   /// chunk 1).
-  bool reversed(int chunk) const { return (mirrored || v_shape) && chunk == 1; }
+  bool reversed(int chunk) const { return head_beside_embedding() && chunk == 1; }
   /// DualPipeV's turn: on the last rank, chunk 0 hands its activations to chunk 1 and chunk 1 its gradients to
   /// chunk 0 on the same GPU, with no transfer. `forward`: the forward pass's hand-over (into chunk 1), else the
   /// backward's (into chunk 0).
@@ -57,7 +57,7 @@ struct PipelineLayout {
 };
 
 /// Virtual stages along a micro-batch's path for the plan: pp x vpp, pp with DualPipe (the model cut in pp, each
-/// rank holding two), 2 pp with DualPipeV.
+/// rank holding two), 2 pp with DualPipeV. Errors: none.
 int virtual_stage_count(const ParallelPlan& p);
 
 /// Errors: Error::invalid naming the split keys when layers do not divide evenly and no split is given, when a

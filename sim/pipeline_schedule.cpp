@@ -78,18 +78,10 @@ std::vector<ScheduleStep> zb_h1(int pp, int stage, int microbatches) {
 // place of DualPipe's rank s, chunk 0 (the way down) as the near direction and all micro-batches through each chunk.
 class DualPipeOrder {
  public:
-  DualPipeOrder(int pp, int stage, int microbatches)
-      : half_pp_(pp / 2), h_(std::min(stage, pp - 1 - stage)), half_m_(microbatches / 2), flip_(stage >= pp / 2) {}
-
-  static DualPipeOrder v_shaped(int pp, int stage, int microbatches) {
-    DualPipeOrder o(pp, stage, microbatches);
-    o.half_pp_ = pp;
-    o.h_ = stage;
-    o.half_m_ = microbatches;
-    o.flip_ = false;
-    o.v_shape_ = true;
-    return o;
+  static DualPipeOrder mirrored(int pp, int stage, int microbatches) {
+    return {pp / 2, std::min(stage, pp - 1 - stage), microbatches / 2, stage >= pp / 2, false};
   }
+  static DualPipeOrder v_shaped(int pp, int stage, int microbatches) { return {pp, stage, microbatches, false, true}; }
 
   std::vector<ScheduleStep> steps() {
     const int outer = half_pp_ - h_ - 1;  // ranks between this one and the middle
@@ -136,9 +128,12 @@ class DualPipeOrder {
     deferred_.pop_front();
   }
 
-  int half_pp_, h_, half_m_;
-  bool flip_;  // on the second half of the ranks the near direction is direction 1
-  bool v_shape_ = false;
+  DualPipeOrder(int half_pp, int h, int half_m, bool flip, bool v_shape)
+      : half_pp_(half_pp), h_(h), half_m_(half_m), flip_(flip), v_shape_(v_shape) {}
+
+  int half_pp_, h_, half_m_;  // DualPipeV: pp, the rank and all micro-batches
+  bool flip_;                 // on the second half of the ranks the near direction is direction 1
+  bool v_shape_;
   std::array<int, 2> forwards_{}, backwards_{};
   std::deque<ScheduleStep> deferred_;  // B passes whose W has not run, oldest first
   std::vector<ScheduleStep> out_;
@@ -149,7 +144,7 @@ class DualPipeOrder {
 std::vector<ScheduleStep> pipeline_steps(Schedule schedule, int pp, int vpp, int stage, int microbatches) {
   if (schedule == Schedule::kGPipe) return gpipe(microbatches);
   if (schedule == Schedule::kZbH1) return zb_h1(pp, stage, microbatches);
-  if (schedule == Schedule::kDualPipe) return DualPipeOrder(pp, stage, microbatches).steps();
+  if (schedule == Schedule::kDualPipe) return DualPipeOrder::mirrored(pp, stage, microbatches).steps();
   if (schedule == Schedule::kDualPipeV) return DualPipeOrder::v_shaped(pp, stage, microbatches).steps();
   if (vpp > 1) return interleaved(pp, vpp, stage, microbatches);
   return one_f_one_b(pp, stage, microbatches);

@@ -20,6 +20,8 @@ enum class Precision { kFp32, kFp16, kBf16, kFp8 };
 enum class Recompute { kNone, kSelective, kFull };
 enum class AttentionBackend { kFlash, kUnfused };
 enum class Schedule { k1F1B, kGPipe, kZbH1, kDualPipe, kDualPipeV };  // 1F1B is interleaved when vpp > 1
+/// DualPipe and DualPipeV: two model chunks per rank of their own (no vpp), run as overlapped forward-backward pairs.
+inline bool is_dualpipe(Schedule s) { return s == Schedule::kDualPipe || s == Schedule::kDualPipeV; }
 enum class Optimizer { kAdam, kSgd };
 /// Which software runs the step: Megatron-LM/Megatron-Core (fused kernels, bf16 parameters with fp32 master
 /// weights), plain PyTorch eager on a Hugging Face model (sim/lower/pytorch_step.h), or Megatron-DeepSpeed with
@@ -91,6 +93,10 @@ struct ParallelPlan {
   std::optional<int> decoder_last_pipeline_num_layers;
   bool account_for_embedding_in_pipeline_split = false;
   bool account_for_loss_in_pipeline_split = false;
+  /// Layer-sized slots the embedding and the loss take in an accounted split (0, 1 or 2).
+  int accounted_slots() const {
+    return (account_for_embedding_in_pipeline_split ? 1 : 0) + (account_for_loss_in_pipeline_split ? 1 : 0);
+  }
   std::vector<int> pipeline_layout;  // transformer layers per virtual stage, in virtual-stage order
   std::optional<int> num_layers_per_virtual_pipeline_stage;  // Megatron's way to set vpp
 

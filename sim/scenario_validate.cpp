@@ -23,7 +23,7 @@ void reject_unmodelled(const Scenario& s) {
   // Attention sinks (GPT-OSS) add one learned logit per head to each softmax denominator: its parameters are
   // counted, its cost (one term per query row and head) is below the attention kernel's resolution, so it lowers
   // as ordinary attention.
-  const bool dualpipe = p.schedule == Schedule::kDualPipe || p.schedule == Schedule::kDualPipeV;
+  const bool dualpipe = is_dualpipe(p.schedule);
   if ((p.schedule == Schedule::kZbH1 || dualpipe) && p.zero_stage >= 2) {
     throw Error::not_modelled("parallel.zero_stage", str(p.zero_stage),
                               fmt::format("ZeRO-2/3 with the {} schedule (gradient sharding per split backward step)",

@@ -26,8 +26,9 @@ const char* MtpLowering::embedding_group() const {
 void MtpLowering::record(std::vector<ParamUse>* params, const char* name, int layer, TaskId task, bool forward) const {
   if (layer >= 0) {
     record_param_use(params, emit_, groups_, name, layer, task, forward);
-  } else if (ctx_.layout.head_beside_embedding() && !ctx_.model.tie_word_embeddings) {
-    // DualPipe(V): the embedding is the other chunk's group on this rank; its own backward finishes the gradient.
+  } else if (ctx_.layout.head_beside_embedding()) {
+    // DualPipe(V): the embedding (tied or not) is the other chunk's group on this rank; its own backward finishes
+    // the gradient.
     return;
   } else {
     // The shared embedding: a group of the embedding's own list on a one-stage pipeline, else of the head chunk's.

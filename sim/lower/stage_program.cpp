@@ -54,7 +54,7 @@ class StageLowering {
     }
     // Merged passes: Megatron-Core's EP overlap, or DualPipe's (and DualPipeV's) overlapped forward-and-backward
     // pairs.
-    const bool dualpipe = ctx_.plan.schedule == Schedule::kDualPipe || ctx_.plan.schedule == Schedule::kDualPipeV;
+    const bool dualpipe = is_dualpipe(ctx_.plan.schedule);
     const bool merged = ctx_.plan.overlap_moe_expert_parallel_comm || dualpipe;
     for (const auto& [begin, end] : slots(steps)) {
       // Receives of the whole slot are posted together, with the previous slot's sends; without

@@ -138,7 +138,7 @@ PlanBounds plan_bounds(const Scenario& s, const CostParams& params) {
   PlanBounds b;
   // DualPipe fills one direction's pipeline with the other direction's work, DualPipeV the way down's with the way
   // back's: only the work bounds them.
-  b.time = layout.mirrored || layout.v_shape ? busiest
+  b.time = is_dualpipe(p.schedule) ? busiest
                            : std::max(busiest, (p.pp - 1) * (lightest_fwd + lightest_bwd) + last_stage - deferred);
   // The analytical bound assumes the default GEMM model; a measured profile may be faster than it.
   if (!params.profile) b.time = std::max(b.time, iteration_time_lower_bound(s, params));
@@ -218,7 +218,7 @@ Seconds iteration_time_lower_bound(const Scenario& s, const CostParams& params) 
   // DualPipe: each chunk runs half the micro-batches, and the other direction's work fills the pipeline; DualPipeV:
   // all of them through both chunks.
   const double m = layout.mirrored ? s.num_microbatches() / 2.0 : s.num_microbatches();
-  if (layout.mirrored || layout.v_shape) return std::max(average, m * passes * forward_stage);
+  if (is_dualpipe(p.schedule)) return std::max(average, m * passes * forward_stage);
   if (p.schedule == Schedule::kZbH1) {
     // The last stage runs all but p - 1 of its weight-gradient passes (one forward's GEMM FLOPs each) before its
     // last input-gradient pass.

@@ -63,30 +63,26 @@ std::string candidate_key(const Candidate& c) {
 std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSpace& space, int num_gpus) {
   std::vector<Candidate> out;
   const int layers = base.model.num_layers;
+  // Layer-sized slots to split: the layers, and the embedding and loss where the base's split accounts for them.
+  const int slots = layers + base.parallel.accounted_slots();
   for (int tp : space.tp) {
     if (tp > space.max_tp) continue;
     for (int pp : space.pp) {
       if (pp > layers) continue;
+      // Default VPPs: the divisors of the (largest) slot count per stage, each chunk a whole share of it.
+      std::vector<int> vpps = space.vpp;
+      if (vpps.empty()) {
+        vpps.push_back(1);
+        const int per_stage = (slots + pp - 1) / pp;
+        for (int v = 2; pp > 1 && v <= per_stage; ++v) {
+          if (per_stage % v == 0 && pp * v <= slots) vpps.push_back(v);
+        }
+      }
       for (int cp : space.cp) {
         const std::int64_t mp = std::int64_t{tp} * pp * cp;
         if (mp > num_gpus || num_gpus % mp != 0) continue;
         for (int ep : space.ep) {
           for (int etp : space.etp) {
-            // Default VPPs: the divisors of the (largest) layer count per stage, each chunk a whole share of it; with
-            // the embedding/loss accounting keys those count as layers (Megatron's split).
-            const ParallelPlan& bp = base.parallel;
-            const int slots = layers + (bp.account_for_embedding_in_pipeline_split ? 1 : 0) +
-                              (bp.account_for_loss_in_pipeline_split ? 1 : 0);
-            const int per_stage = (slots + pp - 1) / pp;
-            std::vector<int> vpps = space.vpp;
-            if (vpps.empty()) {
-              vpps.push_back(1);
-              if (pp > 1) {
-                for (int v = 2; v <= per_stage; ++v) {
-                  if (per_stage % v == 0 && pp * v <= slots) vpps.push_back(v);
-                }
-              }
-            }
             for (int vpp : vpps) {
               if (vpp > 1 && (pp == 1 || pp * vpp > slots)) continue;
               for (int mb : space.micro_batch) {
@@ -168,8 +164,7 @@ Scenario candidate_scenario(const Scenario& base, const Candidate& c, int num_gp
   const int stages = virtual_stage_count(p);
   if (static_cast<int>(p.pipeline_layout.size()) != stages) {
     p.pipeline_layout.clear();
-    const bool accounting = p.account_for_embedding_in_pipeline_split || p.account_for_loss_in_pipeline_split;
-    if (!accounting && s.model.num_layers % stages != 0) {
+    if (p.accounted_slots() == 0 && s.model.num_layers % stages != 0) {
       // The embedding counts as a layer, as Megatron's account_for_embedding_in_pipeline_split counts it; the LM
       // head and loss as one and each multi-token-prediction depth as another, as Megatron-Bridge's DeepSeek-V3
       // layout 'Et|(tt|)*30mL' gives them stage slots of their own.

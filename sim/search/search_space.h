@@ -54,7 +54,7 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
 /// embedding, 1 for the LM head and loss plus 1 per multi-token-prediction depth). The slots' remainder goes one
 /// each to the inner stages first, then the first, then the last; an end left with fewer slots than its extra
 /// gets no layer and the inner stages give up the difference. DeepSeek-V3 (61 layers, 1 MTP depth) over 32 stages
-/// gives Megatron-Bridge's [1, 2 x 30, 0].
+/// gives Megatron-Bridge's [1, 2 x 30, 0]. Returns layers per stage (empty for `stages` <= 0); errors: none.
 std::vector<int> balanced_layout(int layers, int stages, int first_extra, int last_extra);
 
 /// `base` with the candidate's plan and `num_gpus`, validated. The base's `pipeline_layout` is kept for candidates

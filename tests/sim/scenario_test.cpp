@@ -90,23 +90,35 @@ TEST_CASE("features outside the model today say 'not modelled yet:'", "[sim][sce
                             "parallel": {"ep": 8, "zero_stage": 3}})") == "");  // Megatron-FSDP with experts
 }
 
-TEST_CASE("dualpipe needs an even pp, no vpp, and at least 2 x pp micro-batches, even", "[sim][scenario][errors]") {
-  CHECK(scenario(with(R"({"pp": 2, "schedule": "dualpipe"})")).parallel.schedule == Schedule::kDualPipe);
-  CHECK_THAT(scenario_error(with(R"({"pp": 1, "schedule": "dualpipe"})")),
-             Catch::Contains("parallel.pp (1)") && Catch::Contains("even"));
-  CHECK_THAT(scenario_error(with(R"({"pp": 2, "vpp": 2, "schedule": "dualpipe"})")),
-             Catch::Contains("parallel.schedule (dualpipe)"));
-  // pp 4 on 16 GPUs leaves dp 4: a global batch of 16 gives 4 micro-batches, fewer than 2 x pp.
-  CHECK_THAT(scenario_error(with(R"({"pp": 4, "schedule": "dualpipe"})", R"({"seq_length": 4096, "global_batch_size": 16})")),
-             Catch::Contains("training.global_batch_size (16)") && Catch::Contains("at least 2 x pp (8)"));
-  CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "dualpipe"})", R"({"seq_length": 4096, "global_batch_size": 40})")),
+TEST_CASE("dualpipe and dualpipev need pp >= 2, no vpp and at least 2 x pp micro-batches; dualpipe even ones",
+          "[sim][scenario][errors]") {
+  for (const char* name : {"dualpipe", "dualpipev"}) {
+    INFO(name);
+    const std::string schedule = std::string(R"("schedule": ")") + name + "\"";
+    CHECK(to_string(scenario(with("{\"pp\": 2, " + schedule + "}")).parallel.schedule) == std::string(name));
+    CHECK_THAT(scenario_error(with("{\"pp\": 1, " + schedule + "}")), Catch::Contains("parallel.pp (1)"));
+    CHECK_THAT(scenario_error(with("{\"pp\": 2, \"vpp\": 2, " + schedule + "}")),
+               Catch::Contains(std::string("parallel.schedule (") + name + ")"));
+    // pp 4 on 16 GPUs leaves dp 4: a global batch of 16 gives 4 micro-batches, fewer than 2 x pp.
+    CHECK_THAT(scenario_error(with("{\"pp\": 4, " + schedule + "}", R"({"seq_length": 4096, "global_batch_size": 16})")),
+               Catch::Contains("training.global_batch_size (16)") && Catch::Contains("at least 2 x pp (8)"));
+    // Megatron's interleaving key has no meaning for their fixed two chunks.
+    CHECK_THAT(scenario_error(with("{\"pp\": 2, \"num_layers_per_virtual_pipeline_stage\": 8, " + schedule + "}")),
+               Catch::Contains("parallel.num_layers_per_virtual_pipeline_stage (8)") && Catch::Contains("1f1b"));
+    CHECK_THAT(scenario_error(with("{\"pp\": 2, \"zero_stage\": 3, " + schedule + "}")),
+               Catch::StartsWith("not modelled yet:") && Catch::Contains(name));
+  }
+  CHECK_THAT(scenario_error(with(R"({"pp": 1, "schedule": "dualpipe"})")), Catch::Contains("must be even"));
+  CHECK_THAT(scenario_error(with(R"({"pp": 1, "schedule": "dualpipev"})")), Catch::Contains("must be at least 2"));
+  // 20 micro-batches per pipeline: DualPipe splits them between its two directions, DualPipeV need not.
+  const std::string odd_batch = R"({"seq_length": 4096, "global_batch_size": 40})";
+  CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "dualpipe"})", odd_batch)),
              Catch::Contains("training.global_batch_size (40)") && Catch::Contains("even number"));
+  CHECK(scenario_error(with(R"({"pp": 2, "schedule": "dualpipev"})", odd_batch)) == "");
 }
 
-TEST_CASE("dualpipev needs pp >= 2, no vpp and at least 2 x pp micro-batches",
-          "[sim][scenario][errors]") {
+TEST_CASE("dualpipev folds 2 x pp virtual stages and takes only splits that name them", "[sim][scenario][errors]") {
   const Scenario s = scenario(with(R"({"pp": 2, "schedule": "dualpipev"})"));
-  CHECK(s.parallel.schedule == Schedule::kDualPipeV);
   // llama3-8b's 32 layers over 2 x pp = 4 virtual stages, rank 0 holding the first and the last.
   const PipelineLayout layout = make_pipeline_layout(s.model, s.parallel);
   CHECK(layout.layers == std::vector<int>{8, 8, 8, 8});
@@ -115,32 +127,18 @@ TEST_CASE("dualpipev needs pp >= 2, no vpp and at least 2 x pp micro-batches",
   CHECK(layout.holds_head(0, 1));
   CHECK(layout.turns_locally(1, 1, true));
   CHECK_FALSE(layout.turns_locally(0, 1, true));
-  CHECK_THAT(scenario_error(with(R"({"pp": 1, "schedule": "dualpipev"})")),
-             Catch::Contains("parallel.pp (1)") && Catch::Contains("at least 2"));
-  CHECK_THAT(scenario_error(with(R"({"pp": 2, "vpp": 2, "schedule": "dualpipev"})")),
-             Catch::Contains("parallel.schedule (dualpipev)"));
-  CHECK_THAT(scenario_error(with(R"({"pp": 4, "schedule": "dualpipev"})", R"({"seq_length": 4096, "global_batch_size": 16})")),
-             Catch::Contains("training.global_batch_size (16)") && Catch::Contains("at least 2 x pp (8)"));
-  // An odd number of micro-batches is fine (DualPipe needs an even one).
-  CHECK(scenario_error(with(R"({"pp": 2, "schedule": "dualpipev"})", R"({"seq_length": 4096, "global_batch_size": 40})")) == "");
   CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "dualpipev", "decoder_first_pipeline_num_layers": 6})")),
              Catch::Contains("parallel.decoder_first_pipeline_num_layers") && Catch::Contains("pipeline_layout"));
   CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "dualpipev", "decoder_last_pipeline_num_layers": 6})")),
              Catch::StartsWith("parallel.decoder_last_pipeline_num_layers (6)"));
-  // Megatron's interleaving key has no meaning for DualPipe(V)'s fixed two chunks.
-  CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "dualpipev", "num_layers_per_virtual_pipeline_stage": 8})")),
-             Catch::Contains("parallel.num_layers_per_virtual_pipeline_stage (8)") && Catch::Contains("1f1b"));
-  // 32 layers over 2 x 3 = 6 virtual stages: the hint names only the split keys dualpipev takes.
-  const std::string odd = scenario_error(with(R"({"pp": 3, "schedule": "dualpipev"})", R"({"seq_length": 4096, "global_batch_size": 30})",
-                                              R"(, "cluster": {"preset": "dgx-h100", "num_gpus": 15})"));
+  // 32 layers over 2 x 3 = 6 virtual stages (15 GPUs): the hint names only the split keys dualpipev takes.
+  const std::string odd = scenario_error(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 15},
+      "parallel": {"pp": 3, "schedule": "dualpipev"}, "training": {"seq_length": 4096, "global_batch_size": 30}})");
   CHECK_THAT(odd, Catch::Contains("2 x pp = 2 x 3 = 6 (dualpipev)") && Catch::Contains("pipeline_layout"));
   CHECK_THAT(odd, !Catch::Contains("decoder_first_pipeline_num_layers"));
   CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "dualpipev", "pipeline_layout": [16, 16]})")),
              Catch::Contains("parallel.pipeline_layout") && Catch::Contains("2 x pp = 2 x 2 = 4"));
   CHECK(scenario_error(with(R"({"pp": 2, "schedule": "dualpipev", "pipeline_layout": [7, 9, 9, 7]})")) == "");
-  CHECK_THAT(scenario_error(with(R"({"pp": 2, "schedule": "dualpipev", "zero_stage": 3})")),
-             Catch::StartsWith("not modelled yet:") && Catch::Contains("dualpipev"));
-
 }
 
 TEST_CASE("sequence parallelism with tp 1 is dropped with a warning, as Megatron does", "[sim][scenario]") {

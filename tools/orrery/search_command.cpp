@@ -131,7 +131,9 @@ bool searched_parallel_key(const std::string& key) {
   return false;
 }
 
-Scenario base_scenario(const SearchArgs& a) {
+// The search's base: the scenario file's settings (`file`, the file parsed whole; null without one) or the flags,
+// with the searched parallel keys removed.
+Scenario base_scenario(const SearchArgs& a, const Scenario* file) {
   nlohmann::json doc = nlohmann::json::object();
   std::filesystem::path base = std::filesystem::current_path();
   if (!a.scenario_file.empty()) {
@@ -148,14 +150,12 @@ Scenario base_scenario(const SearchArgs& a) {
   if (a.num_gpus) require(*a.num_gpus >= 1, "--num-gpus", std::to_string(*a.num_gpus), "must be at least 1");
   int gpus = a.num_gpus.value_or(0);
   std::vector<int> own_layout;
-  if (!a.scenario_file.empty()) {
-    const Scenario file = load_scenario(a.scenario_file);
-    if (gpus == 0) gpus = file.cluster.num_gpus;
-    const ParallelPlan& fp = file.parallel;
-    const bool accounting = fp.account_for_embedding_in_pipeline_split || fp.account_for_loss_in_pipeline_split;
-    if (!accounting && (!fp.pipeline_layout.empty() || fp.decoder_first_pipeline_num_layers ||
-                        fp.decoder_last_pipeline_num_layers)) {
-      own_layout = make_pipeline_layout(file.model, fp).layers;
+  if (file) {
+    if (gpus == 0) gpus = file->cluster.num_gpus;
+    const ParallelPlan& fp = file->parallel;
+    if (fp.accounted_slots() == 0 && (!fp.pipeline_layout.empty() || fp.decoder_first_pipeline_num_layers ||
+                                      fp.decoder_last_pipeline_num_layers)) {
+      own_layout = make_pipeline_layout(file->model, fp).layers;
     }
   }
   if (gpus == 0) throw Error::invalid("--num-gpus", "missing", "is required (or a scenario file)");
@@ -363,12 +363,14 @@ void report_given(std::ostream& out, const SearchResult& r, const Candidate& giv
 }
 
 void run_search_command(const SearchArgs& a) {
-  const Scenario base = base_scenario(a);
+  std::optional<Scenario> file;
+  if (!a.scenario_file.empty()) file = load_scenario(a.scenario_file);
+  const Scenario base = base_scenario(a, file ? &*file : nullptr);
   SearchSpace space = user_space(a, base);
   std::optional<Candidate> given;
-  if (!a.scenario_file.empty()) {
+  if (file) {
     // The file's plan joins the space (and is never pruned away: it is ranked whenever it fits).
-    given = given_candidate(load_scenario(a.scenario_file));
+    given = given_candidate(*file);
     if (std::find(space.extra.begin(), space.extra.end(), *given) == space.extra.end()) space.extra.push_back(*given);
   }
   SearchOptions options = search_options(a);
