@@ -64,6 +64,9 @@ struct ModelSpec {
   bool qk_norm = false;            // per-head RMSNorm on queries and keys (Qwen3)
   bool embedding_norm = false;     // LayerNorm right after the word embedding (BLOOM)
   bool attention_sinks = false;    // one learned logit per head (GPT-OSS)
+  /// Clamp of a gated MLP's two halves before the activation: gate to at most `swiglu_limit`, linear half to
+  /// [-limit, limit] (Hugging Face `swiglu_limit`, GPT-OSS 7.0; Megatron-Core `activation_func_clamp_value`). 0: none.
+  double swiglu_limit = 0.0;
 
   double attention_dropout = 0.0;  // dropout on attention probabilities
   double hidden_dropout = 0.0;     // dropout before each residual add

@@ -79,6 +79,7 @@ Bytes TransformerLayerLowering::moe_saved() const {
   saved += moe_router_input_saved();                                       // the router GEMM's input
   saved += z.received * m.hidden_size * in;                                // expert inputs
   saved += activation_saved(z.received, z.width);                          // up/gate outputs
+  saved += glu_clamp_saved(z.received, z.width);                           // their clamped copy (GPT-OSS)
   saved += z.received * z.width * in;                                      // down-projection inputs
   saved += z.received * 4;                                                 // permuted probabilities (fp32)
   if (z.shared > 0) saved += mlp_saved(z.shared);
@@ -92,6 +93,11 @@ Bytes TransformerLayerLowering::moe_checkpoint_saved() const {
 Bytes TransformerLayerLowering::moe_down_input_saved() const {
   const MoeSizes z = moe_sizes(ctx_);
   return z.received * z.width * linear_input_bytes(ctx_);
+}
+
+Bytes TransformerLayerLowering::moe_clamp_saved() const {
+  const MoeSizes z = moe_sizes(ctx_);
+  return glu_clamp_saved(z.received, z.width);
 }
 
 Bytes TransformerLayerLowering::moe_router_input_saved() const {
@@ -159,7 +165,7 @@ TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy,
   const TaskId up = emit_.gemm("experts", GemmShape{z.rows, z.up, h, z.local_experts, ctx_.gemm_dtype, true}, {x});
   record(params, "experts", up, true);
   if (save) emit_.save(up, z.received * h * linear_input_bytes(ctx_));
-  x = activation_fwd(up, z.received, z.width, save);
+  x = activation_fwd(up, z.received, z.width, save, policy.expert_activation_outputs);
   if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", z.received * z.width, x);
   const TaskId down = emit_.gemm("experts", GemmShape{z.rows, h, z.width, z.local_experts, ctx_.gemm_dtype, true}, {x});
   if (save && policy.expert_activation_outputs) emit_.save(down, moe_down_input_saved());
@@ -234,8 +240,8 @@ TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* par
     // Megatron's moe_act recompute, hooked on the down projection's output gradient: the activation runs again
     // from its saved input before the down projection's backward, which needs it for the weight gradient.
     PhaseScope scope(emit_, Phase::kRecompute);
-    const TaskId again = emit_.elementwise("mlp_activation", activation_saved(z.received, z.width),
-                                           z.received * z.width * ctx_.act_bytes, {x});
+    const TaskId again = activation_fwd(x, z.received, z.width, false);
+    if (const Bytes clamped = moe_clamp_saved(); clamped > 0) emit_.save(again, clamped);
     emit_.save(again, moe_down_input_saved());
   }
   // The two weight gradients of the grouped expert GEMMs (down, then up), inline after each input gradient, or with

@@ -116,7 +116,7 @@ Bytes TransformerLayerLowering::saved_bytes(const SavePolicy& s) const {
       total -= mla_ ? 0 : column_saved();
       mlp_part -= column_saved();
     }
-    if (moe_ && !s.expert_activation_outputs) mlp_part -= moe_down_input_saved();
+    if (moe_ && !s.expert_activation_outputs) mlp_part -= moe_down_input_saved() + moe_clamp_saved();
     // A dense MLP's checkpoint: with Transformer Engine the pre-MLP norm is fused into the up projection, so the
     // checkpoint's input is the norm's input (kept anyway) and the norm output goes too.
     if (!moe_ && !s.mlp_internals) mlp_part -= mlp_internals_saved(m.intermediate_size) + (s.norm_outputs ? column_saved() : 0);
@@ -224,8 +224,20 @@ TaskId TransformerLayerLowering::residual_fwd(const char* label, TaskId input, b
   return t;
 }
 
-TaskId TransformerLayerLowering::activation_fwd(TaskId input, std::int64_t rows, std::int64_t width, bool save) {
+Bytes TransformerLayerLowering::glu_clamp_saved(std::int64_t rows, std::int64_t width) const {
+  return ctx_.model.gated_mlp && ctx_.model.swiglu_limit > 0 ? activation_saved(rows, width) : 0;
+}
+
+TaskId TransformerLayerLowering::activation_fwd(TaskId input, std::int64_t rows, std::int64_t width, bool save,
+                                                bool save_clamped) {
   const Bytes out = rows * width * ctx_.act_bytes;
+  if (const Bytes both = glu_clamp_saved(rows, width); both > 0) {
+    // Megatron-Core clamps outside its fused quick-GEGLU kernel (megatron/core/fusions/fused_bias_geglu.py,
+    // weighted_bias_quick_geglu_impl with clamp_value): torch.chunk, one clamp per half (each reads and writes a
+    // half) and torch.cat of the two (reads and writes both); the fused kernel then keeps the concatenated copy.
+    input = emit_.elementwise("glu_clamp", 2 * both, 2 * both, {input});
+    if (save && save_clamped) emit_.save(input, both);
+  }
   TaskId t = emit_.elementwise("mlp_activation", activation_saved(rows, width), out, {input});
   if (save) emit_.save(t, activation_saved(rows, width));
   return t;
@@ -236,7 +248,8 @@ Bytes TransformerLayerLowering::mlp_saved(std::int64_t intermediate) const {
 }
 
 Bytes TransformerLayerLowering::mlp_internals_saved(std::int64_t intermediate) const {
-  return activation_saved(ctx_.tokens, intermediate / ctx_.tp) + row_saved(intermediate);
+  const std::int64_t width = intermediate / ctx_.tp;
+  return activation_saved(ctx_.tokens, width) + glu_clamp_saved(ctx_.tokens, width) + row_saved(intermediate);
 }
 
 TaskId TransformerLayerLowering::mlp_fwd(const char* up, const char* down, TaskId input, std::int64_t intermediate,
@@ -422,6 +435,12 @@ TaskId TransformerLayerLowering::activation_bwd(TaskId grad, std::int64_t rows, 
   const Bytes saved = activation_saved(rows, width);
   TaskId t = emit_.elementwise("mlp_activation", out + saved, saved, {grad});
   emit_.release(t, saved);
+  if (const Bytes both = glu_clamp_saved(rows, width); both > 0) {
+    // Each clamp's gradient reads the incoming gradient and the clamp's input (a half of the up outputs) and writes
+    // the masked gradient; torch.cat's backward only takes views.
+    t = emit_.elementwise("glu_clamp", 2 * both, both, {t});
+    emit_.release(t, both);
+  }
   return t;
 }
 

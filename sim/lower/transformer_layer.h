@@ -55,8 +55,10 @@ class TransformerLayerLowering {
   TaskId row_fwd(const char* label, TaskId input, std::int64_t in_features, bool save);
   TaskId core_fwd(TaskId input, bool save_inputs, bool save_internals);
   TaskId residual_fwd(const char* label, TaskId input, bool save);
-  // `rows` tokens of `width` (the per-rank intermediate size; gated MLPs read twice that).
-  TaskId activation_fwd(TaskId input, std::int64_t rows, std::int64_t width, bool save);
+  // `rows` tokens of `width` (the per-rank intermediate size; gated MLPs read twice that). With a clamped GLU
+  // (ModelSpec::swiglu_limit), the clamp runs first; `save_clamped`: whether it keeps its copy for the backward
+  // (false when the activation is recomputed: the clamp runs inside the checkpoint).
+  TaskId activation_fwd(TaskId input, std::int64_t rows, std::int64_t width, bool save, bool save_clamped = true);
   // A dense (TP-sharded) MLP of `intermediate` width: the layer's own, or shared experts.
   // `save_input`: whether the up projection keeps its input (the pre-MLP norm's output) for the backward;
   // `save_internals`: whether the activation's input and the down projection's input are kept (false: the MLP is
@@ -103,6 +105,8 @@ class TransformerLayerLowering {
   Bytes core_internals_saved() const;
   Bytes residual_saved() const;
   Bytes activation_saved(std::int64_t rows, std::int64_t width) const;
+  // The clamped copy of the up outputs that a clamped GLU's activation keeps besides them (0 without a clamp).
+  Bytes glu_clamp_saved(std::int64_t rows, std::int64_t width) const;
   Bytes mlp_saved(std::int64_t intermediate) const;
   // The activation input and the down projection input of a dense MLP of `intermediate` width (what recompute
   // modules mlp and shared_experts drop).
@@ -110,6 +114,7 @@ class TransformerLayerLowering {
   Bytes moe_saved() const;
   Bytes moe_checkpoint_saved() const;  // an MoE layer's input, what recompute module moe keeps
   Bytes moe_down_input_saved() const;  // the routed experts' activation outputs, the down projection's input
+  Bytes moe_clamp_saved() const;       // the routed experts' clamped up outputs (GPT-OSS; 0 without a clamp)
   Bytes moe_router_input_saved() const;  // the pre-MLP norm output the router keeps (0 with shared experts)
   Bytes mla_projection_saved() const;
 

@@ -30,6 +30,17 @@ double layer_bytes(int tp, bool sp, const char* recompute, const std::string& ex
   return bytes;
 }
 
+// Bytes layer 1's forward keeps (allocations minus frees), every micro-batch, rank 0.
+double forward_saved(const WorkloadGraph& g) {
+  double bytes = 0;
+  for (const Task& t : g.programs[0].tasks) {
+    if (t.layer != 1 || t.phase != Phase::kForward) continue;
+    if (t.start_kind == MemoryKind::kActivations) bytes += static_cast<double>(t.start_bytes);
+    if (t.end_kind == MemoryKind::kActivations) bytes += static_cast<double>(t.end_bytes);
+  }
+  return bytes;
+}
+
 }  // namespace
 
 TEST_CASE("activations per layer reproduce Korthikanti et al. Table 2", "[sim][memory]") {
@@ -71,15 +82,7 @@ TEST_CASE("moe_act recompute drops the experts' activation outputs and runs the 
         "cluster": {"preset": "dgx-h100", "num_gpus": 1}, "training": {"seq_length": 2048, "micro_batch_size": 1,
         "global_batch_size": 1, "recompute": "selective", "recompute_modules": )") + modules + "}}"));
   };
-  auto saved = [](const WorkloadGraph& g) {
-    double bytes = 0;
-    for (const Task& t : g.programs[0].tasks) {
-      if (t.layer != 1 || t.phase != Phase::kForward) continue;
-      if (t.start_kind == MemoryKind::kActivations) bytes += static_cast<double>(t.start_bytes);
-      if (t.end_kind == MemoryKind::kActivations) bytes += static_cast<double>(t.end_bytes);
-    }
-    return bytes;
-  };
+  const auto saved = forward_saved;
   auto recomputed = [](const WorkloadGraph& g) {
     int n = 0;
     for (const Task& t : g.programs[0].tasks) n += t.layer == 1 && t.phase == Phase::kRecompute && std::string(t.label) == "mlp_activation";
@@ -109,6 +112,57 @@ TEST_CASE("moe_act recompute drops the experts' activation outputs and runs the 
   }
   CHECK(again == std::map<std::string, int>{{"experts", 2}, {"router", 1}});
   CHECK(net == 0);
+}
+
+TEST_CASE("GPT-OSS's clamped GLU: Megatron-Core's clamp and cat, and the clamped copy it keeps",
+          "[sim][memory][recompute][moe]") {
+  // gpt-oss-20b (h 2880, 32 experts of width w 2880, top-4, swiglu_limit 7.0), one GPU, one sequence of 2048: the
+  // experts receive s k rows. Megatron-Core's weighted_bias_quick_geglu_impl clamps each half of the up outputs
+  // (s k 2w values) and concatenates them before its fused kernel: the forward reads and writes 2 x (s k 2w x 2)
+  // bytes; each clamp's backward reads the gradient and its input and writes the gradient, 2 + 1 halves each.
+  auto graph = [](const char* modules) {
+    return test::lowered(test::scenario(std::string(R"({"model": {"preset": "gpt-oss-20b"},
+        "cluster": {"preset": "dgx-h100", "num_gpus": 1}, "training": {"seq_length": 2048, "micro_batch_size": 1,
+        "global_batch_size": 1, "recompute": "selective", "recompute_modules": )") + modules + "}}"));
+  };
+  const double s = 2048, k = 4, w = 2880;
+  const double up = s * k * 2 * w * 2;  // the up outputs, bf16
+  const WorkloadGraph base = graph(R"(["core_attn"])");
+  std::map<Phase, std::vector<ElementwiseShape>> clamps;
+  for (const Task& t : base.programs[0].tasks) {
+    if (t.layer == 1 && std::string(t.label) == "glu_clamp") {
+      clamps[t.phase].push_back(std::get<ElementwiseShape>(base.programs[0].ops[static_cast<std::size_t>(t.op)]));
+    }
+  }
+  REQUIRE(clamps[Phase::kForward].size() == 1);
+  CHECK(clamps[Phase::kForward][0].bytes_read == Approx(2 * up));
+  CHECK(clamps[Phase::kForward][0].bytes_written == Approx(2 * up));
+  REQUIRE(clamps[Phase::kBackwardInput].size() == 1);
+  CHECK(clamps[Phase::kBackwardInput][0].bytes_read == Approx(2 * up));
+  CHECK(clamps[Phase::kBackwardInput][0].bytes_written == Approx(up));
+
+  // The clamp's inputs keep the up outputs alive and the fused kernel keeps the clamped copy: moe_act drops the
+  // copy with the activation outputs (s k w x 2), and runs the clamp again inside the recompute.
+  const WorkloadGraph act = graph(R"(["core_attn", "moe_act"])");
+  CHECK(forward_saved(base) - forward_saved(act) == Approx(s * k * w * 2 + up));
+  int again = 0;
+  double net = 0;
+  for (const Task& t : act.programs[0].tasks) {
+    again += t.layer == 1 && t.phase == Phase::kRecompute && std::string(t.label) == "glu_clamp";
+    if (t.start_kind == MemoryKind::kActivations) net += static_cast<double>(t.start_bytes);
+    if (t.end_kind == MemoryKind::kActivations) net += static_cast<double>(t.end_bytes);
+  }
+  CHECK(again == 1);
+  CHECK(net == 0);
+
+  // Without the clamp (Mixtral) no such task; a clamp limit that is not positive is refused, as Megatron-Core does.
+  const WorkloadGraph mixtral = test::lowered(test::scenario(R"({"model": {"preset": "mixtral-8x7b",
+      "num_hidden_layers": 2}, "cluster": {"preset": "dgx-h100", "num_gpus": 1}, "training": {"seq_length": 2048,
+      "micro_batch_size": 1, "global_batch_size": 1}})"));
+  for (const Task& t : mixtral.programs[0].tasks) CHECK(std::string(t.label) != "glu_clamp");
+  CHECK_THAT(test::scenario_error(R"({"model": {"preset": "gpt-oss-20b", "swiglu_limit": 0},
+      "cluster": {"preset": "dgx-h100", "num_gpus": 8}})"),
+             Catch::Contains("swiglu_limit") && Catch::Contains("greater than 0"));
 }
 
 TEST_CASE("recompute_modules follows Megatron's rules", "[sim][recompute][errors]") {
