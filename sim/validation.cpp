@@ -35,7 +35,7 @@ ConventionFlops convention_flops(const Scenario& s, const std::string& conventio
 }
 
 std::string source_prefix(const std::string& name) {
-  for (const char* known : {"sc21-t1", "sc21-t2", "mlm-readme-2020"}) {
+  for (const char* known : {"sc21-t1", "sc21-t2", "mlm-readme-2020", "mlm-moe-recipes-2607"}) {
     if (name.rfind(known, 0) == 0) return known;
   }
   // Megatron-Bridge rows group by release: "mbridge-25.11-...".

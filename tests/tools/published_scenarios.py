@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Runs `orrery predict --json` on every published scenario (scenarios/validation).
 
-The dense-model rows (sc21-t1, sc21-t2 including ZeRO-3, kor22, mlm-readme-2020, nemo2407 with FP8 and CP) must predict with finite, positive numbers;
-the rows whose features are not built yet (MoE) must fail with exit status 2 and an error that
-starts with "not modelled yet:". Usage: published_scenarios.py ORRERY SCENARIO_DIR
+Rows of the known sources (sc21-t1, sc21-t2 including ZeRO-3, kor22, mlm-readme-2020, nemo2407 with FP8 and CP, the
+Megatron-Bridge MoE rows and Megatron-LM's MoE recipes) must predict with finite, positive numbers and a breakdown that
+sums to the iteration time; a row of any other source must fail with exit status 2 and an error that starts with
+"not modelled yet:" (a source added before its features are built). Usage: published_scenarios.py ORRERY SCENARIO_DIR
 """
 import json, math, os, subprocess, sys
 
-MODELLED = ("sc21-t1-", "sc21-t2-", "kor22-", "mlm-readme-2020-", "nemo2407-", "mbridge-")
+MODELLED = ("sc21-t1-", "sc21-t2-", "kor22-", "mlm-readme-2020-", "nemo2407-", "mbridge-",
+            "mlm-moe-recipes-2607-")
 POSITIVE = ["iteration_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu",
             "hardware_tflops_per_gpu", "mfu", "hfu", "peak_memory_bytes"]
 
