@@ -190,12 +190,17 @@ void read_llama(FieldReader& in, ModelSpec& m) {
   m.mlp_bias = in.bool_or("mlp_bias", type == "gpt_oss");
   m.qk_norm = (type == "qwen3" || type == "qwen3_moe");
   m.attention_sinks = (type == "gpt_oss");
-  // GPT-OSS's config.json carries swiglu_limit 7.0, and transformers' GptOssConfig defaults to it.
-  m.swiglu_limit = in.double_or("swiglu_limit", type == "gpt_oss" ? 7.0 : 0.0, true);
   m.attention_dropout = in.double_or("attention_dropout", 0.0);
   read_sliding_window(in, m);
   read_moe(in, m);
   read_mla(in, m);
+  // GPT-OSS's config.json carries swiglu_limit 7.0, and transformers' GptOssConfig defaults to it.
+  m.swiglu_limit = in.double_or("swiglu_limit", type == "gpt_oss" && m.is_moe() ? 7.0 : 0.0, true);
+  if (m.swiglu_limit > 0 && !m.is_moe()) {
+    throw Error::invalid(in.field("swiglu_limit"), fmt::format("{}", m.swiglu_limit),
+                         "needs MoE layers (Megatron-Core refuses activation_func_clamp_value without MoE: the clamp is "
+                         "fused into the grouped experts' activation only)");
+  }
 }
 
 void read_nemotron(FieldReader& in, ModelSpec& m) {

@@ -437,7 +437,8 @@ TaskId TransformerLayerLowering::activation_bwd(TaskId grad, std::int64_t rows, 
   emit_.release(t, saved);
   if (const Bytes both = glu_clamp_saved(rows, width); both > 0) {
     // Each clamp's gradient reads the incoming gradient and the clamp's input (a half of the up outputs) and writes
-    // the masked gradient; torch.cat's backward only takes views.
+    // the masked gradient; torch.cat's backward only takes views. (The activation's backward above frees the
+    // clamped copy and this one the up outputs; the two are the same size.)
     t = emit_.elementwise("glu_clamp", 2 * both, both, {t});
     emit_.release(t, both);
   }

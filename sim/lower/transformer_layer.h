@@ -105,7 +105,8 @@ class TransformerLayerLowering {
   Bytes core_internals_saved() const;
   Bytes residual_saved() const;
   Bytes activation_saved(std::int64_t rows, std::int64_t width) const;
-  // The clamped copy of the up outputs that a clamped GLU's activation keeps besides them (0 without a clamp).
+  // The clamped copy of the up outputs that a clamped GLU's activation keeps besides them: rows x 2 width x the
+  // activation bytes, as activation_saved (0 without a clamp or without a gated MLP).
   Bytes glu_clamp_saved(std::int64_t rows, std::int64_t width) const;
   Bytes mlp_saved(std::int64_t intermediate) const;
   // The activation input and the down projection input of a dense MLP of `intermediate` width (what recompute
@@ -114,7 +115,8 @@ class TransformerLayerLowering {
   Bytes moe_saved() const;
   Bytes moe_checkpoint_saved() const;  // an MoE layer's input, what recompute module moe keeps
   Bytes moe_down_input_saved() const;  // the routed experts' activation outputs, the down projection's input
-  Bytes moe_clamp_saved() const;       // the routed experts' clamped up outputs (GPT-OSS; 0 without a clamp)
+  Bytes moe_clamp_saved() const;       // the routed experts' clamped up outputs, received rows x 2 width x activation
+                                       // bytes (GPT-OSS; 0 without a clamp)
   Bytes moe_router_input_saved() const;  // the pre-MLP norm output the router keeps (0 with shared experts)
   Bytes mla_projection_saved() const;
 

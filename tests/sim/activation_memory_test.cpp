@@ -163,6 +163,9 @@ TEST_CASE("GPT-OSS's clamped GLU: Megatron-Core's clamp and cat, and the clamped
   CHECK_THAT(test::scenario_error(R"({"model": {"preset": "gpt-oss-20b", "swiglu_limit": 0},
       "cluster": {"preset": "dgx-h100", "num_gpus": 8}})"),
              Catch::Contains("swiglu_limit") && Catch::Contains("greater than 0"));
+  CHECK_THAT(test::scenario_error(R"({"model": {"preset": "llama3-8b", "swiglu_limit": 7.0},
+      "cluster": {"preset": "dgx-h100", "num_gpus": 8}})"),
+             Catch::Contains("swiglu_limit") && Catch::Contains("needs MoE layers"));
 }
 
 TEST_CASE("recompute_modules follows Megatron's rules", "[sim][recompute][errors]") {
