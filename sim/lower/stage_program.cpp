@@ -276,6 +276,7 @@ class StageLowering {
         const TaskId copy = emit_.host_op("activation_offload", Stream::kDeviceToHost,
                                           {HostOpShape::Kind::kCopyToHost, saved}, {x});
         builder_.free_at_end(copy, MemoryKind::kActivations, saved);
+        offload_copy_[{step.microbatch, step.chunk, static_cast<int>(i)}] = copy;
       }
     }
     if (is_last(step.chunk)) loss_[static_cast<std::size_t>(step.microbatch)] = x;
@@ -299,8 +300,12 @@ class StageLowering {
       if (!offloaded(units, i) || reload[i] >= 0) return;
       emit_.at(step.microbatch, step.chunk, units[i].layer, Phase::kBackwardInput);
       const Bytes saved = layer_saved_bytes(units[i].layer);
+      // The copy back waits for the copy out: with few layers per chunk the backward can reach a layer whose
+      // activations are still on their way to the host.
+      const auto out = offload_copy_.find({step.microbatch, step.chunk, static_cast<int>(i)});
+      const TaskId copied = out == offload_copy_.end() ? -1 : out->second;
       reload[i] = emit_.host_op("activation_reload", Stream::kHostToDevice, {HostOpShape::Kind::kCopyToDevice, saved},
-                                {emit_.last_compute()});
+                                {emit_.last_compute(), copied});
       if (reload[i] >= 0) builder_.alloc_at_start(reload[i], MemoryKind::kActivations, saved);
     };
     for (std::size_t i = units.size(); i-- > 0;) {
@@ -410,6 +415,7 @@ class StageLowering {
   std::vector<TaskId> pending_sends_;  // blocking sends not yet waited for
   std::vector<TaskId> loss_;           // per micro-batch: the last task of its forward through the head
   std::vector<std::array<TaskId, 2>> turned_;  // per micro-batch: DualPipeV's hand-overs at the turn (turned())
+  std::map<std::array<int, 3>, TaskId> offload_copy_;  // (micro-batch, chunk, unit): its activations' copy to host
   std::vector<ParamUse> first_uses_;
   std::vector<ParamUse> grad_ready_;
   std::vector<ParamUse> step_grads_;  // gradients of a backward step that is not the chunk's last

@@ -79,6 +79,30 @@ TEST_CASE("activation offload copies what each offloaded layer saved, and lowers
   CHECK(p.run.makespan >= kept.run.makespan);  // copies can only delay compute
 }
 
+TEST_CASE("an offloaded layer's activations come back only after they reached the host", "[sim][offload]") {
+  // One layer per chunk offloaded with a short backward behind it: each micro-batch's reload of layer 0 must have
+  // its own offload copy as a predecessor (a reload that starts while the copy out still runs would bring back
+  // memory that is still held, and the peak would rise with offload).
+  const Prediction p = predict(test::scenario(llama(R"(, "cpu_offloading_num_layers": 1)")));
+  const Program& prog = p.graph.programs[0];
+  std::map<int, std::uint32_t> offload, reload;
+  for (std::uint32_t i = 0; i < prog.tasks.size(); ++i) {
+    const std::string label = prog.tasks[i].label;
+    if (label == "activation_offload") offload[prog.tasks[i].microbatch] = i;
+    if (label == "activation_reload") reload[prog.tasks[i].microbatch] = i;
+  }
+  REQUIRE(offload.size() == 2);  // global batch 16 over dp 8: two micro-batches
+  REQUIRE(reload.size() == offload.size());
+  for (const auto& [mb, copy] : offload) {
+    bool found = false;
+    auto [begin, end] = boost::out_edges(copy, prog.successors);
+    for (auto e = begin; e != end; ++e) found = found || boost::target(*e, prog.successors) == reload.at(mb);
+    CHECK(found);
+  }
+  const Prediction kept = predict(test::scenario(llama("")));
+  CHECK(p.run.instances[0].peak < kept.run.instances[0].peak);
+}
+
 TEST_CASE("offload inputs are checked", "[sim][offload][errors]") {
   CHECK_THAT(test::scenario_error(llama(R"(, "optimizer_cpu_offload": true)", 0)),
              Catch::Contains("training.optimizer_cpu_offload") && Catch::Contains("zero_stage"));
