@@ -24,7 +24,8 @@ CollectiveKind parse_kind(const std::string& op, const std::string& field) {
 
 }  // namespace
 
-std::vector<CollectiveSample> load_collective_samples(const std::filesystem::path& manifest, Bytes min_bytes) {
+std::vector<CollectiveSample> load_collective_samples(const std::filesystem::path& manifest, Bytes min_bytes,
+                                                      Bytes min_bytes_single_node) {
   nlohmann::json doc = read_json_file(manifest, "manifest");
   std::vector<CollectiveSample> out;
   for (auto it = doc.at("logs").begin(); it != doc.at("logs").end(); ++it) {
@@ -50,8 +51,10 @@ std::vector<CollectiveSample> load_collective_samples(const std::filesystem::pat
         break;
       }
     }
+    const Bytes smallest =
+        placement.tier == Tier::kNvlink && min_bytes_single_node >= 0 ? min_bytes_single_node : min_bytes;
     for (const NcclTestsRow& row : log.rows) {
-      if (row.bytes < min_bytes || row.bus_bandwidth <= 0) continue;
+      if (row.bytes < smallest || row.bus_bandwidth <= 0) continue;
       out.push_back({it.key(), cluster, CollectiveOp{kind, row.bytes, placement}, row.bus_bandwidth, harness});
     }
   }
@@ -68,14 +71,18 @@ NetworkParams fit_network_params(const std::vector<CollectiveSample>& samples, c
       {"nvlink_efficiency", start.nvlink_efficiency, 0.3, 1.0},
       {"nvls_efficiency", start.nvls_efficiency, 0.2, 1.0},
       {"nic_efficiency", start.nic_efficiency, 0.3, 1.0},
-      {"call_latency_us", to_us(start.call_latency), 0.0, 500.0},
+      {"pipeline_fill_us", to_us(start.pipeline_fill), 0.0, 500.0},
+      {"pipeline_fill_half_MiB", static_cast<double>(start.pipeline_fill_half) / static_cast<double>(kMiB), 1.0 / 1024, 1024.0},
+      {"network_call_latency_us", to_us(start.network_call_latency), 0.0, 500.0},
   };
   auto unpack = [&](const std::vector<double>& v) {
     NetworkParams p = start;
     p.nvlink_efficiency = v[0];
     p.nvls_efficiency = v[1];
     p.nic_efficiency = v[2];
-    p.call_latency = from_us(v[3]);
+    p.pipeline_fill = from_us(v[3]);
+    p.pipeline_fill_half = from_MiB(v[4]);
+    p.network_call_latency = from_us(v[5]);
     return p;
   };
   auto residuals = [&](const std::vector<double>& v) {

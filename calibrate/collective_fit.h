@@ -24,14 +24,18 @@ struct CollectiveSample {
   Seconds harness_overhead = 0;
 };
 
-/// Every row of every log the manifest lists, with at least `min_bytes`.
+/// Every row of every log the manifest lists, with at least `min_bytes`, or `min_bytes_single_node` for a log whose
+/// group stays inside one NVLink domain (a negative value: `min_bytes` for those too). Across nodes, NCCL's
+/// network tuning of mid-size messages (channels, chunking; log 10's 8 MB row at a sixth of its neighbours) is not
+/// modelled, so those logs are fitted on large messages only.
 /// Errors: Error::invalid / Error::io for an unreadable manifest or log, or an unknown preset.
-std::vector<CollectiveSample> load_collective_samples(const std::filesystem::path& manifest, Bytes min_bytes);
+std::vector<CollectiveSample> load_collective_samples(const std::filesystem::path& manifest, Bytes min_bytes,
+                                                      Bytes min_bytes_single_node = -1);
 
 /// Predicted bus bandwidth of a sample under `params`.
 BytesPerSecond predicted_bus_bandwidth(const CollectiveSample& sample, const NetworkParams& params);
 
-/// Fits nvlink, nvls and NIC efficiencies and the per-call latency to the samples (least squares on
+/// Fits nvlink, nvls and NIC efficiencies and the pipeline fill (NetworkParams) to the samples (least squares on
 /// log(predicted / measured) bus bandwidth, weighed by 1/0.15 inside a node and 1/0.25 across nodes), starting
 /// from `start`.
 NetworkParams fit_network_params(const std::vector<CollectiveSample>& samples, const NetworkParams& start);

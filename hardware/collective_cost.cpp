@@ -79,8 +79,8 @@ CollectivePlan NcclCollectiveModel::expert_dispatch(const CollectiveOp& op) cons
   const bool crosses = network > 0 && p.tier != Tier::kNvlink;
   const Seconds transfer = std::max(static_cast<double>(op.bytes) / nvlink, crosses ? network / nic : 0.0);
   // One Simple-protocol step, and one network hop when anything crosses domains.
-  const Seconds latency = params_.call_latency + from_us(kRingBase[2] + (crosses ? kRingNetworkHop[2] : 0.0)) +
-                          (crosses ? p.network_latency : 0.0);
+  const Seconds latency = pipeline_fill(op.bytes) + from_us(kRingBase[2] + (crosses ? kRingNetworkHop[2] : 0.0)) +
+                          (crosses ? p.network_latency + params_.network_call_latency : 0.0);
   CollectivePlan plan{"two_level", kProtocols[2], latency + transfer, latency, 0};
   plan.bus_bandwidth = (static_cast<double>(op.bytes) + network) / plan.time;
   return plan;
@@ -100,14 +100,20 @@ Seconds NcclCollectiveModel::ring_latency(const CollectiveOp& op, int protocol) 
   }
   const double us = kRingBase[protocol] + (steps - network_steps) * kRingNvlinkHop[protocol] +
                     network_steps * kRingNetworkHop[protocol];
-  return params_.call_latency + from_us(us) + network_steps * p.network_latency;
+  return from_us(us) + network_steps * p.network_latency;
 }
 
 Seconds NcclCollectiveModel::tree_latency(const GroupPlacement& p, int protocol) const {
   const double levels = std::ceil(std::log2(static_cast<double>(p.domains)));
   const double us =
       kTreeBase[protocol] + 2.0 * ((p.ranks_per_domain - 1) * kTreeNvlinkHop[protocol] + levels * kTreeNetworkHop[protocol]);
-  return params_.call_latency + from_us(us) + 2.0 * levels * p.network_latency;
+  return from_us(us) + 2.0 * levels * p.network_latency;
+}
+
+Seconds NcclCollectiveModel::pipeline_fill(Bytes bytes) const {
+  const double s = static_cast<double>(std::max<Bytes>(bytes, 0));
+  if (s <= 0) return 0.0;
+  return params_.pipeline_fill * s / (s + static_cast<double>(params_.pipeline_fill_half));
 }
 
 CollectivePlan NcclCollectiveModel::plan(const CollectiveOp& op) const {
@@ -117,9 +123,11 @@ CollectivePlan NcclCollectiveModel::plan(const CollectiveOp& op) const {
   if (p.size <= 1 || op.bytes <= 0) return best;
   const double bytes = static_cast<double>(op.bytes);
   const double volume = bytes * bus_bandwidth_factor(op.kind, p.size);
-  const bool multi = p.tier != Tier::kNvlink;
   best.time = INFINITY;
-  auto consider = [&](const char* algorithm, int protocol, Seconds latency, Seconds transfer) {
+  const bool multi = p.tier != Tier::kNvlink;
+  const Seconds fill = pipeline_fill(op.bytes) + (multi ? params_.network_call_latency : 0.0);
+  auto consider = [&](const char* algorithm, int protocol, Seconds steps, Seconds transfer) {
+    const Seconds latency = steps + fill;
     if (latency + transfer < best.time) {
       best = {algorithm, kProtocols[protocol], latency + transfer, latency, 0};
     }
@@ -133,7 +141,7 @@ CollectivePlan NcclCollectiveModel::plan(const CollectiveOp& op) const {
   const bool nvls = cluster_.nvls && op.kind == CollectiveKind::kAllReduce && p.ranks_per_domain > 2;
   if (nvls && !multi) {
     // In-switch reduction: each byte goes into the switch once and comes back reduced once.
-    consider("nvls", 2, params_.call_latency + from_us(2 * kNvlsHop), bytes / (nvlink * params_.nvls_efficiency));
+    consider("nvls", 2, from_us(2 * kNvlsHop), bytes / (nvlink * params_.nvls_efficiency));
   }
   if (op.kind == CollectiveKind::kAllReduce && multi) {
     const double crossings = p.domains == 2 ? 1.0 : 2.0;

@@ -74,6 +74,7 @@ class NcclCollectiveModel final : public CollectiveCostModel {
   CollectivePlan expert_dispatch(const CollectiveOp& op) const;
   Seconds ring_latency(const CollectiveOp& op, int protocol) const;
   Seconds tree_latency(const GroupPlacement& p, int protocol) const;
+  Seconds pipeline_fill(Bytes bytes) const;  // NetworkParams::pipeline_fill's share for a call of `bytes`
   ClusterSpec cluster_;
   NetworkParams params_;
 };

@@ -38,9 +38,18 @@ struct NetworkParams {
   double nvlink_efficiency = 0;  // fraction of per-direction NVLink bandwidth NCCL rings reach
   double nvls_efficiency = 0;    // fraction of per-direction NVLink bandwidth an NVLS all-reduce moves
   double nic_efficiency = 0;     // fraction of NIC line rate reached
-  Seconds call_latency = 0;      // fixed cost of one NCCL call beyond NCCL's own per-step latencies
+  /// NCCL's pipeline fill beyond its own per-step latencies (src/graph/tuning.cc): a message streams through the
+  /// ring or tree in chunks, and the first chunk crosses every step before the pipe is full. The chunk grows with
+  /// the message up to NCCL's fixed chunk size, so the cost rises with the size and levels off: priced as
+  /// pipeline_fill x S / (S + pipeline_fill_half) for a call of S bytes (both fitted to nccl-tests logs; a tiny
+  /// message pays NCCL's step latencies alone, a large one the whole fill).
+  Seconds pipeline_fill = 0;
   double expert_dispatch_nvlink_efficiency = 0;  // fraction of NVLink's rate the flex dispatcher's forwarding reaches
   double expert_dispatch_nic_efficiency = 0;     // fraction of the NIC rate its RDMA transfers reach
+  Bytes pipeline_fill_half = 0;  // message size at which the pipeline fill reaches half its full cost (0: full)
+  /// Fixed cost of a call whose group leaves its NVLink domain, beyond NCCL's per-hop latencies: the proxy
+  /// thread's network setup and completion polling for the call (fitted to the multi-node nccl-tests logs).
+  Seconds network_call_latency = 0;
 };
 
 /// Memory outside parameters, optimizer state and activations ("other" in the report).

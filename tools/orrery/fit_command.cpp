@@ -22,6 +22,7 @@ namespace {
 struct FitArgs {
   std::string manifest = "tests/data/nccl-tests-logs/manifest.json";
   std::string min_bytes = "64M";
+  std::string min_bytes_single_node = "1K";
   std::vector<std::string> paths;
   std::vector<std::string> exclude_prefixes;
   std::vector<std::string> skip;
@@ -30,12 +31,17 @@ struct FitArgs {
 };
 
 void fit_collectives(const FitArgs& a) {
-  const auto samples = load_collective_samples(a.manifest, parse_bytes(a.min_bytes, "--min-bytes"));
+  const auto samples = load_collective_samples(a.manifest, parse_bytes(a.min_bytes, "--min-bytes"),
+                                               parse_bytes(a.min_bytes_single_node, "--min-bytes-single-node"));
   const NetworkParams start = default_cost_params().network;
   const NetworkParams fitted = fit_network_params(samples, start);
-  fmt::print("fitted on {} nccl-tests rows of >= {} from {}\n", samples.size(), a.min_bytes, a.manifest);
-  fmt::print("  nvlink_efficiency {:.4f}\n  nvls_efficiency   {:.4f}\n  nic_efficiency    {:.4f}\n  call_latency_us   {:.2f}\n",
-             fitted.nvlink_efficiency, fitted.nvls_efficiency, fitted.nic_efficiency, to_us(fitted.call_latency));
+  fmt::print("fitted on {} nccl-tests rows of >= {} ({} inside one node) from {}\n", samples.size(), a.min_bytes,
+             a.min_bytes_single_node, a.manifest);
+  const double fill_half_mib = static_cast<double>(fitted.pipeline_fill_half) / static_cast<double>(kMiB);
+  fmt::print("  nvlink_efficiency {:.4f}\n  nvls_efficiency   {:.4f}\n  nic_efficiency    {:.4f}\n"
+             "  pipeline_fill_us  {:.2f}\n  pipeline_fill_half_MiB {:.4f}\n  network_call_latency_us {:.2f}\n",
+             fitted.nvlink_efficiency, fitted.nvls_efficiency, fitted.nic_efficiency, to_us(fitted.pipeline_fill),
+             fill_half_mib, to_us(fitted.network_call_latency));
   std::map<std::string, double> worst;
   for (const CollectiveSample& s : samples) {
     const double e = 100.0 * (predicted_bus_bandwidth(s, fitted) / s.measured - 1.0);
@@ -44,12 +50,15 @@ void fit_collectives(const FitArgs& a) {
   for (const auto& [log, e] : worst) fmt::print("  worst error {:+6.1f}%  {}\n", e, log);
   if (!a.write.empty()) {
     const std::string note = fmt::format("fitted by `orrery fit collectives` (least squares on log bus bandwidth) "
-                                         "to {} rows of >= {} of the nccl-tests logs in {}",
-                                         samples.size(), a.min_bytes, a.manifest);
+                                         "to {} rows of >= {} ({} inside one node) of the nccl-tests logs in {}",
+                                         samples.size(), a.min_bytes, a.min_bytes_single_node, a.manifest);
     write_fitted_values(a.write, "network",
                         {{"nvlink_efficiency", fitted.nvlink_efficiency}, {"nvls_efficiency", fitted.nvls_efficiency},
-                         {"nic_efficiency", fitted.nic_efficiency}, {"call_latency_us", to_us(fitted.call_latency)}},
-                        note, "orrery fit collectives --manifest " + a.manifest + " --min-bytes " + a.min_bytes);
+                         {"nic_efficiency", fitted.nic_efficiency}, {"pipeline_fill_us", to_us(fitted.pipeline_fill)},
+                         {"pipeline_fill_half_MiB", fill_half_mib},
+                         {"network_call_latency_us", to_us(fitted.network_call_latency)}},
+                        note, "orrery fit collectives --manifest " + a.manifest + " --min-bytes " + a.min_bytes +
+                                  " --min-bytes-single-node " + a.min_bytes_single_node);
     fmt::print("wrote {}\n", a.write);
   }
 }
@@ -62,7 +71,9 @@ void add_fit_command(CLI::App& app, int& exit_code) {
   fit->require_subcommand(1);
   CLI::App* coll = fit->add_subcommand("collectives", "fit network efficiencies to nccl-tests logs");
   coll->add_option("--manifest", args->manifest, "manifest of nccl-tests logs (tests/data/nccl-tests-logs)");
-  coll->add_option("--min-bytes", args->min_bytes, "smallest message size fitted (default 64M)");
+  coll->add_option("--min-bytes", args->min_bytes, "smallest message size fitted across nodes (default 64M)");
+  coll->add_option("--min-bytes-single-node", args->min_bytes_single_node,
+                   "smallest message size fitted inside one node (default 1K)");
   coll->add_option("--write", args->write, "write the fitted values into this cost-model preset file");
   coll->callback([args] { fit_collectives(*args); });
   CLI::App* rec = fit->add_subcommand("records", "fit compute efficiencies to published training runs");
