@@ -241,6 +241,17 @@ class StageLowering {
     return before < n;
   }
 
+  // Transformer Engine's windowed offload (AsyncDoubleBufferGroupOffloadHandler, layer_window_map): with k of a
+  // chunk's L decoder layers offloaded, the copy of layer j must be done by the end of decoder layer
+  // (L / k)(j + 1) - 1 + min(j + 1, L mod k): there the compute stream waits for the copy stream, so a copy that
+  // falls behind stalls the forward instead of holding more memory.
+  int offload_window(const std::vector<ParamUnit>& units, int j) const {
+    const auto decoder = [&](const ParamUnit& u) { return u.layer >= 0 && !is_mtp(u.layer); };
+    const int layers = static_cast<int>(std::count_if(units.begin(), units.end(), decoder));
+    const int k = std::min(ctx_.training.cpu_offloading_num_layers, layers);
+    return (layers / k) * (j + 1) - 1 + std::min(j + 1, layers % k);
+  }
+
   Bytes layer_saved_bytes(int layer) {
     return TransformerLayerLowering(emit_, layer).saved_bytes(save_policy(ctx_.training));
   }
@@ -250,9 +261,13 @@ class StageLowering {
     EmbeddingHeadLowering edges(emit_);
     std::vector<TaskId> mtp_out(static_cast<std::size_t>(ctx_.model.mtp_num_layers), -1);
     const auto units = sharded_.units(step.chunk);
+    std::vector<TaskId> copies;  // this step's offload copies, by decoder index
+    std::vector<TaskId> waits;   // copies the next unit's compute waits for (their window just closed)
+    int decoder_index = -1;
     for (std::size_t i = 0; i < units.size(); ++i) {
       const ParamUnit& u = units[i];
       emit_.at(step.microbatch, step.chunk, u.layer, Phase::kForward);
+      const TaskId first = builder_.last() + 1;
       x = run_unit(units, i, false, [&] {
         if (pytorch()) {
           PytorchStepLowering eager(emit_);
@@ -277,6 +292,17 @@ class StageLowering {
                                           {HostOpShape::Kind::kCopyToHost, saved}, {x});
         builder_.free_at_end(copy, MemoryKind::kActivations, saved);
         offload_copy_[{step.microbatch, step.chunk, static_cast<int>(i)}] = copy;
+        copies.push_back(copy);
+      }
+      if (builder_.last() >= first) {
+        for (TaskId w : waits) emit_.depend(first, w);
+        waits.clear();
+      }
+      if (u.layer >= 0 && !is_mtp(u.layer)) {
+        ++decoder_index;
+        for (int j = 0; j < static_cast<int>(copies.size()); ++j) {
+          if (offload_window(units, j) == decoder_index) waits.push_back(copies[static_cast<std::size_t>(j)]);
+        }
       }
     }
     if (is_last(step.chunk)) loss_[static_cast<std::size_t>(step.microbatch)] = x;
