@@ -98,6 +98,9 @@ def main():
         (["predict", os.path.join(tmp, "missing.json")], "missing.json"),
         (["predict", "--model", "llama3-8b", "--tp", "two"], "--tp"),
         (["frobnicate"], "frobnicate"),
+        (["collective", "--bytes", "1e30"], "--bytes (1e30)"),
+        (["collective", "--bytes", "inf"], "--bytes (inf)"),
+        (["fit", "collectives", "--min-bytes-single-node", "1e19"], "--min-bytes-single-node (1e19)"),
     ]
     for args, word in bad:
         r = run(orrery, *args)

@@ -50,6 +50,9 @@ Bytes parse_bytes(const std::string& text, const std::string& field) {
   else if (unit == "G" || unit == "GiB") scale = static_cast<double>(kGiB);
   else if (!unit.empty() && unit != "B") throw Error::invalid(field, text, "has an unknown unit (use K, M or G)");
   if (!(value > 0)) throw Error::invalid(field, text, "must be positive");
+  // Past 2^63 the conversion to Bytes would wrap; no message or threshold comes near a pebibyte.
+  constexpr double kMaxBytes = 1125899906842624.0;  // 2^50
+  if (!(value * scale <= kMaxBytes)) throw Error::invalid(field, text, "must be at most 1048576G (2^50 bytes)");
   return static_cast<Bytes>(value * scale);
 }
 
@@ -69,6 +72,12 @@ void run_collective(const CollectiveArgs& a) {
   for (int r = 0; r < n; ++r) members.push_back(r);
   const GroupPlacement placement = place_members(cluster, members);
   const NcclCollectiveModel model(cluster, default_cost_params().network);
+  // Sizes are read before anything is printed, so a bad one leaves only its error.
+  std::vector<Bytes> sizes;
+  if (!log) {
+    require(!a.bytes.empty(), "--bytes", "missing", "is required (or give --log)");
+    for (const std::string& b : a.bytes) sizes.push_back(parse_bytes(b, "--bytes"));
+  }
   fmt::print("{} on {} x {} ({} node(s), tier {})\n", to_string(kind), n, cluster.gpu.display_name,
              (n + cluster.gpus_per_node - 1) / cluster.gpus_per_node, to_string(placement.tier));
   fmt::print("{:>14} {:>12} {:>12} {:>16}", "bytes", "time us", "busbw GB/s", "algorithm");
@@ -88,8 +97,7 @@ void run_collective(const CollectiveArgs& a) {
       if (r.bytes > 0) row(r.bytes, r.bus_bandwidth > 0 ? std::optional<BytesPerSecond>(r.bus_bandwidth) : std::nullopt);
     }
   } else {
-    require(!a.bytes.empty(), "--bytes", "missing", "is required (or give --log)");
-    for (const std::string& b : a.bytes) row(parse_bytes(b, "--bytes"), std::nullopt);
+    for (Bytes b : sizes) row(b, std::nullopt);
   }
 }
 
