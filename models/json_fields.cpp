@@ -54,6 +54,14 @@ std::string describe_json(const json& value) {
 
 namespace {
 
+// A value of the wrong type, strings in quotes: `(7.0) must be a finite number` would read as a contradiction.
+std::string describe_mistyped(const json& value) {
+  if (!value.is_string()) return describe_json(value);
+  std::string text = value.dump();
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return text;
+}
+
 // Unwraps {"value": X, "source": "..."} preset annotations; any other key beside them is an error.
 const json& unwrap(const json& value, const std::string& field) {
   if (!value.is_object() || !value.contains("value")) return value;
@@ -136,7 +144,7 @@ std::optional<std::int64_t> FieldReader::optional_int(std::string_view key, std:
              std::fabs(v.get<double>()) < 9.0e15) {
     result = static_cast<std::int64_t>(v.get<double>());
   } else {
-    throw Error::invalid(field(key), describe_json(v), "must be an integer");
+    throw Error::invalid(field(key), describe_mistyped(v), "must be an integer");
   }
   if (result < min_value) {
     throw Error::invalid(field(key), std::to_string(result), "must be at least " + std::to_string(min_value));
@@ -163,7 +171,7 @@ std::optional<double> FieldReader::optional_double(std::string_view key, bool po
   if (!value) return std::nullopt;
   const json& v = unwrap(*value, field(key));
   if (!v.is_number() || !std::isfinite(v.get<double>())) {
-    throw Error::invalid(field(key), describe_json(v), "must be a finite number");
+    throw Error::invalid(field(key), describe_mistyped(v), "must be a finite number");
   }
   double result = v.get<double>();
   if (positive && !(result > 0.0)) throw Error::invalid(field(key), describe_json(v), "must be greater than 0");
@@ -184,7 +192,7 @@ std::optional<bool> FieldReader::optional_bool(std::string_view key) {
   const json* value = raw(key);
   if (!value) return std::nullopt;
   const json& v = unwrap(*value, field(key));
-  if (!v.is_boolean()) throw Error::invalid(field(key), describe_json(v), "must be true or false");
+  if (!v.is_boolean()) throw Error::invalid(field(key), describe_mistyped(v), "must be true or false");
   return v.get<bool>();
 }
 
