@@ -63,7 +63,15 @@ Seconds RooflineComputeModel::attention(const AttentionShape& s) const {
                                                          : params_.attention_backward_peak_fraction)
                  : (gpu_.attention_forward_fraction > 0 ? gpu_.attention_forward_fraction
                                                         : params_.attention_forward_peak_fraction);
-  Seconds compute = s.executed_flops() / (gpu_.peak_for(s.dtype) * fraction);
+  // Narrow heads: fewer FLOPs per byte of Q, K, V and per softmax element, so a lower rate (FlashAttention-3's
+  // measurements of cuDNN on H100, GpuSpec::attention_head_dim_64_*).
+  const double d64 = s.backward ? gpu_.attention_head_dim_64_backward : gpu_.attention_head_dim_64_forward;
+  double head_dim_ratio = 1.0;
+  if (d64 > 0 && s.head_dim_qk < 128) {
+    const double d = static_cast<double>(std::max<std::int64_t>(s.head_dim_qk, 64));
+    head_dim_ratio = d64 + (1.0 - d64) * (d - 64.0) / 64.0;
+  }
+  Seconds compute = s.executed_flops() / (gpu_.peak_for(s.dtype) * fraction * head_dim_ratio);
   return std::max(compute, memory_time(s.bytes())) + params_.kernel_overhead;
 }
 

@@ -25,6 +25,9 @@ struct GpuSpec {
   // Measured fused-attention efficiency of this GPU (fraction of the dense peak of the attention's precision);
   // 0 = the cost model's default (hardware/presets/cost_model.json).
   double attention_forward_fraction = 0, attention_backward_fraction = 0;
+  // The same kernels' rate at head dim 64 over their rate at head dim 128 (forward, backward); between 64 and 128
+  // the ratio is interpolated linearly in the head dim, below 64 held. 0 = no measurement: the 128 rate for all.
+  double attention_head_dim_64_forward = 0, attention_head_dim_64_backward = 0;
 
   /// Dense peak for GEMMs in `dtype`. Errors: Error::invalid naming "training.precision" when the GPU lacks it.
   FlopsPerSecond peak_for(DType dtype) const;

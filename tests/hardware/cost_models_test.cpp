@@ -45,6 +45,31 @@ TEST_CASE("memory-bound kernels run at HBM bandwidth x efficiency", "[hardware][
   CHECK(model.elementwise(e) == Approx(2e9 / (3.35e12 * 0.9)));
 }
 
+TEST_CASE("narrow attention heads run at the rate FlashAttention-3 measured for cuDNN", "[hardware][cost]") {
+  // H100 preset: head dim 64 at 0.67 of the head-dim-128 rate forward and 0.84 backward (arXiv:2407.08608 Figs. 5
+  // and 6: 408/609 and 417/499 TFLOPS at 4k); 96 halfway between. Long sequences keep the kernels compute-bound.
+  const GpuSpec h100 = parse_gpu(nlohmann::json("h100-sxm"), "gpu");
+  ComputeParams p = simple_compute();
+  RooflineComputeModel model(h100, p);
+  const auto rate = [&](std::int64_t d, bool backward) {
+    AttentionShape a{4, 32, 8, 8192, 8192, d, d, true, 0, false, backward};
+    return a.executed_flops() / (model.attention(a) - p.kernel_overhead);
+  };
+  for (bool backward : {false, true}) {
+    const double r64 = backward ? 0.84 : 0.67;
+    INFO((backward ? "backward" : "forward"));
+    CHECK(rate(64, backward) / rate(128, backward) == Approx(r64));
+    CHECK(rate(96, backward) / rate(128, backward) == Approx((r64 + 1.0) / 2));
+    CHECK(rate(32, backward) / rate(128, backward) == Approx(r64));
+    CHECK(rate(256, backward) == Approx(rate(128, backward)));
+  }
+  // A GPU without the measurement (A100) prices every head dim at the same rate.
+  RooflineComputeModel a100(parse_gpu(nlohmann::json("a100-sxm4-80gb"), "gpu"), p);
+  AttentionShape narrow{4, 32, 8, 8192, 8192, 64, 64, true, 0, false, false};
+  AttentionShape wide{4, 32, 8, 8192, 8192, 128, 128, true, 0, false, false};
+  CHECK(narrow.executed_flops() / a100.attention(narrow) == Approx(wide.executed_flops() / a100.attention(wide)));
+}
+
 TEST_CASE("ring collectives follow the nccl-tests bus-bandwidth factors", "[hardware][cost]") {
   CHECK(bus_bandwidth_factor(CollectiveKind::kAllReduce, 8) == Approx(2.0 * 7 / 8));
   CHECK(bus_bandwidth_factor(CollectiveKind::kAllGather, 8) == Approx(7.0 / 8));
@@ -56,7 +81,8 @@ TEST_CASE("ring collectives follow the nccl-tests bus-bandwidth factors", "[hard
   NcclCollectiveModel model(c, net);
   std::vector<int> node;
   for (int i = 0; i < 8; ++i) node.push_back(i);
-  // 1 GiB all-reduce on 8 A100s: NCCL's ring with the Simple protocol wins. Latency: call 20 us + base 8.4 us +
+  // (NetworkParams{..., 20e-6}: a 20 us pipeline fill with no half size, so the whole fill at every size.)
+  // 1 GiB all-reduce on 8 A100s: NCCL's ring with the Simple protocol wins. Latency: fill 20 us + base 8.4 us +
   // 14 ring steps x 3.4 us (NCCL tuning.cc); bandwidth 300 GB/s per direction x 0.8; volume 2 (7/8) x 1 GiB.
   CollectiveOp ar{CollectiveKind::kAllReduce, 1 << 30, place_members(c, node)};
   const CollectivePlan plan = model.plan(ar);
