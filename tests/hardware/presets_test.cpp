@@ -76,4 +76,18 @@ TEST_CASE("cluster overrides and bad cluster input", "[hardware][presets][errors
   CHECK_THROWS_WITH(parse_cluster(json("dgx-h1000"), "cluster"), Catch::Contains("cluster (dgx-h1000)"));
   CHECK_THROWS_WITH(parse_cluster(json::parse(R"({"preset": "dgx-h100", "gpus_per_node": 0})"), "cluster"),
                     Catch::Contains("cluster.gpus_per_node (0)"));
+  // Narrow-head attention ratios: at most 1, positive, known keys only.
+  const auto gpu_error = [](const char* attention) {
+    try {
+      parse_gpu(json::parse(std::string(R"({"preset": "h100-sxm", "attention_peak_fraction": )") + attention + "}"), "gpu");
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK_THAT(gpu_error(R"({"forward": 0.5, "head_dim_64": {"forward": 1.5}})"),
+             Catch::Contains("gpu.attention_peak_fraction.head_dim_64") && Catch::Contains("at most 1"));
+  CHECK_THAT(gpu_error(R"({"head_dim_64": {"forward": -0.5}})"), Catch::Contains("head_dim_64.forward"));
+  CHECK_THAT(gpu_error(R"({"head_dim_64": {"fwd": 0.5}})"), Catch::Contains("head_dim_64.fwd"));
+  CHECK(gpu_error(R"({"forward": 0.5, "head_dim_64": {"forward": 0.7, "backward": 0.9}})").empty());
 }
