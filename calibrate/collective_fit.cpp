@@ -45,7 +45,7 @@ std::vector<CollectiveSample> load_collective_samples(const std::filesystem::pat
     if (log.gpus_per_process > 1) {
       for (const NcclTestsRow& row : log.rows) {
         if (row.bytes <= 0) continue;
-        NetworkParams bare{1.0, 1.0, 1.0, 0.0};
+        NetworkParams bare{.nvlink_efficiency = 1.0, .nvls_efficiency = 1.0, .nic_efficiency = 1.0};
         const CollectivePlan tiny = NcclCollectiveModel(cluster, bare).plan(CollectiveOp{kind, row.bytes, placement});
         harness = std::max(0.0, row.time - tiny.latency);
         break;

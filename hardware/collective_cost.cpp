@@ -111,8 +111,8 @@ Seconds NcclCollectiveModel::tree_latency(const GroupPlacement& p, int protocol)
 }
 
 Seconds NcclCollectiveModel::pipeline_fill(Bytes bytes) const {
-  const double s = static_cast<double>(std::max<Bytes>(bytes, 0));
-  if (s <= 0) return 0.0;
+  if (bytes <= 0) return 0.0;
+  const double s = static_cast<double>(bytes);
   return params_.pipeline_fill * s / (s + static_cast<double>(params_.pipeline_fill_half));
 }
 

@@ -44,12 +44,12 @@ struct NetworkParams {
   /// pipeline_fill x S / (S + pipeline_fill_half) for a call of S bytes (both fitted to nccl-tests logs; a tiny
   /// message pays NCCL's step latencies alone, a large one the whole fill).
   Seconds pipeline_fill = 0;
-  double expert_dispatch_nvlink_efficiency = 0;  // fraction of NVLink's rate the flex dispatcher's forwarding reaches
-  double expert_dispatch_nic_efficiency = 0;     // fraction of the NIC rate its RDMA transfers reach
   Bytes pipeline_fill_half = 0;  // message size at which the pipeline fill reaches half its full cost (0: full)
   /// Fixed cost of a call whose group leaves its NVLink domain, beyond NCCL's per-hop latencies: the proxy
   /// thread's network setup and completion polling for the call (fitted to the multi-node nccl-tests logs).
   Seconds network_call_latency = 0;
+  double expert_dispatch_nvlink_efficiency = 0;  // fraction of NVLink's rate the flex dispatcher's forwarding reaches
+  double expert_dispatch_nic_efficiency = 0;     // fraction of the NIC rate its RDMA transfers reach
 };
 
 /// Memory outside parameters, optimizer state and activations ("other" in the report).

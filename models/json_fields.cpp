@@ -56,10 +56,7 @@ namespace {
 
 // A value of the wrong type, strings in quotes: `(7.0) must be a finite number` would read as a contradiction.
 std::string describe_mistyped(const json& value) {
-  if (!value.is_string()) return describe_json(value);
-  std::string text = value.dump();
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
-  return text;
+  return describe_json(value.is_string() ? json(value.dump()) : value);
 }
 
 // Unwraps {"value": X, "source": "..."} preset annotations; any other key beside them is an error.

@@ -239,7 +239,6 @@ class Simulation {
     reshare(instance, now);  // times it (share 0 -> its real share) and queues its completion
   }
 
-
   const Program& program(std::size_t instance) const {
     return graph_.programs[static_cast<std::size_t>(inst_.instances[instance].program)];
   }

@@ -165,7 +165,7 @@ TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy,
   const TaskId up = emit_.gemm("experts", GemmShape{z.rows, z.up, h, z.local_experts, ctx_.gemm_dtype, true}, {x});
   record(params, "experts", up, true);
   if (save) emit_.save(up, z.received * h * linear_input_bytes(ctx_));
-  x = activation_fwd(up, z.received, z.width, save, policy.expert_activation_outputs);
+  x = activation_fwd(up, z.received, z.width, save, save && policy.expert_activation_outputs);
   if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", z.received * z.width, x);
   const TaskId down = emit_.gemm("experts", GemmShape{z.rows, h, z.width, z.local_experts, ctx_.gemm_dtype, true}, {x});
   if (save && policy.expert_activation_outputs) emit_.save(down, moe_down_input_saved());
@@ -240,8 +240,7 @@ TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* par
     // Megatron's moe_act recompute, hooked on the down projection's output gradient: the activation runs again
     // from its saved input before the down projection's backward, which needs it for the weight gradient.
     PhaseScope scope(emit_, Phase::kRecompute);
-    const TaskId again = activation_fwd(x, z.received, z.width, false);
-    if (const Bytes clamped = moe_clamp_saved(); clamped > 0) emit_.save(again, clamped);
+    const TaskId again = activation_fwd(x, z.received, z.width, false, true);
     emit_.save(again, moe_down_input_saved());
   }
   // The two weight gradients of the grouped expert GEMMs (down, then up), inline after each input gradient, or with

@@ -244,12 +244,15 @@ class StageLowering {
   // Transformer Engine's windowed offload (AsyncDoubleBufferGroupOffloadHandler, layer_window_map): with k of a
   // chunk's L decoder layers offloaded, the copy of layer j must be done by the end of decoder layer
   // (L / k)(j + 1) - 1 + min(j + 1, L mod k): there the compute stream waits for the copy stream, so a copy that
-  // falls behind stalls the forward instead of holding more memory.
-  int offload_window(const std::vector<ParamUnit>& units, int j) const {
+  // falls behind stalls the forward instead of holding more memory. Returns each offloaded layer's window, as a
+  // decoder index of the chunk (increasing; the last is the chunk's last decoder layer). Empty without offload.
+  std::vector<int> offload_windows(const std::vector<ParamUnit>& units) const {
     const auto decoder = [&](const ParamUnit& u) { return u.layer >= 0 && !is_mtp(u.layer); };
     const int layers = static_cast<int>(std::count_if(units.begin(), units.end(), decoder));
     const int k = std::min(ctx_.training.cpu_offloading_num_layers, layers);
-    return (layers / k) * (j + 1) - 1 + std::min(j + 1, layers % k);
+    std::vector<int> windows;
+    for (int j = 0; j < k; ++j) windows.push_back((layers / k) * (j + 1) - 1 + std::min(j + 1, layers % k));
+    return windows;
   }
 
   Bytes layer_saved_bytes(int layer) {
@@ -261,8 +264,11 @@ class StageLowering {
     EmbeddingHeadLowering edges(emit_);
     std::vector<TaskId> mtp_out(static_cast<std::size_t>(ctx_.model.mtp_num_layers), -1);
     const auto units = sharded_.units(step.chunk);
-    std::vector<TaskId> copies;  // this step's offload copies, by decoder index
-    std::vector<TaskId> waits;   // copies the next unit's compute waits for (their window just closed)
+    // This step's offload copies in order; those whose window has closed wait for the next unit's first task (the
+    // last window, at the chunk's last decoder layer, binds only where a unit follows: the head, on the last chunk).
+    const std::vector<int> windows = offload_windows(units);
+    std::vector<TaskId> copies;
+    std::size_t waiting = 0;  // copies[waiting..] are not yet waited for
     int decoder_index = -1;
     for (std::size_t i = 0; i < units.size(); ++i) {
       const ParamUnit& u = units[i];
@@ -295,15 +301,11 @@ class StageLowering {
         copies.push_back(copy);
       }
       if (builder_.last() >= first) {
-        for (TaskId w : waits) emit_.depend(first, w);
-        waits.clear();
-      }
-      if (u.layer >= 0 && !is_mtp(u.layer)) {
-        ++decoder_index;
-        for (int j = 0; j < static_cast<int>(copies.size()); ++j) {
-          if (offload_window(units, j) == decoder_index) waits.push_back(copies[static_cast<std::size_t>(j)]);
+        for (; waiting < copies.size() && windows[waiting] <= decoder_index; ++waiting) {
+          emit_.depend(first, copies[waiting]);
         }
       }
+      if (u.layer >= 0 && !is_mtp(u.layer)) ++decoder_index;
     }
     if (is_last(step.chunk)) loss_[static_cast<std::size_t>(step.microbatch)] = x;
     emit_.at(step.microbatch, step.chunk, -1, Phase::kForward);

@@ -228,7 +228,7 @@ Bytes TransformerLayerLowering::glu_clamp_saved(std::int64_t rows, std::int64_t 
   return ctx_.model.gated_mlp && ctx_.model.swiglu_limit > 0 ? activation_saved(rows, width) : 0;
 }
 
-TaskId TransformerLayerLowering::activation_fwd(TaskId input, std::int64_t rows, std::int64_t width, bool save,
+TaskId TransformerLayerLowering::activation_fwd(TaskId input, std::int64_t rows, std::int64_t width, bool save_input,
                                                 bool save_clamped) {
   const Bytes out = rows * width * ctx_.act_bytes;
   if (const Bytes both = glu_clamp_saved(rows, width); both > 0) {
@@ -236,10 +236,10 @@ TaskId TransformerLayerLowering::activation_fwd(TaskId input, std::int64_t rows,
     // weighted_bias_quick_geglu_impl with clamp_value): torch.chunk, one clamp per half (each reads and writes a
     // half) and torch.cat of the two (reads and writes both); the fused kernel then keeps the concatenated copy.
     input = emit_.elementwise("glu_clamp", 2 * both, 2 * both, {input});
-    if (save && save_clamped) emit_.save(input, both);
+    if (save_clamped) emit_.save(input, both);
   }
   TaskId t = emit_.elementwise("mlp_activation", activation_saved(rows, width), out, {input});
-  if (save) emit_.save(t, activation_saved(rows, width));
+  if (save_input) emit_.save(t, activation_saved(rows, width));
   return t;
 }
 
@@ -257,7 +257,8 @@ TaskId TransformerLayerLowering::mlp_fwd(const char* up, const char* down, TaskI
   const std::int64_t up_features = (ctx_.model.gated_mlp ? 2 : 1) * intermediate;
   TaskId u = column_fwd(up, input, up_features, save && save_input);
   if (up_task) *up_task = u;
-  TaskId a = activation_fwd(u, ctx_.tokens, intermediate / ctx_.tp, save && save_internals);
+  const bool keep = save && save_internals;
+  TaskId a = activation_fwd(u, ctx_.tokens, intermediate / ctx_.tp, keep, keep);
   return row_fwd(down, a, intermediate, save && save_internals);
 }
 

@@ -55,10 +55,11 @@ class TransformerLayerLowering {
   TaskId row_fwd(const char* label, TaskId input, std::int64_t in_features, bool save);
   TaskId core_fwd(TaskId input, bool save_inputs, bool save_internals);
   TaskId residual_fwd(const char* label, TaskId input, bool save);
-  // `rows` tokens of `width` (the per-rank intermediate size; gated MLPs read twice that). With a clamped GLU
-  // (ModelSpec::swiglu_limit), the clamp runs first; `save_clamped`: whether it keeps its copy for the backward
-  // (false when the activation is recomputed: the clamp runs inside the checkpoint).
-  TaskId activation_fwd(TaskId input, std::int64_t rows, std::int64_t width, bool save, bool save_clamped = true);
+  // `rows` tokens of `width` (the per-rank intermediate size; gated MLPs read twice that). `save_input`: whether it
+  // keeps its input (the up outputs) for the backward. With a clamped GLU (ModelSpec::swiglu_limit) the clamp runs
+  // first; `save_clamped`: whether its copy is kept (not in a forward whose activation is recomputed later, as the
+  // clamp then runs inside the checkpoint; yes in that recompute, whose input is already kept).
+  TaskId activation_fwd(TaskId input, std::int64_t rows, std::int64_t width, bool save_input, bool save_clamped);
   // A dense (TP-sharded) MLP of `intermediate` width: the layer's own, or shared experts.
   // `save_input`: whether the up projection keeps its input (the pre-MLP norm's output) for the backward;
   // `save_internals`: whether the activation's input and the down projection's input are kept (false: the MLP is

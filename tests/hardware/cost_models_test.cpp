@@ -77,11 +77,11 @@ TEST_CASE("ring collectives follow the nccl-tests bus-bandwidth factors", "[hard
   CHECK(bus_bandwidth_factor(CollectiveKind::kAllToAll, 16) == Approx(15.0 / 16));
 
   ClusterSpec c = parse_cluster(nlohmann::json::parse(R"({"preset": "dgx-a100-80gb", "num_gpus": 64})"), "cluster");
-  NetworkParams net{0.8, 0.6, 0.9, 20e-6};
+  NetworkParams net{.nvlink_efficiency = 0.8, .nvls_efficiency = 0.6, .nic_efficiency = 0.9, .pipeline_fill = 20e-6};
   NcclCollectiveModel model(c, net);
   std::vector<int> node;
   for (int i = 0; i < 8; ++i) node.push_back(i);
-  // (NetworkParams{..., 20e-6}: a 20 us pipeline fill with no half size, so the whole fill at every size.)
+  // (A 20 us pipeline fill with no half size: the whole fill at every size.)
   // 1 GiB all-reduce on 8 A100s: NCCL's ring with the Simple protocol wins. Latency: fill 20 us + base 8.4 us +
   // 14 ring steps x 3.4 us (NCCL tuning.cc); bandwidth 300 GB/s per direction x 0.8; volume 2 (7/8) x 1 GiB.
   CollectiveOp ar{CollectiveKind::kAllReduce, 1 << 30, place_members(c, node)};
@@ -110,7 +110,7 @@ TEST_CASE("ring collectives follow the nccl-tests bus-bandwidth factors", "[hard
 TEST_CASE("an all-to-all split 12 + 4 across nodes waits for the 4, who send 12/15 of their bytes across",
           "[hardware][cost]") {
   ClusterSpec c = parse_cluster(nlohmann::json::parse(R"({"preset": "dgx-h100", "num_gpus": 64})"), "cluster");
-  NetworkParams net{0.8, 0.6, 0.9, 20e-6};
+  NetworkParams net{.nvlink_efficiency = 0.8, .nvls_efficiency = 0.6, .nic_efficiency = 0.9, .pipeline_fill = 20e-6};
   NcclCollectiveModel model(c, net);
   GroupPlacement even;
   even.size = 16, even.ranks_per_domain = 8, even.fewest_per_domain = 8, even.domains = 2, even.ranks_per_node = 8;
@@ -128,7 +128,7 @@ TEST_CASE("an all-to-all split 12 + 4 across nodes waits for the 4, who send 12/
 TEST_CASE("NVLS lifts intra-node all-reduce bandwidth on H100 above the ring", "[hardware][cost]") {
   ClusterSpec h = parse_cluster(nlohmann::json::parse(R"({"preset": "dgx-h100", "num_gpus": 8})"), "cluster");
   std::vector<int> node{0, 1, 2, 3, 4, 5, 6, 7};
-  NcclCollectiveModel model(h, NetworkParams{0.8, 0.62, 0.9, 20e-6});
+  NcclCollectiveModel model(h, NetworkParams{.nvlink_efficiency = 0.8, .nvls_efficiency = 0.62, .nic_efficiency = 0.9, .pipeline_fill = 20e-6});
   const CollectivePlan plan = model.plan(CollectiveOp{CollectiveKind::kAllReduce, 8LL << 30, place_members(h, node)});
   CHECK(std::string(plan.algorithm) == "nvls");
   // Each byte into the switch and back once at 450 GB/s x 0.62: bus bandwidth -> 2 (7/8) x 279 GB/s.

@@ -171,7 +171,8 @@ TEST_CASE("the flex dispatcher sends a token once per domain and rank it needs",
 
 TEST_CASE("a flex dispatch takes the slower of its RDMA and NVLink parts", "[hardware][cost][moe]") {
   ClusterSpec c = parse_cluster(nlohmann::json::parse(R"({"preset": "dgx-h100", "num_gpus": 64})"), "cluster");
-  NetworkParams net{0.8, 0.6, 0.9, 20e-6, 0.7, 0.9};
+  NetworkParams net{.nvlink_efficiency = 0.8, .nvls_efficiency = 0.6, .nic_efficiency = 0.9, .pipeline_fill = 20e-6,
+                    .expert_dispatch_nvlink_efficiency = 0.7, .expert_dispatch_nic_efficiency = 0.9};
   NcclCollectiveModel model(c, net);
   std::vector<int> members;
   for (int i = 0; i < 64; ++i) members.push_back(i);
