@@ -103,6 +103,16 @@ GpuSpec parse_gpu(const json& value, const std::string& path) {
     require(g.attention_forward_fraction <= 1.0 && g.attention_backward_fraction <= 1.0,
             in.field("attention_peak_fraction"), "{}", "fractions must be at most 1");
   }
+  if (const json* block = in.raw("fp8_block_scaling_gemm_fraction")) {
+    FieldReader b(*block, in.field("fp8_block_scaling_gemm_fraction"));
+    g.fp8_blockwise_gemm_fraction = b.double_or("blockwise", 0.0, true);
+    g.mxfp8_gemm_fraction = b.double_or("mxfp8", 0.0, true);
+    b.reject_unknown();
+    require(g.fp8_blockwise_gemm_fraction <= 1.0 && g.mxfp8_gemm_fraction <= 1.0,
+            in.field("fp8_block_scaling_gemm_fraction"), "{}",
+            "fractions must be at most 1 (block scales cost the GEMM time, they do not save it)");
+    require(g.peak_fp8 > 0, in.field("fp8_block_scaling_gemm_fraction"), "{}", "needs an fp8 peak (peak_tflops.fp8)");
+  }
   in.reject_unknown();
   return g;
 }

@@ -28,6 +28,11 @@ struct GpuSpec {
   // The same kernels' rate at head dim 64 over their rate at head dim 128 (forward, backward); between 64 and 128
   // the ratio is interpolated linearly in the head dim, below 64 held. 0 = no measurement: the 128 rate for all.
   double attention_head_dim_64_forward = 0, attention_head_dim_64_backward = 0;
+  // Rate of block-scaled FP8 GEMMs over the per-tensor-scaled FP8 GEMM rate on this GPU (Fp8Scaling): 128-element
+  // blocks (Transformer Engine's Float8BlockScaling, `fp8_recipe` "blockwise") and MXFP8's 32-element blocks
+  // ("mxfp8"). 0 = the GPU cannot run that recipe (Transformer Engine's support matrix: block scaling from Hopper,
+  // MXFP8 from Blackwell).
+  double fp8_blockwise_gemm_fraction = 0, mxfp8_gemm_fraction = 0;
 
   /// Dense peak for GEMMs in `dtype`. Errors: Error::invalid naming "training.precision" when the GPU lacks it.
   FlopsPerSecond peak_for(DType dtype) const;
@@ -36,7 +41,7 @@ struct GpuSpec {
 /// Parses a GPU: a preset name, or an object with "preset" plus overrides, or a full object (keys as in
 /// gpus.json: peak_tflops{fp32,tf32,fp16,bf16,fp8}, hbm_capacity_GiB, hbm_bandwidth_TB_s, sm_count, l2_cache_MiB,
 /// nvlink_bandwidth_GB_s, nvlink_links, pcie_bandwidth_GB_s, tdp_W, and optionally attention_peak_fraction
-/// {forward, backward}). Errors name `path`.
+/// {forward, backward}, fp8_block_scaling_gemm_fraction {blockwise, mxfp8}). Errors name `path`.
 GpuSpec parse_gpu(const nlohmann::json& value, const std::string& path);
 
 }  // namespace orrery

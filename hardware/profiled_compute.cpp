@@ -93,7 +93,9 @@ Seconds ProfiledComputeModel::profiled_gemm(std::int64_t m, std::int64_t n, std:
 }
 
 Seconds ProfiledComputeModel::gemm(const GemmShape& s) const {
-  if (s.batch == 1 || s.grouped) {
+  // Profiles time per-tensor-scaled FP8 (cuBLASLt); block-scaled FP8 GEMMs take the default model's rate.
+  const bool profiled_kind = s.dtype != DType::kFp8 || s.fp8_scaling == Fp8Scaling::kTensor;
+  if (profiled_kind && (s.batch == 1 || s.grouped)) {
     const Seconds t = profiled_gemm(s.m, s.n, s.k, s.dtype);
     if (t > 0) return t * static_cast<double>(s.batch);
   }

@@ -11,6 +11,13 @@ namespace orrery {
 
 enum class DType : std::uint8_t { kFp32, kTf32, kFp16, kBf16, kFp8 };
 
+/// How an FP8 GEMM's operands carry their scales (Transformer Engine recipes): one scale per tensor (delayed or
+/// current scaling), one FP32 scale per 128 elements of activations and gradients and per 128 x 128 block of
+/// weights (Float8BlockScaling, DeepSeek-V3's scheme), or one E8M0 scale per 32 elements (MXFP8BlockScaling).
+/// Block-scaled GEMMs apply the scales inside the main loop and run below the per-tensor rate
+/// (GpuSpec::fp8_blockwise_gemm_fraction, mxfp8_gemm_fraction). Meaningless for other dtypes.
+enum class Fp8Scaling : std::uint8_t { kTensor, kBlock128, kMx32 };
+
 /// Bytes per element (TF32 is stored as FP32).
 int dtype_bytes(DType dtype);
 const char* to_string(DType dtype);
@@ -23,6 +30,7 @@ struct GemmShape {
   /// per local expert, as Transformer Engine's GroupedLinear issues them (a loop of cuBLASLt calls), so each pays
   /// its own launch and its own last partial wave.
   bool grouped = false;
+  Fp8Scaling fp8_scaling = Fp8Scaling::kTensor;  // with dtype kFp8: how the operands are scaled
 
   Flops flops() const;   // 2 m n k batch
   Bytes bytes() const;   // A and B read, C written once each: (mk + kn + mn) batch elements (C in BF16 for FP8)

@@ -4,6 +4,23 @@
 
 namespace orrery {
 
+const char* to_string(Fp8Recipe r) {
+  for (const auto& [name, value] : kFp8RecipeNames) {
+    if (value == r) return name;
+  }
+  return "?";
+}
+
+Fp8Scaling fp8_scaling(Fp8Recipe r) {
+  switch (r) {
+    case Fp8Recipe::kDelayed:
+    case Fp8Recipe::kTensorwise: return Fp8Scaling::kTensor;
+    case Fp8Recipe::kBlockwise: return Fp8Scaling::kBlock128;
+    case Fp8Recipe::kMxfp8: return Fp8Scaling::kMx32;
+  }
+  return Fp8Scaling::kTensor;
+}
+
 const char* to_string(Precision p) {
   switch (p) {
     case Precision::kFp32: return "fp32";

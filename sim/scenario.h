@@ -17,6 +17,15 @@
 namespace orrery {
 
 enum class Precision { kFp32, kFp16, kBf16, kFp8 };
+/// How FP8 tensors are scaled (Megatron-LM `--fp8-recipe`, Transformer Engine's recipes; sim/lower/fp8.h prices
+/// each): one scale per tensor from the amax history of past iterations (delayed), one per tensor from the
+/// tensor's own amax (tensorwise, Float8CurrentScaling), one per 1 x 128 / 128 x 128 block (blockwise,
+/// Float8BlockScaling) or per 32 elements (mxfp8, MXFP8BlockScaling).
+enum class Fp8Recipe { kDelayed, kTensorwise, kBlockwise, kMxfp8 };
+inline constexpr std::pair<const char*, Fp8Recipe> kFp8RecipeNames[] = {{"delayed", Fp8Recipe::kDelayed},
+                                                                       {"tensorwise", Fp8Recipe::kTensorwise},
+                                                                       {"blockwise", Fp8Recipe::kBlockwise},
+                                                                       {"mxfp8", Fp8Recipe::kMxfp8}};
 enum class Recompute { kNone, kSelective, kFull };
 enum class AttentionBackend { kFlash, kUnfused };
 enum class Schedule { k1F1B, kGPipe, kZbH1, kDualPipe, kDualPipeV };  // 1F1B is interleaved when vpp > 1
@@ -47,6 +56,9 @@ inline constexpr std::pair<const char*, Schedule> kScheduleNames[] = {
     {"dualpipev", Schedule::kDualPipeV}};
 
 const char* to_string(Precision p);
+const char* to_string(Fp8Recipe r);
+/// The GEMM operand scaling of an FP8 recipe.
+Fp8Scaling fp8_scaling(Fp8Recipe r);
 const char* to_string(Recompute r);
 const char* to_string(AttentionBackend a);
 const char* to_string(Schedule s);
@@ -120,6 +132,9 @@ struct TrainingSpec {
   std::int64_t micro_batch_size = 1;
   std::int64_t global_batch_size = 0;  // 0 = micro_batch_size x dp
   Precision precision = Precision::kBf16;
+  /// With precision fp8: Megatron-LM's --fp8-recipe (default delayed, as Megatron-LM's; Megatron-Bridge's H100
+  /// FP8 recipes run tensorwise, its Blackwell ones mxfp8).
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
   Recompute recompute = Recompute::kNone;
   /// Megatron-Core --recompute-modules, with recompute "selective" (--recompute-granularity selective): which
   /// submodules' outputs are dropped in the forward pass and recomputed in the backward. Megatron's default is

@@ -83,6 +83,14 @@ TrainingSpec parse_training(const json& value, const ModelSpec& model) {
   static constexpr std::pair<const char*, Precision> kPrecisions[] = {
       {"bf16", Precision::kBf16}, {"fp16", Precision::kFp16}, {"fp32", Precision::kFp32}, {"fp8", Precision::kFp8}};
   t.precision = parse_enum(in, "precision", Precision::kBf16, kPrecisions);
+  if (in.raw("fp8_recipe")) {
+    t.fp8_recipe = parse_enum(in, "fp8_recipe", Fp8Recipe::kDelayed, kFp8RecipeNames);
+    if (t.precision != Precision::kFp8) {
+      throw Error::invalid(in.field("fp8_recipe"), fmt::format("\"{}\"", to_string(t.fp8_recipe)),
+                           fmt::format("needs training.precision \"fp8\" (the precision is \"{}\")",
+                                       to_string(t.precision)));
+    }
+  }
   t.recompute = parse_enum(in, "recompute", Recompute::kNone, kRecomputeNames);
   if (const json* modules = in.raw("recompute_modules")) {
     const std::string field = in.field("recompute_modules");

@@ -381,6 +381,24 @@ void check_framework(const Scenario& s) {
 }
 
 // Recompute modules the lowering does not apply yet to every layer kind.
+void check_fp8_recipe(const Scenario& s) {
+  if (s.training.precision != Precision::kFp8) return;
+  const GpuSpec& g = s.cluster.gpu;
+  const Fp8Recipe r = s.training.fp8_recipe;
+  if (r == Fp8Recipe::kBlockwise && g.fp8_blockwise_gemm_fraction <= 0) {
+    throw Error::invalid("training.fp8_recipe", "\"blockwise\"",
+                         fmt::format("is not supported by the GPU {} (Transformer Engine runs block scaling from "
+                                     "Hopper on; the preset gives no fp8_block_scaling_gemm_fraction.blockwise)",
+                                     g.name));
+  }
+  if (r == Fp8Recipe::kMxfp8 && g.mxfp8_gemm_fraction <= 0) {
+    throw Error::invalid("training.fp8_recipe", "\"mxfp8\"",
+                         fmt::format("is not supported by the GPU {} (MXFP8 needs Blackwell tensor cores; the preset "
+                                     "gives no fp8_block_scaling_gemm_fraction.mxfp8)",
+                                     g.name));
+  }
+}
+
 void check_recompute_modules(const Scenario& s) {
   const TrainingSpec::RecomputeModules& m = s.training.recompute_modules;
   if (s.training.recompute != Recompute::kSelective) return;
@@ -460,6 +478,7 @@ void validate_scenario(Scenario& s) {
   check_deepspeed(s);
   check_recompute_modules(s);
   s.cluster.gpu.peak_for(gemm_dtype(s.training.precision));  // the GPU must have the precision's GEMM path
+  check_fp8_recipe(s);
   if (s.training.precision == Precision::kFp16 && s.cluster.gpu.peak_fp16 <= 0) {
     throw Error::invalid("training.precision", "fp16", "is not supported by the GPU " + s.cluster.gpu.name);
   }

@@ -147,7 +147,7 @@ void mix(std::size_t& seed, std::int64_t value) {
 std::size_t hash_op(const Op& op) {
   std::size_t h = op.index();
   if (const auto* g = std::get_if<GemmShape>(&op)) {
-    for (std::int64_t v : {g->m, g->n, g->k, g->batch, std::int64_t(g->dtype)}) mix(h, v);
+    for (std::int64_t v : {g->m, g->n, g->k, g->batch, std::int64_t(g->dtype), std::int64_t(g->fp8_scaling)}) mix(h, v);
   } else if (const auto* a = std::get_if<AttentionShape>(&op)) {
     for (std::int64_t v : {a->batch, a->heads, a->kv_heads, a->q_len, a->kv_len, a->head_dim_qk, a->head_dim_v,
                            std::int64_t(a->causal), a->window, std::int64_t(a->half_block), std::int64_t(a->backward),

@@ -53,6 +53,7 @@ LoweringContext::LoweringContext(const Scenario& s)
   padded_vocab = padded_vocab_size(model.vocab_size, tp);
   act_dtype = activation_dtype(training.precision);
   gemm_dtype = orrery::gemm_dtype(training.precision);
+  fp8_recipe = training.fp8_recipe;
   act_bytes = dtype_bytes(act_dtype);
   StateBytes sb = state_bytes(training.precision, training.optimizer, training.grad_reduce_in_fp32);
   if (plan.zero_stage >= 2) {
@@ -118,6 +119,7 @@ Task Emitter::base(TaskKind kind, const char* label, Stream stream) const {
 
 TaskId Emitter::gemm(const char* label, GemmShape shape, std::initializer_list<TaskId> deps) {
   if (dropped()) return -1;
+  if (shape.dtype == DType::kFp8) shape.fp8_scaling = fp8_scaling(ctx().fp8_recipe);
   return builder_.add(base(TaskKind::kGemm, label, Stream::kCompute), shape, deps);
 }
 

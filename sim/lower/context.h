@@ -37,6 +37,7 @@ struct LoweringContext {
   std::int64_t padded_vocab = 0;  // Megatron-padded vocabulary
   DType act_dtype = DType::kBf16;
   DType gemm_dtype = DType::kBf16;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // with gemm_dtype kFp8: how FP8 tensors are scaled
   Bytes act_bytes = 2;            // bytes per activation element
   Bytes param_bytes = 2;          // bytes per model parameter
   Bytes grad_bytes = 4;           // bytes per gradient element in the reduction buffer

@@ -20,21 +20,45 @@ bool is_fp8_linear(const char* name) {
   return n == "qkv" || n == "attention_proj" || n == "mlp_up" || n == "mlp_down" || n == "mtp_eh_proj";
 }
 
+// Bytes a quantization writes per element: the FP8 copy and its transpose, plus the block recipes' scales (an
+// FP32 per 128 elements, or an E8M0 byte per 32, for each copy: 1/16 byte either way).
+Bytes quantized_bytes(Fp8Recipe recipe, std::int64_t elements) {
+  const Bytes fp8_copies = 2 * elements;
+  const bool block = recipe == Fp8Recipe::kBlockwise || recipe == Fp8Recipe::kMxfp8;
+  return fp8_copies + (block ? elements / 16 : 0);
+}
+
 }  // namespace
 
 TaskId emit_fp8_cast(Emitter& emit, const char* label, std::int64_t elements, TaskId after) {
   const Bytes bf16 = 2;
-  return emit.elementwise(label, elements * bf16, elements * 2, {after});
+  const Fp8Recipe recipe = emit.ctx().fp8_recipe;
+  if (recipe == Fp8Recipe::kTensorwise) {
+    // nvte_compute_amax reads the tensor before the cast can scale it.
+    after = emit.elementwise("fp8_cast_amax", elements * bf16, 0, {after});
+  }
+  return emit.elementwise(label, elements * bf16, quantized_bytes(recipe, elements), {after});
+}
+
+TaskId emit_fp8_norm_output_cast(Emitter& emit, std::int64_t elements, TaskId after) {
+  const Fp8Recipe recipe = emit.ctx().fp8_recipe;
+  if (!uses_fp8(emit.ctx()) || recipe == Fp8Recipe::kDelayed || recipe == Fp8Recipe::kMxfp8) return after;
+  // The norm wrote its output in BF16 (one byte more per element than FP8); the cast reads it back.
+  const Bytes bf16 = 2, wider_norm_output = elements;
+  return emit.elementwise("fp8_norm_cast", elements * bf16, quantized_bytes(recipe, elements) + wider_norm_output,
+                          {after});
 }
 
 TaskId emit_fp8_weight_cast(Emitter& emit, const char* label, std::int64_t elements, TaskId after) {
   const LoweringContext& ctx = emit.ctx();
   if (!uses_fp8(ctx) || emit.microbatch() != 0 || emit.phase() != Phase::kForward || elements == 0) return after;
-  return emit.elementwise(label, elements * ctx.param_bytes, elements * 2, {after});
+  const Bytes amax_pass = ctx.fp8_recipe == Fp8Recipe::kTensorwise ? elements * ctx.param_bytes : 0;
+  return emit.elementwise(label, elements * ctx.param_bytes + amax_pass, quantized_bytes(ctx.fp8_recipe, elements),
+                          {after});
 }
 
 TaskId emit_fp8_amax_update(Emitter& emit, int layers, bool backward, TaskId after) {
-  if (!uses_fp8(emit.ctx()) || layers == 0) return after;
+  if (!uses_fp8(emit.ctx()) || emit.ctx().fp8_recipe != Fp8Recipe::kDelayed || layers == 0) return after;
   const Bytes slots = static_cast<Bytes>(layers) * kFp8LinearsPerLayer *
                       (backward ? kBackwardAmaxPerGemm : kForwardAmaxPerGemm);
   const Bytes fp32 = 4;

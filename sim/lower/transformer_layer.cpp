@@ -146,9 +146,11 @@ TaskId TransformerLayerLowering::norm_fwd(const char* label, TaskId input, bool 
 
 TaskId TransformerLayerLowering::column_fwd(const char* label, TaskId input, std::int64_t out_features, bool save) {
   const std::int64_t T = ctx_.tokens, h = ctx_.model.hidden_size, n = out_features / ctx_.tp;
-  // With FP8 the norm before this linear writes its output in FP8 (TE's LayerNormLinear), which is gathered.
+  // With FP8 the norm before this linear writes its output in FP8 (TE's LayerNormLinear), which is gathered; with
+  // tensorwise or blockwise scaling it writes BF16 and a cast follows (sim/lower/fp8.h).
   const Bytes full = T * h * linear_input_bytes(ctx_);
   input = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(groups_, label), input);
+  input = emit_fp8_norm_output_cast(emit_, ctx_.tokens_sp * h, input);
   TaskId first = -1, out = -1;
   if (ctx_.plan.sequence_parallel && ctx_.tp > 1) {
     TaskId gather = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather, full, {input});

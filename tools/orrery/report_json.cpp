@@ -87,6 +87,9 @@ json report_json(const Prediction& p) {
                  {"global_batch_size", s.training.global_batch_size},
                  {"seq_length", s.training.seq_length},
                  {"precision", to_string(s.training.precision)},
+                 {"fp8_recipe", s.training.precision == Precision::kFp8
+                                    ? nlohmann::json(to_string(s.training.fp8_recipe))
+                                    : nlohmann::json(nullptr)},
                  {"recompute", to_string(s.training.recompute)},
                  {"recompute_modules", s.training.recompute_module_names()},
                  {"framework", to_string(s.training.framework)}};

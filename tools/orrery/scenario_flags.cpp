@@ -56,6 +56,7 @@ void ScenarioFlags::add_to(CLI::App& app) {
   app.add_option("--micro-batch-size", micro_batch_size, "micro-batch size")->check(kNotEmpty);
   app.add_option("--global-batch-size", global_batch_size, "global batch size")->check(kNotEmpty);
   app.add_option("--precision", precision, "bf16, fp16, fp32 or fp8")->check(kNotEmpty);
+  app.add_option("--fp8-recipe", fp8_recipe, "with fp8: delayed, tensorwise, blockwise or mxfp8")->check(kNotEmpty);
   app.add_flag("--bf16", bf16, "same as --precision bf16");
   app.add_flag("--fp16", fp16, "same as --precision fp16");
   app.add_option("--recompute,--recompute-granularity", recompute, "none, selective or full")->check(kNotEmpty);
@@ -138,6 +139,7 @@ void ScenarioFlags::apply(json& doc) const {
     throw Error::invalid("--precision", "--bf16 / --fp16", "give the precision once");
   }
   set(doc, "training", "precision", precision);
+  set(doc, "training", "fp8_recipe", fp8_recipe);
   if (bf16) set(doc, "training", "precision", std::optional<std::string>("bf16"));
   if (fp16) set(doc, "training", "precision", std::optional<std::string>("fp16"));
   if (recompute && recompute_activations) throw Error::invalid("--recompute-activations", "and --recompute", "give the policy once");
@@ -152,7 +154,7 @@ bool ScenarioFlags::any() const {
   return !model.empty() || !cluster.empty() || num_gpus || tp || pp || dp || cp || ep || etp || vpp ||
          layers_per_virtual_stage || zero_stage || decoder_first || decoder_last || sequence_parallel ||
          distributed_optimizer || overlap_grad_reduce || overlap_param_gather || tp_comm_overlap || overlap_p2p_comm || overlap_moe_ep_comm || delay_wgrad_compute ||
-         account_for_embedding || account_for_loss || schedule || cp_comm_type || precision || recompute || !recompute_modules.empty() || attention_backend || grad_reduce_in_fp32 ||
+         account_for_embedding || account_for_loss || schedule || cp_comm_type || precision || fp8_recipe || recompute || !recompute_modules.empty() || attention_backend || grad_reduce_in_fp32 ||
          seq_length || micro_batch_size || global_batch_size || bf16 || fp16 || recompute_activations;
 }
 

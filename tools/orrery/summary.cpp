@@ -29,7 +29,10 @@ void print_summary(std::ostream& out, const Prediction& p) {
                                                       static_cast<double>(params.mtp) / kBillion, s.model.mtp_num_layers)
                                         : "",
              s.training.seq_length, s.training.micro_batch_size, s.training.global_batch_size,
-             to_string(s.training.precision), to_string(s.training.recompute),
+             s.training.precision == Precision::kFp8
+                 ? fmt::format("fp8 ({} scaling)", to_string(s.training.fp8_recipe))
+                 : std::string(to_string(s.training.precision)),
+             to_string(s.training.recompute),
              s.training.recompute == Recompute::kSelective && !default_modules
                  ? fmt::format(" ({})", modules.empty() ? "no modules" : fmt::format("{}", fmt::join(modules, ", ")))
                  : "",
