@@ -142,6 +142,11 @@ void ScenarioFlags::apply(json& doc) const {
   set(doc, "training", "fp8_recipe", fp8_recipe);
   if (bf16) set(doc, "training", "precision", std::optional<std::string>("bf16"));
   if (fp16) set(doc, "training", "precision", std::optional<std::string>("fp16"));
+  // A non-FP8 precision from the command line drops the file's FP8 recipe, which only FP8 runs take.
+  if ((bf16 || fp16 || (precision && *precision != "fp8")) && !fp8_recipe && doc.contains("training") &&
+      doc["training"].is_object()) {
+    doc["training"].erase("fp8_recipe");
+  }
   if (recompute && recompute_activations) throw Error::invalid("--recompute-activations", "and --recompute", "give the policy once");
   set(doc, "training", "recompute", recompute);
   if (recompute_activations) set(doc, "training", "recompute", std::optional<std::string>("selective"));

@@ -181,6 +181,7 @@ Scenario base_scenario(const SearchArgs& a, const Scenario* file) {
   if (a.seq_length) t["seq_length"] = *a.seq_length;
   if (a.global_batch_size) t["global_batch_size"] = *a.global_batch_size;
   if (!a.precision.empty()) t["precision"] = a.precision;
+  if (!a.precision.empty() && a.precision != "fp8") t.erase("fp8_recipe");  // FP8 is the search's own dimension
   t["micro_batch_size"] = 1;
   if (!t.contains("global_batch_size")) throw Error::invalid("--global-batch-size", "missing", "is required");
   Scenario s = parse_scenario(doc, base);
