@@ -108,10 +108,17 @@ GpuSpec parse_gpu(const json& value, const std::string& path) {
     g.fp8_blockwise_gemm_fraction = b.double_or("blockwise", 0.0, true);
     g.mxfp8_gemm_fraction = b.double_or("mxfp8", 0.0, true);
     b.reject_unknown();
-    require(g.fp8_blockwise_gemm_fraction <= 1.0 && g.mxfp8_gemm_fraction <= 1.0,
-            in.field("fp8_block_scaling_gemm_fraction"), "{}",
-            "fractions must be at most 1 (block scales cost the GEMM time, they do not save it)");
-    require(g.peak_fp8 > 0, in.field("fp8_block_scaling_gemm_fraction"), "{}", "needs an fp8 peak (peak_tflops.fp8)");
+    for (const auto& [key, value] : {std::pair{"blockwise", g.fp8_blockwise_gemm_fraction},
+                                     std::pair{"mxfp8", g.mxfp8_gemm_fraction}}) {
+      if (value > 1.0) {
+        throw Error::invalid(b.field(key), fmt::format("{}", value),
+                             "must be at most 1 (block scales cost GEMM time, they do not save it)");
+      }
+    }
+    if (g.peak_fp8 <= 0) {
+      throw Error::invalid(in.field("fp8_block_scaling_gemm_fraction"), "given",
+                           "needs an fp8 peak (peak_tflops.fp8)");
+    }
   }
   in.reject_unknown();
   return g;
