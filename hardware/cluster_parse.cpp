@@ -61,6 +61,22 @@ FlopsPerSecond GpuSpec::peak_for(DType dtype) const {
   return peak;
 }
 
+double GpuSpec::fp8_scaling_fraction(Fp8Scaling scaling) const {
+  if (scaling == Fp8Scaling::kTensor) return 1.0;
+  const bool block = scaling == Fp8Scaling::kBlock128;
+  const double fraction = block ? fp8_blockwise_gemm_fraction : mxfp8_gemm_fraction;
+  if (fraction <= 0) {
+    throw Error::invalid("training.fp8_recipe", block ? "\"blockwise\"" : "\"mxfp8\"",
+                         fmt::format("is not supported by the GPU {} ({}; its preset gives no "
+                                     "fp8_block_scaling_gemm_fraction.{})",
+                                     name,
+                                     block ? "Transformer Engine runs 128-element block scaling from Hopper on"
+                                           : "MXFP8 needs Blackwell tensor cores",
+                                     block ? "blockwise" : "mxfp8"));
+  }
+  return fraction;
+}
+
 GpuSpec parse_gpu(const json& value, const std::string& path) {
   json resolved = resolve(value, "gpus", path);
   FieldReader in(resolved, path);

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <limits>
 
-#include <fmt/format.h>
-
 #include "models/error.h"
 
 namespace orrery {
@@ -37,16 +35,9 @@ Seconds RooflineComputeModel::gemm_compute_time(const GemmShape& s) const {
   const std::int64_t per_kernel = s.grouped ? 1 : s.batch;
   const double kernels = s.grouped ? static_cast<double>(s.batch) : 1.0;
   const double k_factor = k / (k + params_.gemm_k_half);
-  double fraction = s.dtype == DType::kFp8 ? params_.gemm_fp8_peak_fraction : params_.gemm_peak_fraction;
-  if (s.dtype == DType::kFp8 && s.fp8_scaling != Fp8Scaling::kTensor) {
-    const double block = s.fp8_scaling == Fp8Scaling::kBlock128 ? gpu_.fp8_blockwise_gemm_fraction
-                                                                 : gpu_.mxfp8_gemm_fraction;
-    if (block <= 0) {
-      throw Error::invalid("training.fp8_recipe", s.fp8_scaling == Fp8Scaling::kBlock128 ? "\"blockwise\"" : "\"mxfp8\"",
-                           fmt::format("is not supported by the GPU {}", gpu_.name));
-    }
-    fraction *= block;
-  }
+  const double fraction = s.dtype == DType::kFp8
+                              ? params_.gemm_fp8_peak_fraction * gpu_.fp8_scaling_fraction(s.fp8_scaling)
+                              : params_.gemm_peak_fraction;
   Seconds best = std::numeric_limits<double>::infinity();
   for (const GemmTile& tile : params_.gemm_tiles) {
     // The GEMM runs as ceil(CTAs / SMs) waves; each wave costs one tile's FLOPs at one SM's share of the peak.

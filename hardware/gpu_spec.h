@@ -36,6 +36,9 @@ struct GpuSpec {
 
   /// Dense peak for GEMMs in `dtype`. Errors: Error::invalid naming "training.precision" when the GPU lacks it.
   FlopsPerSecond peak_for(DType dtype) const;
+  /// Rate of FP8 GEMMs with `scaling` over the per-tensor FP8 rate (1 for kTensor; fp8_blockwise_gemm_fraction,
+  /// mxfp8_gemm_fraction). Errors: Error::invalid naming "training.fp8_recipe" when the GPU cannot run it.
+  double fp8_scaling_fraction(Fp8Scaling scaling) const;
 };
 
 /// Parses a GPU: a preset name, or an object with "preset" plus overrides, or a full object (keys as in

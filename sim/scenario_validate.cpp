@@ -380,25 +380,12 @@ void check_framework(const Scenario& s) {
          "training", "packing or offload", "runs without document packing or CPU offload");
 }
 
-// Recompute modules the lowering does not apply yet to every layer kind.
+// The GPU must run the FP8 recipe's GEMM scaling (GpuSpec::fp8_scaling_fraction throws otherwise).
 void check_fp8_recipe(const Scenario& s) {
-  if (s.training.precision != Precision::kFp8) return;
-  const GpuSpec& g = s.cluster.gpu;
-  const Fp8Recipe r = s.training.fp8_recipe;
-  if (r == Fp8Recipe::kBlockwise && g.fp8_blockwise_gemm_fraction <= 0) {
-    throw Error::invalid("training.fp8_recipe", "\"blockwise\"",
-                         fmt::format("is not supported by the GPU {} (Transformer Engine runs block scaling from "
-                                     "Hopper on; the preset gives no fp8_block_scaling_gemm_fraction.blockwise)",
-                                     g.name));
-  }
-  if (r == Fp8Recipe::kMxfp8 && g.mxfp8_gemm_fraction <= 0) {
-    throw Error::invalid("training.fp8_recipe", "\"mxfp8\"",
-                         fmt::format("is not supported by the GPU {} (MXFP8 needs Blackwell tensor cores; the preset "
-                                     "gives no fp8_block_scaling_gemm_fraction.mxfp8)",
-                                     g.name));
-  }
+  if (s.training.precision == Precision::kFp8) s.cluster.gpu.fp8_scaling_fraction(fp8_scaling(s.training.fp8_recipe));
 }
 
+// Recompute modules the lowering does not apply yet to every layer kind.
 void check_recompute_modules(const Scenario& s) {
   const TrainingSpec::RecomputeModules& m = s.training.recompute_modules;
   if (s.training.recompute != Recompute::kSelective) return;

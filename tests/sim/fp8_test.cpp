@@ -211,7 +211,7 @@ TEST_CASE("FP8 current scaling's casts cost what Transformer Engine measured aga
     }
     return seconds;
   };
-  CHECK(cast_seconds("tensorwise") / cast_seconds("delayed") == Approx(measured).epsilon(0.10));
+  CHECK(cast_seconds("tensorwise") / cast_seconds("delayed") == Approx(measured).epsilon(0.05));
 }
 
 TEST_CASE("FP8 block-scaled GEMMs run at the rate derived from Transformer Engine's Hopper measurement",
