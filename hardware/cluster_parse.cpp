@@ -16,12 +16,14 @@ using nlohmann::json;
 
 namespace {
 
-// Top-level keys of `overrides` replace those of `base`; nested "peak_tflops" merges key by key.
+// Keys of `overrides` replace those of `base`; an object over an object (peak_tflops, attention_peak_fraction,
+// fp8_block_scaling_gemm_fraction) merges key by key, so an override keeps the preset's other entries.
 json merge(json base, const json& overrides) {
   for (auto it = overrides.begin(); it != overrides.end(); ++it) {
     if (it.key() == "preset") continue;
-    if (it.key() == "peak_tflops" && it->is_object() && base.contains("peak_tflops")) {
-      for (auto p = it->begin(); p != it->end(); ++p) base["peak_tflops"][p.key()] = p.value();
+    const auto existing = base.find(it.key());
+    if (it->is_object() && existing != base.end() && existing->is_object() && !existing->contains("value")) {
+      *existing = merge(*existing, *it);
     } else {
       base[it.key()] = it.value();
     }

@@ -93,10 +93,15 @@ Seconds ProfiledComputeModel::profiled_gemm(std::int64_t m, std::int64_t n, std:
 }
 
 Seconds ProfiledComputeModel::gemm(const GemmShape& s) const {
-  // Profiles time per-tensor-scaled FP8 (cuBLASLt); block-scaled FP8 GEMMs take the default model's rate.
-  const bool profiled_kind = s.dtype != DType::kFp8 || s.fp8_scaling == Fp8Scaling::kTensor;
-  if (profiled_kind && (s.batch == 1 || s.grouped)) {
+  if (s.batch == 1 || s.grouped) {
     const Seconds t = profiled_gemm(s.m, s.n, s.k, s.dtype);
+    if (t > 0 && s.dtype == DType::kFp8 && s.fp8_scaling != Fp8Scaling::kTensor) {
+      // Profiles time per-tensor-scaled FP8 (cuBLASLt); a block-scaled GEMM takes the measured time slowed as the
+      // default model slows it (GpuSpec::fp8_scaling_fraction on the compute-bound part).
+      GemmShape tensor = s;
+      tensor.fp8_scaling = Fp8Scaling::kTensor;
+      return t * static_cast<double>(s.batch) * fallback_->gemm(s) / fallback_->gemm(tensor);
+    }
     if (t > 0) return t * static_cast<double>(s.batch);
   }
   ++uncovered_gemms_;

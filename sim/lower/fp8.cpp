@@ -20,41 +20,48 @@ bool is_fp8_linear(const char* name) {
   return n == "qkv" || n == "attention_proj" || n == "mlp_up" || n == "mlp_down" || n == "mtp_eh_proj";
 }
 
-// Bytes a quantization writes per element: the FP8 copy and its transpose, plus the block recipes' scales (an
-// FP32 per 128 elements, or an E8M0 byte per 32, for each copy: 1/16 byte either way).
-Bytes quantized_bytes(Fp8Recipe recipe, std::int64_t elements) {
-  const Bytes fp8_copies = 2 * elements;
-  const bool block = recipe == Fp8Recipe::kBlockwise || recipe == Fp8Recipe::kMxfp8;
-  return fp8_copies + (block ? elements / 16 : 0);
+// Bytes a quantization writes for `elements` values: the FP8 copy and its transpose, plus the block recipes' scales
+// for each copy: an FP32 per 128 activations or gradients or per 128 x 128 weights (blockwise), an E8M0 byte per 32
+// values (mxfp8). Integer division: a scale per partial block is below the model's resolution.
+Bytes quantized_bytes(Fp8Recipe recipe, std::int64_t elements, bool weights) {
+  const Bytes fp8_copies = 2 * elements, fp32 = 4;
+  switch (recipe) {
+    case Fp8Recipe::kDelayed:
+    case Fp8Recipe::kTensorwise: return fp8_copies;
+    case Fp8Recipe::kBlockwise: return fp8_copies + 2 * fp32 * elements / (weights ? 128 * 128 : 128);
+    case Fp8Recipe::kMxfp8: return fp8_copies + 2 * elements / 32;
+  }
+  return fp8_copies;
+}
+
+// Transformer Engine's quantization of `elements` values of `source_bytes` each, after `after`: with current
+// scaling an amax kernel (`amax_label`) reads the tensor first (nvte_compute_amax), then the cast reads it again.
+TaskId quantize(Emitter& emit, const char* label, const char* amax_label, std::int64_t elements, Bytes source_bytes,
+                bool weights, TaskId after) {
+  const Fp8Recipe recipe = emit.ctx().fp8_recipe;
+  if (recipe == Fp8Recipe::kTensorwise) after = emit.elementwise(amax_label, elements * source_bytes, 0, {after});
+  return emit.elementwise(label, elements * source_bytes, quantized_bytes(recipe, elements, weights), {after});
 }
 
 }  // namespace
 
 TaskId emit_fp8_cast(Emitter& emit, const char* label, std::int64_t elements, TaskId after) {
-  const Bytes bf16 = 2;
-  const Fp8Recipe recipe = emit.ctx().fp8_recipe;
-  if (recipe == Fp8Recipe::kTensorwise) {
-    // nvte_compute_amax reads the tensor before the cast can scale it.
-    after = emit.elementwise("fp8_cast_amax", elements * bf16, 0, {after});
-  }
-  return emit.elementwise(label, elements * bf16, quantized_bytes(recipe, elements), {after});
+  return quantize(emit, label, "fp8_cast_amax", elements, emit.ctx().act_bytes, false, after);
 }
 
 TaskId emit_fp8_norm_output_cast(Emitter& emit, std::int64_t elements, TaskId after) {
   const Fp8Recipe recipe = emit.ctx().fp8_recipe;
   if (!uses_fp8(emit.ctx()) || recipe == Fp8Recipe::kDelayed || recipe == Fp8Recipe::kMxfp8) return after;
-  // The norm wrote its output in BF16 (one byte more per element than FP8); the cast reads it back.
-  const Bytes bf16 = 2, wider_norm_output = elements;
-  return emit.elementwise("fp8_norm_cast", elements * bf16, quantized_bytes(recipe, elements) + wider_norm_output,
-                          {after});
+  // The norm (norm_fwd, which always writes the activation dtype) computed the amax with current scaling; the
+  // cast reads its BF16 output back.
+  const Bytes read = elements * emit.ctx().act_bytes;
+  return emit.elementwise("fp8_norm_cast", read, quantized_bytes(recipe, elements, false), {after});
 }
 
 TaskId emit_fp8_weight_cast(Emitter& emit, const char* label, std::int64_t elements, TaskId after) {
   const LoweringContext& ctx = emit.ctx();
   if (!uses_fp8(ctx) || emit.microbatch() != 0 || emit.phase() != Phase::kForward || elements == 0) return after;
-  const Bytes amax_pass = ctx.fp8_recipe == Fp8Recipe::kTensorwise ? elements * ctx.param_bytes : 0;
-  return emit.elementwise(label, elements * ctx.param_bytes + amax_pass, quantized_bytes(ctx.fp8_recipe, elements),
-                          {after});
+  return quantize(emit, label, "fp8_weight_amax", elements, ctx.param_bytes, true, after);
 }
 
 TaskId emit_fp8_amax_update(Emitter& emit, int layers, bool backward, TaskId after) {

@@ -29,7 +29,8 @@
 //   (docs/examples/gemm_profiling, "Worked Example: 5B Model on H200": autocast 20.285 and 18.978 ms against the
 //   per-tensor kernels' 16.785 ms), a ratio of 1.60 where these byte counts give 1.5.
 // - blockwise (Float8BlockScaling): one pass writing the row-wise and column-wise FP8 copies and an FP32 scale per
-//   128 elements of each (read 2, write 2 + 1/16 per element); the norm writes BF16 and is quantized separately.
+//   128 elements of each (read 2, write 2 + 1/16 per element; weights one per 128 x 128 block); the norm writes
+//   BF16 and is quantized separately.
 //   GEMMs run at GpuSpec::fp8_blockwise_gemm_fraction of the per-tensor rate.
 // - mxfp8 (MXFP8BlockScaling): one pass with an E8M0 scale per 32 elements of each copy (write 2 + 1/16); the norm
 //   quantizes in its own kernel (cuDNN's fused norm on Blackwell). GEMMs at GpuSpec::mxfp8_gemm_fraction.

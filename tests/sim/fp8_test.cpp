@@ -136,6 +136,7 @@ Scenario llama_recipe(const char* recipe, const char* cluster = "dgx-h100") {
 
 struct CastTraffic {
   double cast_read = 0, cast_written = 0, amax_pass_read = 0, norm_read = 0, norm_written = 0;
+  double weight_read = 0, weight_written = 0, weight_amax_read = 0;
   int amax_reductions = 0;
 };
 
@@ -147,6 +148,10 @@ CastTraffic cast_traffic(const WorkloadGraph& g) {
     const std::string label = t.label;
     if (label == "fp8_amax") ++c.amax_reductions;
     const auto* e = std::get_if<ElementwiseShape>(&p.ops[static_cast<std::size_t>(t.op)]);
+    if (e && label == "fp8_weight_cast") {
+      c.weight_read += static_cast<double>(e->bytes_read), c.weight_written += static_cast<double>(e->bytes_written);
+    }
+    if (e && label == "fp8_weight_amax") c.weight_amax_read += static_cast<double>(e->bytes_read);
     if (!e || t.layer != 0 || t.microbatch != 0) continue;
     const double read = static_cast<double>(e->bytes_read), written = static_cast<double>(e->bytes_written);
     if (label == "fp8_cast") c.cast_read += read, c.cast_written += written;
@@ -168,7 +173,11 @@ TEST_CASE("FP8 recipes: current scaling reads each tensor twice, block recipes w
   const double norm_outputs = 2 * T * h;  // the inputs of QKV and of up/gate, which the norms write
   const double scales = 1.0 / 16;          // an FP32 per 128 elements (or an E8M0 per 32) of both FP8 copies
 
+  // Every linear weight element of the 2 layers, cast once per iteration from BF16.
+  const double weights = 2 * (h * 48 * 128 + 32 * 128 * h + h * 2 * ffn + ffn * h);
   const CastTraffic delayed = cast_traffic(test::lowered(llama_recipe("delayed")));
+  CHECK(delayed.weight_read == Approx(2 * weights));
+  CHECK(delayed.weight_written == Approx(2 * weights));
   CHECK(delayed.cast_read == Approx(2 * standalone));
   CHECK(delayed.cast_written == Approx(2 * standalone));
   CHECK(delayed.amax_pass_read == 0);
@@ -179,14 +188,18 @@ TEST_CASE("FP8 recipes: current scaling reads each tensor twice, block recipes w
   CHECK(current.amax_pass_read == Approx(2 * standalone));  // nvte_compute_amax before every cast
   CHECK(current.cast_read == Approx(2 * standalone));
   CHECK(current.norm_read == Approx(2 * norm_outputs));     // the norm computed the amax but wrote BF16
-  CHECK(current.norm_written == Approx(3 * norm_outputs));  // FP8 and its transpose, plus the wider norm output
+  CHECK(current.norm_written == Approx(2 * norm_outputs));  // FP8 and its transpose
   CHECK(current.amax_reductions == 0);
+  CHECK(current.weight_amax_read == Approx(2 * weights));  // the weights' own amax pass
+  CHECK(current.weight_written == Approx(2 * weights));
 
   const CastTraffic block = cast_traffic(test::lowered(llama_recipe("blockwise")));
   CHECK(block.amax_pass_read == 0);
   CHECK(block.cast_written == Approx((2 + scales) * standalone).epsilon(1e-6));
-  CHECK(block.norm_written == Approx((3 + scales) * norm_outputs).epsilon(1e-6));
+  CHECK(block.norm_written == Approx((2 + scales) * norm_outputs).epsilon(1e-6));
   CHECK(block.amax_reductions == 0);
+  // Weights carry one FP32 scale per 128 x 128 block of each copy.
+  CHECK(block.weight_written == Approx((2 + 2.0 * 4 / (128 * 128)) * weights).epsilon(1e-6));
 
   const CastTraffic mx = cast_traffic(test::lowered(llama_recipe("mxfp8", "dgx-b200")));
   CHECK(mx.cast_written == Approx((2 + scales) * standalone).epsilon(1e-6));
@@ -251,4 +264,39 @@ TEST_CASE("FP8 recipes the GPU or the precision cannot run are refused", "[sim][
   CHECK_THAT(test::scenario_error(R"({"model": "llama3-8b", "cluster": {"preset": "mi300x-8", "num_gpus": 8},
       "training": {"seq_length": 4096, "global_batch_size": 8, "precision": "fp8", "fp8_recipe": "blockwise"}})"),
              Catch::Contains("training.fp8_recipe (\"blockwise\") is not supported by the GPU mi300x"));
+}
+
+TEST_CASE("FP8 block scaling slows a profiled GEMM as it slows the default model", "[sim][fp8][profile]") {
+  // dgx-h200 prices GEMMs from its measured profile (per-tensor FP8 only); a block-scaled GEMM takes the measured
+  // time times the default model's block/tensor ratio for that shape.
+  auto gemm_seconds = [](const char* recipe) {
+    const Prediction p = predict(llama_recipe(recipe, "dgx-h200"));
+    const Program& prog = p.graph.programs[0];
+    const auto& timings = p.run.instances[0].timings;
+    for (std::size_t i = 0; i < prog.tasks.size(); ++i) {
+      const Task& t = prog.tasks[i];
+      if (std::string(t.label) == "mlp_down" && t.layer == 0 && t.microbatch == 0 && t.phase == Phase::kForward) {
+        return std::pair{from_nanos(timings[i].end - timings[i].start),
+                         std::get<GemmShape>(prog.ops[static_cast<std::size_t>(t.op)])};
+      }
+    }
+    return std::pair{0.0, GemmShape{}};
+  };
+  const auto [tensor_seconds, tensor_shape] = gemm_seconds("delayed");
+  const auto [block_seconds, block_shape] = gemm_seconds("blockwise");
+  REQUIRE(tensor_seconds > 0);
+  const Scenario s = llama_recipe("blockwise", "dgx-h200");
+  RooflineComputeModel roofline(s.cluster.gpu, default_cost_params().compute);
+  CHECK(block_seconds / tensor_seconds ==
+        Approx(roofline.gemm(block_shape) / roofline.gemm(tensor_shape)).epsilon(1e-3));
+  CHECK(block_seconds > tensor_seconds);
+}
+
+TEST_CASE("A GPU override of one FP8 block-scaling rate keeps the preset's other rate", "[sim][fp8]") {
+  const Scenario s = test::scenario(R"({"model": "llama3-8b",
+      "cluster": {"preset": "dgx-b200", "num_gpus": 8,
+                  "gpu": {"preset": "b200", "fp8_block_scaling_gemm_fraction": {"blockwise": 0.9}}},
+      "training": {"seq_length": 4096, "global_batch_size": 8, "precision": "fp8", "fp8_recipe": "mxfp8"}})");
+  CHECK(s.cluster.gpu.fp8_blockwise_gemm_fraction == 0.9);
+  CHECK(s.cluster.gpu.mxfp8_gemm_fraction == 0.95);  // the b200 preset's, from Transformer Engine's B300 figure
 }
