@@ -34,7 +34,19 @@
 //   GEMMs run at GpuSpec::fp8_blockwise_gemm_fraction of the per-tensor rate.
 // - mxfp8 (MXFP8BlockScaling): one pass with an E8M0 scale per 32 elements of each copy (write 2 + 1/16); the norm
 //   quantizes in its own kernel (cuDNN's fused norm on Blackwell). GEMMs at GpuSpec::mxfp8_gemm_fraction.
-// Not modelled: current scaling's TP all-reduce of the amax of a sequence-parallel input (one FP32 per linear).
+//
+// Sequence parallelism: a tensor split over the TP ranks along the sequence and gathered before a GEMM (the input of
+// a column-parallel linear, the output gradient of a row-parallel one) is quantized on each rank and gathered in FP8
+// (TE's TransformerEngineBaseModule.grad_output_preprocess, "FP8 case with gather: unfused bgrad, cast, transpose
+// for efficient gather": cast_to_fp8 of the shard, gather_along_first_dim, fp8_transpose; later releases gather
+// through the quantizer, _all_gather_fp8). All ranks must then share one scale: delayed
+// scaling's comes from the amax history, which the amax group reduces; current scaling's comes from the shard's own
+// amax, so TE all-reduces (MAX) that one FP32 over the TP group before the cast (with_amax_reduction on the input
+// quantizer of a column-parallel and the output-gradient quantizer of a row-parallel linear under sequence
+// parallelism, Linear._customize_quantizers_float8_current_scaling). The gathered FP8 copy is transposed for the
+// weight gradient afterwards (a per-tensor scale survives the transpose). The block recipes keep what they did:
+// their column-wise scales cannot be made from the row-wise copy, so the output gradient is gathered in BF16 and
+// quantized whole.
 
 #include "sim/lower/context.h"
 
@@ -47,15 +59,36 @@ inline bool uses_fp8(const LoweringContext& ctx) { return ctx.gemm_dtype == DTyp
 /// gradient: 1 with FP8, else the activation size.
 inline Bytes linear_input_bytes(const LoweringContext& ctx) { return uses_fp8(ctx) ? 1 : ctx.act_bytes; }
 
+/// Whose amax sets a current-scaling (tensorwise) scale: the rank's own tensor, or the TP group's, for a
+/// sequence-parallel shard gathered in FP8 (see above). kTpGroup adds the all-reduce only under tensorwise scaling
+/// with sequence parallelism and TP > 1.
+enum class AmaxScope { kRank, kTpGroup };
+
+/// Whether a sequence-parallel output gradient is quantized per rank and gathered in FP8 (per-tensor recipes:
+/// delayed and tensorwise) rather than gathered in BF16 and quantized whole (the block recipes).
+bool fp8_gathers_quantized_grads(const LoweringContext& ctx);
+
 /// Emits TE's quantization of `elements` BF16 values into FP8 and its transpose after `after`, as the recipe runs
 /// it (delayed: one cast_transpose pass, read 2 bytes and write 1 + 1 per element; tensorwise: an amax pass
-/// first; block recipes: plus their scales), and returns the last task.
-TaskId emit_fp8_cast(Emitter& emit, const char* label, std::int64_t elements, TaskId after);
+/// first, and its all-reduce over the TP group for AmaxScope::kTpGroup; block recipes: plus their scales), and
+/// returns the last task.
+TaskId emit_fp8_cast(Emitter& emit, const char* label, std::int64_t elements, TaskId after,
+                     AmaxScope scope = AmaxScope::kRank);
+
+/// Emits the quantization of a rank's `elements`-value sequence-parallel shard of an output gradient into the
+/// row-wise FP8 copy that is then gathered (fp8_gathers_quantized_grads): read 2 bytes, write 1 per element, after
+/// tensorwise's amax pass and its TP all-reduce. Returns the last task.
+TaskId emit_fp8_shard_cast(Emitter& emit, std::int64_t elements, TaskId after);
+
+/// Emits the FP8 transpose of `elements` gathered FP8 values for the weight gradient (read 1, write 1 per element:
+/// TE's fp8_transpose). Returns the task.
+TaskId emit_fp8_transpose(Emitter& emit, std::int64_t elements, TaskId after);
 
 /// Emits what quantizing the output of the norm before a linear costs beyond the norm kernel itself, for
 /// `elements` values after `after`: nothing for delayed scaling and MXFP8 (the norm writes FP8), a cast of the
-/// BF16 output the norm wrote for tensorwise (whose amax the norm computed) and blockwise. Returns the last task.
-TaskId emit_fp8_norm_output_cast(Emitter& emit, std::int64_t elements, TaskId after);
+/// BF16 output the norm wrote for tensorwise (whose amax the norm computed, all-reduced over the TP group first for
+/// AmaxScope::kTpGroup) and blockwise. Returns the last task.
+TaskId emit_fp8_norm_output_cast(Emitter& emit, std::int64_t elements, TaskId after, AmaxScope scope);
 
 /// Emits the per-iteration cast of `elements` local weight elements (first micro-batch's forward only; returns
 /// `after` otherwise or when the run is not FP8).

@@ -66,7 +66,9 @@ TaskId TransformerLayerLowering::mla_fwd(TaskId x, bool save, std::vector<ParamU
   }
   TaskId d = emit_fp8_weight_cast(emit_, "fp8_weight_cast",
                                   group_elements(groups_, "q_down") + group_elements(groups_, "kv_down"), x);
-  d = emit_fp8_norm_output_cast(emit_, Ts * h, d);  // the input norm's output, as column_fwd casts it
+  // The input norm's output, as column_fwd casts it; the down projections run on the rank's own rows
+  // (Megatron's "duplicated" mode), so a current-scaling amax stays the rank's.
+  d = emit_fp8_norm_output_cast(emit_, Ts * h, d, AmaxScope::kRank);
   const std::int64_t down_rows = sp ? Ts : T;
   d = emit_.gemm("qkv_down", linear(down_rows, z.down, h), {d});
   if (save) emit_.save(d, column_saved());

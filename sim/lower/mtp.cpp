@@ -55,7 +55,7 @@ TaskId MtpLowering::forward(TaskId hidden, const SavePolicy& save, std::vector<P
   // torch.cat of the two normed halves, [b s/tp 2h]: eh_proj's input, kept for its weight gradient.
   TaskId x = emit_.elementwise("mtp_concat", 2 * hidden_sp_, 2 * hidden_sp_, {en, hn});
   x = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(groups_, "mtp_eh_proj"), x);
-  if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", ctx_.tokens_sp * 2 * h, x);
+  if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", ctx_.tokens_sp * 2 * h, x, AmaxScope::kTpGroup);
   emit_.save(x, concat_sp_);
   if (sp) {
     x = emit_.collective("mtp_eh_proj", Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather,

@@ -150,7 +150,7 @@ TaskId TransformerLayerLowering::column_fwd(const char* label, TaskId input, std
   // tensorwise or blockwise scaling it writes BF16 and a cast follows (sim/lower/fp8.h).
   const Bytes full = T * h * linear_input_bytes(ctx_);
   input = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(groups_, label), input);
-  input = emit_fp8_norm_output_cast(emit_, ctx_.tokens_sp * h, input);
+  input = emit_fp8_norm_output_cast(emit_, ctx_.tokens_sp * h, input, AmaxScope::kTpGroup);
   TaskId first = -1, out = -1;
   if (ctx_.plan.sequence_parallel && ctx_.tp > 1) {
     TaskId gather = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather, full, {input});
@@ -379,11 +379,22 @@ TaskId TransformerLayerLowering::row_bwd(const char* label, TaskId grad, std::in
   const std::int64_t T = ctx_.tokens, h = ctx_.model.hidden_size, k = in_features / ctx_.tp;
   const Bytes full = T * h * ctx_.act_bytes;
   const bool sp = ctx_.plan.sequence_parallel && ctx_.tp > 1;
-  TaskId gather = -1, dgrad = -1;
+  TaskId gather = -1, dgrad = -1, wgrad_input = -1;
   if (sp) {
-    gather = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather, full, {grad});
-    emit_.save(gather, full);
-    if (uses_fp8(ctx_)) gather = emit_fp8_cast(emit_, "fp8_cast", T * h, gather);
+    // Per-tensor FP8 scales: each rank quantizes its shard and the FP8 copy is gathered, then transposed for the
+    // weight gradient (TE's grad_output_preprocess); otherwise the BF16 gradient is gathered and quantized whole.
+    const bool quantized = fp8_gathers_quantized_grads(ctx_);
+    if (quantized) grad = emit_fp8_shard_cast(emit_, ctx_.tokens_sp * h, grad);
+    const Bytes gathered = quantized ? T * h : full;
+    gather = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather, gathered, {grad});
+    emit_.save(gather, full);  // BF16, or the FP8 copy and its transpose: 2 bytes per element either way
+    if (quantized) {
+      PhaseScope scope(emit_, Phase::kBackwardWeight);  // TE transposes after the input gradient's GEMM
+      wgrad_input = emit_fp8_transpose(emit_, T * h, gather);
+    } else {
+      if (uses_fp8(ctx_)) gather = emit_fp8_cast(emit_, "fp8_cast", T * h, gather);
+      wgrad_input = gather;
+    }
     if (ctx_.plan.tp_overlap_active()) {
       emit_.gemm(label, linear(T - T / ctx_.tp, k, h), {grad});
       dgrad = emit_.gemm(label, linear(T / ctx_.tp, k, h), {gather});
@@ -397,7 +408,7 @@ TaskId TransformerLayerLowering::row_bwd(const char* label, TaskId grad, std::in
   TaskId w = -1;
   {
     PhaseScope scope(emit_, Phase::kBackwardWeight);
-    w = emit_.gemm(label, linear(k, h, T), {gather});
+    w = emit_.gemm(label, linear(k, h, T), {wgrad_input});
   }
   emit_.release(w, row_saved(in_features) + (sp ? full : 0));
   *wgrad = w;
