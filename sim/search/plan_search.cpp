@@ -114,6 +114,9 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, int num_
   result.identity = fmt::format("{} on {} x {}, sequence {}, global batch {}, {}", base.model.name, base.cluster.name,
                                 num_gpus, base.training.seq_length, base.training.global_batch_size,
                                 to_string(base.training.precision));
+  if (std::find(space.fp8.begin(), space.fp8.end(), true) != space.fp8.end()) {
+    result.identity += fmt::format(" (FP8 candidates: {} scaling)", to_string(base.training.fp8_recipe));
+  }
   result.shard_index = o.shard_index;
   result.shard_count = o.shard_count;
   const std::vector<Candidate> all = enumerate_candidates(base, space, num_gpus);

@@ -267,6 +267,29 @@ def main():
     else:
         expect(False, f"search --csv: exit {r.returncode}: {r.stderr[:200]}")
 
+    # --fp8-recipe sets the FP8 candidates' scaling: the candidate's time is predict's with the same recipe, the
+    # search names the recipe, and a recipe the GPU or the space cannot use exits 2 naming the flag.
+    space = ["--model", "llama3-8b", "--num-gpus", "8", "--seq-length", "4096", "--global-batch-size", "64"]
+    plan = ["--tp", "2", "--pp", "1", "--cp", "1", "--micro-batch-size", "1", "--recompute", "none", "--zero-stage", "1"]
+    for recipe in ("delayed", "tensorwise", "blockwise"):
+        out = os.path.join(tmp, f"fp8-{recipe}.json")
+        r = run(orrery, "search", *space, *plan, "--fp8", "on", "--fp8-recipe", recipe, "--quiet", "--json", out)
+        p = run(orrery, "predict", *space, "--tp", "2", "--micro-batch-size", "1", "--zero-stage", "1",
+                "--sequence-parallel", "--precision", "fp8", "--fp8-recipe", recipe, "--json")
+        if r.returncode == 0 and p.returncode == 0:
+            doc = json.load(open(out))
+            [row] = [x for x in doc["plans"] if x["status"] == "simulated"]
+            expect(abs(row["iteration_time_s"] - json.loads(p.stdout)["iteration_time_s"]) < 1e-6 and
+                   f"FP8 candidates: {recipe} scaling" in doc["search"] and f"{recipe} scaling" in r.stdout,
+                   f"search --fp8-recipe {recipe}: {row.get('iteration_time_s')} vs predict, search '{doc['search']}'")
+        else:
+            expect(False, f"search/predict --fp8-recipe {recipe}: {r.stderr[:200]} {p.stderr[:200]}")
+    for bad, field in ((["--fp8-recipe", "mxfp8"], "--fp8-recipe (mxfp8) is not supported by the GPU"),
+                       (["--fp8-recipe", "bogus"], "--fp8-recipe (bogus) must be one of"),
+                       (["--fp8", "off", "--fp8-recipe", "tensorwise"], "--fp8-recipe (tensorwise) needs FP8 candidates")):
+        r = run(orrery, "search", *space, *plan, *bad, "--quiet")
+        expect(r.returncode == 2 and field in r.stderr, f"search {bad}: exit {r.returncode}: {r.stderr[:200]}")
+
     for p in problems:
         print(p)
     print(f"cli: {len(problems)} problem(s)")

@@ -31,7 +31,7 @@ struct SearchArgs {
   std::string scenario_file, model, cluster, precision;
   std::optional<int> num_gpus;
   std::optional<std::int64_t> seq_length, global_batch_size;
-  std::string tp, pp, cp, ep, etp, vpp, micro_batch, recompute, zero_stage, schedule, fp8 = "auto";
+  std::string tp, pp, cp, ep, etp, vpp, micro_batch, recompute, zero_stage, schedule, fp8 = "auto", fp8_recipe;
   int max_tp = 0;
   std::string objective = "time";
   double gpu_hour_price = 0, target_tokens_per_s = 0, memory_margin = 0.05, memory_cap_gib = 0;
@@ -195,6 +195,14 @@ Scenario base_scenario(const SearchArgs& a, const Scenario* file) {
   // its number of virtual stages (candidate_scenario); not when it was made for another model (--model).
   s.parallel.pipeline_layout = own_layout;
   if (std::accumulate(own_layout.begin(), own_layout.end(), 0) != s.model.num_layers) s.parallel.pipeline_layout.clear();
+  // The FP8 candidates' recipe: --fp8-recipe, else the file's (a non-FP8 base keeps the default, delayed).
+  if (!a.fp8_recipe.empty()) {
+    const auto* named = std::find_if(std::begin(kFp8RecipeNames), std::end(kFp8RecipeNames),
+                                     [&](const auto& n) { return a.fp8_recipe == n.first; });
+    require(named != std::end(kFp8RecipeNames), "--fp8-recipe", a.fp8_recipe,
+            "must be one of delayed, tensorwise, blockwise, mxfp8");
+    s.training.fp8_recipe = named->second;
+  }
   return s;
 }
 
@@ -241,7 +249,18 @@ SearchSpace user_space(const SearchArgs& a, const Scenario& base) {
     require(a.fp8 == "auto", "--fp8", a.fp8, "must be off, on, both or auto (both where the GPU has FP8)");
   }
   s.max_tp = a.max_tp;
-  return default_space(base, s);
+  const SearchSpace space = default_space(base, s);
+  if (!a.fp8_recipe.empty()) {
+    const bool fp8_candidates = std::find(space.fp8.begin(), space.fp8.end(), true) != space.fp8.end();
+    require(fp8_candidates, "--fp8-recipe", a.fp8_recipe,
+            "needs FP8 candidates (--fp8 on, both or auto on a GPU with FP8; here --fp8 " + a.fp8 + ")");
+    try {
+      base.cluster.gpu.fp8_scaling_fraction(fp8_scaling(base.training.fp8_recipe));
+    } catch (const Error& e) {
+      throw Error::invalid("--fp8-recipe", a.fp8_recipe, e.rule());
+    }
+  }
+  return space;
 }
 
 SearchOptions search_options(const SearchArgs& a) {
@@ -450,6 +469,8 @@ void add_search_command(CLI::App& app) {
   cmd->add_option("--zero-stage", a->zero_stage, "ZeRO stages (default 0,1,3)");
   cmd->add_option("--schedule", a->schedule, "schedules: 1f1b,gpipe,zb-h1,dualpipe,dualpipev (default 1f1b)");
   cmd->add_option("--fp8", a->fp8, "FP8: off, on, both, or auto (both where the GPU has FP8; default)");
+  cmd->add_option("--fp8-recipe", a->fp8_recipe,
+                  "FP8 candidates' scaling: delayed, tensorwise, blockwise or mxfp8 (default: the scenario's, or delayed)");
   cmd->add_option("--max-tp", a->max_tp, "largest TP (default: the NVLink domain size)");
   cmd->add_option("--objective", a->objective, "time (default), cost (needs --gpu-hour-price) or gpus (needs --target-tokens-per-s)");
   cmd->add_option("--gpu-hour-price", a->gpu_hour_price, "$ per GPU-hour for --objective cost");

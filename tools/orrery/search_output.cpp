@@ -150,6 +150,7 @@ void write_search_csv(std::ostream& out, const SearchResult& result) {
 void print_top_plans(std::ostream& out, const SearchResult& result, int top, SearchObjective objective) {
   out << fmt::format("best plans on {} GPUs ({})\n", result.num_gpus,
                      objective == SearchObjective::kTime ? "by iteration time" : "by cost per token");
+  out << fmt::format("  {}\n", result.identity);
   out << fmt::format("  {:>4}  {:>3} {:>3} {:>4} {:>3} {:>3} {:>3} {:>3}  {:<9} {:>4}  {:<9} {:<4}  {:>9}  {:>9}  {:>6}  {:>8}  {}",
                      "rank", "TP", "PP", "DP", "CP", "EP", "VPP", "MB", "recompute", "ZeRO", "sched", "prec",
                      "iter (s)", "tok/s/GPU", "MFU", "mem GiB", "limited by")
