@@ -16,6 +16,10 @@ using nlohmann::json;
 
 namespace {
 
+// The smallest fp8_block_scaling_gemm_fraction a GPU description may give: a tenth of the per-tensor rate, well
+// below Transformer Engine's measured ratios (0.81 on Hopper, 0.95 on Blackwell; hardware/presets/gpus.json).
+constexpr double kMinFp8BlockScalingFraction = 0.1;
+
 // Keys of `overrides` replace those of `base`; an object over an object (peak_tflops, attention_peak_fraction,
 // fp8_block_scaling_gemm_fraction) merges key by key, so an override keeps the preset's other entries.
 json merge(json base, const json& overrides) {
@@ -131,6 +135,12 @@ GpuSpec parse_gpu(const json& value, const std::string& path) {
       if (value > 1.0) {
         throw Error::invalid(b.field(key), fmt::format("{}", value),
                              "must be at most 1 (block scales cost GEMM time, they do not save it)");
+      }
+      // An absent key is 0 (the GPU cannot run the recipe); a given one far below the measured 0.81 (Hopper) and
+      // 0.95 (Blackwell) is a typo, and would stretch every FP8 GEMM beyond the event clock's range.
+      if (b.raw(key) && value < kMinFp8BlockScalingFraction) {
+        throw Error::invalid(b.field(key), fmt::format("{}", value),
+                             fmt::format("must be at least {} of the per-tensor FP8 rate", kMinFp8BlockScalingFraction));
       }
     }
     if (g.peak_fp8 <= 0) {

@@ -300,3 +300,17 @@ TEST_CASE("A GPU override of one FP8 block-scaling rate keeps the preset's other
   CHECK(s.cluster.gpu.fp8_blockwise_gemm_fraction == 0.9);
   CHECK(s.cluster.gpu.mxfp8_gemm_fraction == 0.95);  // the b200 preset's, from Transformer Engine's B300 figure
 }
+
+TEST_CASE("FP8 block-scaling rates outside 0.1..1 of the per-tensor rate are refused with the key named",
+          "[sim][fp8][errors]") {
+  auto with_fraction = [](const char* value) {
+    return test::scenario_error(std::string(R"({"model": "llama3-8b",
+        "cluster": {"preset": "dgx-h100", "num_gpus": 8,
+                    "gpu": {"preset": "h100-sxm", "fp8_block_scaling_gemm_fraction": {"blockwise": )") + value + R"(}}},
+        "training": {"seq_length": 4096, "global_batch_size": 8, "precision": "fp8", "fp8_recipe": "blockwise"}})");
+  };
+  CHECK_THAT(with_fraction("1.5"), Catch::Contains("fp8_block_scaling_gemm_fraction.blockwise (1.5) must be at most 1"));
+  CHECK_THAT(with_fraction("1e-300"),
+             Catch::Contains("fp8_block_scaling_gemm_fraction.blockwise (1e-300) must be at least 0.1"));
+  CHECK_THAT(with_fraction("0"), Catch::Contains("fp8_block_scaling_gemm_fraction.blockwise"));
+}
