@@ -78,7 +78,8 @@ TaskId emit_fp8_shard_cast(Emitter& emit, std::int64_t elements, TaskId after) {
 }
 
 TaskId emit_fp8_transpose(Emitter& emit, std::int64_t elements, TaskId after) {
-  return emit.elementwise("fp8_transpose", elements, elements, {after});
+  const Bytes fp8 = 1;
+  return emit.elementwise("fp8_transpose", elements * fp8, elements * fp8, {after});
 }
 
 TaskId emit_fp8_norm_output_cast(Emitter& emit, std::int64_t elements, TaskId after, AmaxScope scope) {

@@ -388,13 +388,8 @@ TaskId TransformerLayerLowering::row_bwd(const char* label, TaskId grad, std::in
     const Bytes gathered = quantized ? T * h : full;
     gather = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather, gathered, {grad});
     emit_.save(gather, full);  // BF16, or the FP8 copy and its transpose: 2 bytes per element either way
-    if (quantized) {
-      PhaseScope scope(emit_, Phase::kBackwardWeight);  // TE transposes after the input gradient's GEMM
-      wgrad_input = emit_fp8_transpose(emit_, T * h, gather);
-    } else {
-      if (uses_fp8(ctx_)) gather = emit_fp8_cast(emit_, "fp8_cast", T * h, gather);
-      wgrad_input = gather;
-    }
+    if (!quantized && uses_fp8(ctx_)) gather = emit_fp8_cast(emit_, "fp8_cast", T * h, gather);
+    wgrad_input = gather;
     if (ctx_.plan.tp_overlap_active()) {
       emit_.gemm(label, linear(T - T / ctx_.tp, k, h), {grad});
       dgrad = emit_.gemm(label, linear(T / ctx_.tp, k, h), {gather});
@@ -408,6 +403,9 @@ TaskId TransformerLayerLowering::row_bwd(const char* label, TaskId grad, std::in
   TaskId w = -1;
   {
     PhaseScope scope(emit_, Phase::kBackwardWeight);
+    // The gathered FP8 copy's transpose, made for the weight gradient once the input gradient's GEMMs are queued
+    // (so it holds up none of them, as with TE's userbuffers path, which transposes late).
+    if (sp && fp8_gathers_quantized_grads(ctx_)) wgrad_input = emit_fp8_transpose(emit_, T * h, gather);
     w = emit_.gemm(label, linear(k, h, T), {wgrad_input});
   }
   emit_.release(w, row_saved(in_features) + (sp ? full : 0));

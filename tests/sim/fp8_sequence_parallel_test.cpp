@@ -10,13 +10,47 @@ using namespace orrery;
 
 namespace {
 
-Scenario llama_sp(const char* recipe, bool sequence_parallel = true, int tp = 2) {
+struct Setup {
+  bool sequence_parallel = true;
+  int tp = 2;
+  bool tp_comm_overlap = false;
+  const char* cluster = "dgx-h100";
+  const char* recompute = "none";
+};
+
+Scenario llama_sp(const char* recipe, Setup o = {}) {
   return test::scenario(std::string(R"({"model": {"preset": "llama3-8b", "num_hidden_layers": 2},
-      "cluster": {"preset": "dgx-h100", "num_gpus": )") + std::to_string(tp) + R"(},
-      "parallel": {"tp": )" + std::to_string(tp) + R"(, "sequence_parallel": )" +
-                        (sequence_parallel ? "true" : "false") + R"(, "tp_comm_overlap": false},
+      "cluster": {"preset": ")") + o.cluster + R"(", "num_gpus": )" + std::to_string(o.tp) + R"(},
+      "parallel": {"tp": )" + std::to_string(o.tp) + R"(, "sequence_parallel": )" +
+                        (o.sequence_parallel ? "true" : "false") + R"(, "tp_comm_overlap": )" +
+                        (o.tp_comm_overlap ? "true" : "false") + R"(},
       "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 2, "precision": "fp8",
-                   "fp8_recipe": ")" + recipe + R"("}})");
+                   "fp8_recipe": ")" + recipe + R"(", "recompute": ")" + o.recompute + R"("}})");
+}
+
+// Tasks `id` waits for directly (data or stream order).
+std::vector<std::size_t> predecessors(const Program& p, std::size_t id) {
+  std::vector<std::size_t> out;
+  for (std::size_t u = 0; u < id; ++u) {
+    auto [begin, end] = boost::out_edges(static_cast<std::uint32_t>(u), p.successors);
+    for (auto e = begin; e != end; ++e) {
+      if (boost::target(*e, p.successors) == id) out.push_back(u);
+    }
+  }
+  return out;
+}
+
+bool waits_for(const Program& p, std::size_t id, const char* label) {
+  for (std::size_t u : predecessors(p, id)) {
+    if (std::string(p.tasks[u].label) == label) return true;
+  }
+  return false;
+}
+
+int count(const WorkloadGraph& g, const char* label, Phase phase) {
+  int n = 0;
+  for (const Task& t : g.programs[0].tasks) n += std::string(t.label) == label && t.phase == phase;
+  return n;
 }
 
 struct RowBackward {
@@ -108,6 +142,60 @@ TEST_CASE("FP8 current scaling all-reduces the amax of every sequence-parallel s
   CHECK(after_reduction == norm_casts);
 
   // Without sequence parallelism every TP rank holds the whole tensor, so its own amax is the group's.
-  const RowBackward no_sp = row_backward(test::lowered(llama_sp("tensorwise", false)));
+  const RowBackward no_sp = row_backward(test::lowered(llama_sp("tensorwise", {.sequence_parallel = false})));
   CHECK(no_sp.tp_amax_forward + no_sp.tp_amax_backward == 0);
+}
+
+TEST_CASE("FP8 current scaling reduces the amax over TP only where a shard is gathered", "[sim][fp8]") {
+  // Per-tensor delayed scaling, the block recipes and TP 1 have no TP reduction; full recompute reruns the
+  // forward's two per layer (2 layers x 2 micro-batches).
+  CHECK(count(test::lowered(llama_sp("delayed")), "fp8_amax_tp", Phase::kForward) == 0);
+  CHECK(count(test::lowered(llama_sp("blockwise")), "fp8_amax_tp", Phase::kForward) == 0);
+  CHECK(count(test::lowered(llama_sp("mxfp8", {.cluster = "dgx-b200"})), "fp8_amax_tp", Phase::kForward) == 0);
+  CHECK(count(test::lowered(llama_sp("tensorwise", {.tp = 1})), "fp8_amax_tp", Phase::kForward) == 0);
+  const WorkloadGraph full = test::lowered(llama_sp("tensorwise", {.recompute = "full"}));
+  CHECK(count(full, "fp8_amax_tp", Phase::kForward) == 2 * 2 * 2);
+  CHECK(count(full, "fp8_amax_tp", Phase::kRecompute) == 2 * 2 * 2);
+}
+
+TEST_CASE("FP8 gathered output gradients keep their order: cast, gather, input-gradient GEMMs, transpose, weight "
+          "gradient",
+          "[sim][fp8]") {
+  const Prediction pred = predict(llama_sp("tensorwise", {.tp = 8, .tp_comm_overlap = true}));
+  const Program& p = pred.graph.programs[0];
+  const auto& timings = pred.run.instances[0].timings;
+  const std::int64_t T = 4096, tp = 8;
+  Nanoseconds gather_end = -1, first_chunk_start = -1;
+  int checked = 0;
+  for (std::size_t i = 0; i < p.tasks.size(); ++i) {
+    const Task& t = p.tasks[i];
+    if (t.layer != 0 || t.microbatch != 0 || std::string(t.label) != "mlp_down") continue;
+    const Op& op = p.ops[static_cast<std::size_t>(t.op)];
+    if (const auto* c = std::get_if<CollectiveOp>(&op); c && t.phase == Phase::kBackwardInput &&
+                                                        c->kind == CollectiveKind::kAllGather) {
+      // The gather carries the rank's FP8 shard, cast after the amax all-reduce over TP.
+      CHECK(waits_for(p, i, "fp8_cast"));
+      gather_end = timings[i].end;
+      ++checked;
+    }
+    if (const auto* g = std::get_if<GemmShape>(&op)) {
+      if (t.phase == Phase::kBackwardInput && g->m == T - T / tp) first_chunk_start = timings[i].start;
+      if (t.phase == Phase::kBackwardWeight) {
+        CHECK(waits_for(p, i, "fp8_transpose"));
+        ++checked;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < p.tasks.size(); ++i) {
+    const Task& t = p.tasks[i];
+    if (t.layer == 0 && t.microbatch == 0 && t.phase == Phase::kBackwardInput && std::string(t.label) == "fp8_cast" &&
+        waits_for(p, i, "fp8_amax_tp")) {
+      ++checked;
+    }
+  }
+  CHECK(checked >= 3);
+  // With userbuffers overlap the GEMM on the chunks already held runs while the rest is gathered.
+  REQUIRE(gather_end >= 0);
+  REQUIRE(first_chunk_start >= 0);
+  CHECK(first_chunk_start < gather_end);
 }
