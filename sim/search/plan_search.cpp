@@ -99,6 +99,21 @@ std::vector<std::size_t> rank_records(const std::vector<PlanRecord>& records) {
   return out;
 }
 
+namespace {
+
+// The precisions the candidates run, as candidate_scenario sets them: the base's (bf16 where the base is FP8) and
+// FP8 with the base's recipe, e.g. "bf16 or fp8 (tensorwise scaling)".
+std::string candidate_precisions(const Scenario& base, const std::vector<Candidate>& all) {
+  const bool fp8 = std::any_of(all.begin(), all.end(), [](const Candidate& c) { return c.fp8; });
+  const bool other = std::any_of(all.begin(), all.end(), [](const Candidate& c) { return !c.fp8; });
+  const Precision p = base.training.precision == Precision::kFp8 ? Precision::kBf16 : base.training.precision;
+  const std::string fp8_name = fmt::format("fp8 ({} scaling)", to_string(base.training.fp8_recipe));
+  if (fp8 && other) return fmt::format("{} or {}", to_string(p), fp8_name);
+  return fp8 ? fp8_name : to_string(p);
+}
+
+}  // namespace
+
 SearchResult run_search(const Scenario& base, const SearchSpace& space, int num_gpus, const SearchOptions& o) {
   require(o.shard_count >= 1 && o.shard_index >= 0 && o.shard_index < o.shard_count, "--shard",
           fmt::format("{}/{}", o.shard_index, o.shard_count), "must be I/N with 0 <= I < N");
@@ -111,15 +126,12 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, int num_
 
   SearchResult result;
   result.num_gpus = num_gpus;
+  const std::vector<Candidate> all = enumerate_candidates(base, space, num_gpus);
   result.identity = fmt::format("{} on {} x {}, sequence {}, global batch {}, {}", base.model.name, base.cluster.name,
                                 num_gpus, base.training.seq_length, base.training.global_batch_size,
-                                to_string(base.training.precision));
-  if (std::find(space.fp8.begin(), space.fp8.end(), true) != space.fp8.end()) {
-    result.identity += fmt::format(" (FP8 candidates: {} scaling)", to_string(base.training.fp8_recipe));
-  }
+                                candidate_precisions(base, all));
   result.shard_index = o.shard_index;
   result.shard_count = o.shard_count;
-  const std::vector<Candidate> all = enumerate_candidates(base, space, num_gpus);
   std::vector<Scenario> scenarios;
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (static_cast<int>(i % static_cast<std::size_t>(o.shard_count)) != o.shard_index) continue;
@@ -132,6 +144,7 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, int num_
       Scenario s = candidate_scenario(base, all[i], num_gpus);
       r.dp = s.parallel.dp;
       r.precision = to_string(s.training.precision);
+      if (s.training.precision == Precision::kFp8) r.fp8_recipe = to_string(s.training.fp8_recipe);
       const double capacity = usable_memory(s, o);
       const Bytes static_bytes = static_memory_lower_bound(s);
       if (static_cast<double>(static_bytes) > capacity) {

@@ -28,6 +28,7 @@ struct PlanRecord {
   Candidate candidate;
   int dp = 0;
   std::string precision;            // the candidate's training precision ("bf16", "fp16", "fp8", ...)
+  std::string fp8_recipe;           // FP8 candidates: their scaling ("delayed", "tensorwise", ...); else empty
   PlanStatus status = PlanStatus::kInvalid;
   std::string reason;               // the validator's message (invalid), or why it was pruned
   Seconds lower_bound = 0;          // iteration-time lower bound (0 when invalid)

@@ -31,7 +31,8 @@ struct SearchArgs {
   std::string scenario_file, model, cluster, precision;
   std::optional<int> num_gpus;
   std::optional<std::int64_t> seq_length, global_batch_size;
-  std::string tp, pp, cp, ep, etp, vpp, micro_batch, recompute, zero_stage, schedule, fp8 = "auto", fp8_recipe;
+  std::string tp, pp, cp, ep, etp, vpp, micro_batch, recompute, zero_stage, schedule, fp8 = "auto";
+  std::optional<std::string> fp8_recipe;  // set when --fp8-recipe is given (an empty value is an error)
   int max_tp = 0;
   std::string objective = "time";
   double gpu_hour_price = 0, target_tokens_per_s = 0, memory_margin = 0.05, memory_cap_gib = 0;
@@ -181,7 +182,12 @@ Scenario base_scenario(const SearchArgs& a, const Scenario* file) {
   if (a.seq_length) t["seq_length"] = *a.seq_length;
   if (a.global_batch_size) t["global_batch_size"] = *a.global_batch_size;
   if (!a.precision.empty()) t["precision"] = a.precision;
-  if (!a.precision.empty() && a.precision != "fp8") t.erase("fp8_recipe");  // FP8 is the search's own dimension
+  if (!a.precision.empty() && a.precision != "fp8") {
+    // FP8 is the search's own dimension: a non-FP8 base cannot carry the FP8 settings (the file's recipe still
+    // serves the FP8 candidates, below).
+    t.erase("fp8_recipe");
+    t.erase("fp8_format");
+  }
   t["micro_batch_size"] = 1;
   if (!t.contains("global_batch_size")) throw Error::invalid("--global-batch-size", "missing", "is required");
   Scenario s = parse_scenario(doc, base);
@@ -195,13 +201,17 @@ Scenario base_scenario(const SearchArgs& a, const Scenario* file) {
   // its number of virtual stages (candidate_scenario); not when it was made for another model (--model).
   s.parallel.pipeline_layout = own_layout;
   if (std::accumulate(own_layout.begin(), own_layout.end(), 0) != s.model.num_layers) s.parallel.pipeline_layout.clear();
-  // The FP8 candidates' recipe: --fp8-recipe, else the file's (a non-FP8 base keeps the default, delayed).
-  if (!a.fp8_recipe.empty()) {
-    const auto* named = std::find_if(std::begin(kFp8RecipeNames), std::end(kFp8RecipeNames),
-                                     [&](const auto& n) { return a.fp8_recipe == n.first; });
-    require(named != std::end(kFp8RecipeNames), "--fp8-recipe", a.fp8_recipe,
-            "must be one of delayed, tensorwise, blockwise, mxfp8");
-    s.training.fp8_recipe = named->second;
+  // The FP8 candidates' recipe: --fp8-recipe, else the file's FP8 recipe, else the default (delayed).
+  if (file && file->training.precision == Precision::kFp8) s.training.fp8_recipe = file->training.fp8_recipe;
+  if (a.fp8_recipe) {
+    std::string names;
+    for (const auto& [name, recipe] : kFp8RecipeNames) {
+      names += (names.empty() ? "" : ", ") + std::string(name);
+      if (*a.fp8_recipe == name) s.training.fp8_recipe = recipe;
+    }
+    require(std::any_of(std::begin(kFp8RecipeNames), std::end(kFp8RecipeNames),
+                        [&](const auto& n) { return *a.fp8_recipe == n.first; }),
+            "--fp8-recipe", *a.fp8_recipe, "must be one of " + names);
   }
   return s;
 }
@@ -250,14 +260,15 @@ SearchSpace user_space(const SearchArgs& a, const Scenario& base) {
   }
   s.max_tp = a.max_tp;
   const SearchSpace space = default_space(base, s);
-  if (!a.fp8_recipe.empty()) {
+  if (a.fp8_recipe) {
     const bool fp8_candidates = std::find(space.fp8.begin(), space.fp8.end(), true) != space.fp8.end();
-    require(fp8_candidates, "--fp8-recipe", a.fp8_recipe,
-            "needs FP8 candidates (--fp8 on, both or auto on a GPU with FP8; here --fp8 " + a.fp8 + ")");
+    require(base.cluster.gpu.peak_fp8 > 0, "--fp8-recipe", *a.fp8_recipe,
+            "needs a GPU with FP8 tensor cores (" + base.cluster.gpu.name + " has none)");
+    require(fp8_candidates, "--fp8-recipe", *a.fp8_recipe, "needs FP8 candidates (--fp8 on, both or auto; here --fp8 " + a.fp8 + ")");
     try {
       base.cluster.gpu.fp8_scaling_fraction(fp8_scaling(base.training.fp8_recipe));
     } catch (const Error& e) {
-      throw Error::invalid("--fp8-recipe", a.fp8_recipe, e.rule());
+      throw Error::invalid("--fp8-recipe", *a.fp8_recipe, e.rule());
     }
   }
   return space;
@@ -376,6 +387,11 @@ void report_given(std::ostream& out, const SearchResult& r, const Candidate& giv
   }
   const PlanRecord& best = r.records[r.ranking.front()];
   const PlanRecord& mine = r.records[r.ranking[rank - 1]];
+  if (rank == 1) {
+    out << fmt::format("the scenario's plan ({}) ranks 1 of {} fitting plans ({:.3f} s): it is the best\n", key,
+                       r.ranking.size(), mine.iteration_time);
+    return;
+  }
   out << fmt::format("the scenario's plan ({}) ranks {} of {} fitting plans ({:.3f} s); the best ({}) is {:.1f}% "
                      "faster ({:.3f} s)\n",
                      key, rank, r.ranking.size(), mine.iteration_time, candidate_key(best.candidate),

@@ -42,6 +42,7 @@ json record_json(const PlanRecord& r) {
     j["limiter"] = r.limiter;
     j["objective"] = r.objective;
   }
+  if (!r.fp8_recipe.empty()) j["fp8_recipe"] = r.fp8_recipe;
   if (!r.reason.empty()) j["reason"] = r.reason;
   return j;
 }
@@ -72,6 +73,7 @@ PlanRecord record_from(const json& j, const std::string& path) {
   c.schedule = enum_of<Schedule>(in.require_string("schedule"), kScheduleNames, in.field("schedule"));
   r.precision = in.require_string("precision");
   c.fp8 = r.precision == "fp8";
+  r.fp8_recipe = in.optional_string("fp8_recipe").value_or("");
   const bool sp = in.optional_bool("sequence_parallel").value_or(true);
   c.sequence_parallel = c.tp == 1 || sp;  // normalised as enumerated candidates are
   static constexpr std::pair<const char*, PlanStatus> kStatusNames[] = {
@@ -129,13 +131,14 @@ std::string csv_quoted(const std::string& text) {
 
 void write_search_csv(std::ostream& out, const SearchResult& result) {
   out << "key,tp,pp,dp,cp,ep,etp,vpp,micro_batch_size,sequence_parallel,recompute,zero_stage,schedule,precision,"
-         "status,lower_bound_s,iteration_time_s,tokens_per_s_per_gpu,mfu,peak_memory_gib,fits,limiter,objective,"
+         "fp8_recipe,status,lower_bound_s,iteration_time_s,tokens_per_s_per_gpu,mfu,peak_memory_gib,fits,limiter,objective,"
          "reason\n";
   for (const PlanRecord& r : result.records) {
     const Candidate& c = r.candidate;
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g}", candidate_key(c), c.tp, c.pp, r.dp, c.cp,
-                       c.ep, c.etp, c.vpp, c.micro_batch, c.tp > 1 && c.sequence_parallel ? "true" : "false", to_string(c.recompute),
-                       c.zero_stage, to_string(c.schedule), r.precision, to_string(r.status), r.lower_bound);
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g}", candidate_key(c), c.tp, c.pp, r.dp,
+                       c.cp, c.ep, c.etp, c.vpp, c.micro_batch, c.tp > 1 && c.sequence_parallel ? "true" : "false",
+                       to_string(c.recompute), c.zero_stage, to_string(c.schedule), r.precision, r.fp8_recipe,
+                       to_string(r.status), r.lower_bound);
     if (r.status == PlanStatus::kSimulated) {
       out << fmt::format(",{:.6g},{:.6g},{:.6g},{:.4f},{},{},{:.6g},", r.iteration_time, r.tokens_per_s_per_gpu, r.mfu,
                          static_cast<double>(r.peak_memory) / (1 << 30), r.fits ? "true" : "false", r.limiter,
