@@ -73,10 +73,11 @@ double GpuSpec::fp8_scaling_fraction(Fp8Scaling scaling) const {
   const double fraction = block ? fp8_blockwise_gemm_fraction : mxfp8_gemm_fraction;
   if (fraction <= 0) {
     throw Error::invalid("training.fp8_recipe", block ? "\"blockwise\"" : "\"mxfp8\"",
-                         fmt::format("is not supported by the GPU {} ({}; its preset gives no "
+                         fmt::format("is not supported by the GPU {} ({}; its description gives no "
                                      "fp8_block_scaling_gemm_fraction.{})",
                                      name,
-                                     block ? "Transformer Engine runs 128-element block scaling from Hopper on"
+                                     block ? "Transformer Engine runs 128-element block scaling on NVIDIA Hopper and "
+                                             "later, and no block-scaled GEMM rate is known for this GPU"
                                            : "MXFP8 needs Blackwell tensor cores",
                                      block ? "blockwise" : "mxfp8"));
   }

@@ -31,7 +31,8 @@ struct GpuSpec {
   // Rate of block-scaled FP8 GEMMs over the per-tensor-scaled FP8 GEMM rate on this GPU (Fp8Scaling): 128-element
   // blocks (Transformer Engine's Float8BlockScaling, `fp8_recipe` "blockwise") and MXFP8's 32-element blocks
   // ("mxfp8"). 0 = the GPU cannot run that recipe (Transformer Engine's support matrix: block scaling from Hopper,
-  // MXFP8 from Blackwell).
+  // MXFP8 from Blackwell): the key absent from the GPU's description (a preset's is removed by an override of
+  // null); a given value must lie in [0.1, 1].
   double fp8_blockwise_gemm_fraction = 0, mxfp8_gemm_fraction = 0;
 
   /// Dense peak for GEMMs in `dtype`. Errors: Error::invalid naming "training.precision" when the GPU lacks it.

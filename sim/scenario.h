@@ -26,6 +26,13 @@ inline constexpr std::pair<const char*, Fp8Recipe> kFp8RecipeNames[] = {{"delaye
                                                                        {"tensorwise", Fp8Recipe::kTensorwise},
                                                                        {"blockwise", Fp8Recipe::kBlockwise},
                                                                        {"mxfp8", Fp8Recipe::kMxfp8}};
+/// Which FP8 types the tensors use (Megatron-LM `--fp8-format`, Transformer Engine's `Format`): E4M3 for activations
+/// and weights with E5M2 for gradients (hybrid), or E4M3 throughout. It does not change cost: Hopper and Blackwell
+/// tensor cores run every E4M3/E5M2 pairing at one FP8 rate (the H100 and B200 datasheets give one dense FP8
+/// figure), and both types are one byte.
+enum class Fp8Format { kHybrid, kE4m3 };
+inline constexpr std::pair<const char*, Fp8Format> kFp8FormatNames[] = {{"hybrid", Fp8Format::kHybrid},
+                                                                       {"e4m3", Fp8Format::kE4m3}};
 enum class Recompute { kNone, kSelective, kFull };
 enum class AttentionBackend { kFlash, kUnfused };
 enum class Schedule { k1F1B, kGPipe, kZbH1, kDualPipe, kDualPipeV };  // 1F1B is interleaved when vpp > 1
@@ -135,6 +142,9 @@ struct TrainingSpec {
   /// With precision fp8: Megatron-LM's --fp8-recipe (default delayed, as Megatron-LM's; Megatron-Bridge's H100
   /// FP8 recipes run tensorwise, its Blackwell ones mxfp8).
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
+  /// With precision fp8: Megatron-LM's --fp8-format (default hybrid, the Megatron-Core recipes' choice); read and
+  /// checked, priced the same (see Fp8Format).
+  Fp8Format fp8_format = Fp8Format::kHybrid;
   Recompute recompute = Recompute::kNone;
   /// Megatron-Core --recompute-modules, with recompute "selective" (--recompute-granularity selective): which
   /// submodules' outputs are dropped in the forward pass and recomputed in the backward. Megatron's default is

@@ -28,7 +28,7 @@ Enum parse_enum(FieldReader& in, const char* key, Enum fallback, const std::pair
     if (*text == name) return value;
     known += (known.empty() ? "" : ", ") + std::string(name);
   }
-  throw Error::invalid(in.field(key), *text, "must be one of: " + known);
+  throw Error::invalid(in.field(key), fmt::format("\"{}\"", *text), "must be one of: " + known);
 }
 
 // Reads a plan size given either by its short name or by its Megatron-LM argument name.
@@ -87,6 +87,14 @@ TrainingSpec parse_training(const json& value, const ModelSpec& model) {
     t.fp8_recipe = parse_enum(in, "fp8_recipe", Fp8Recipe::kDelayed, kFp8RecipeNames);
     if (t.precision != Precision::kFp8) {
       throw Error::invalid(in.field("fp8_recipe"), fmt::format("\"{}\"", to_string(t.fp8_recipe)),
+                           fmt::format("needs training.precision \"fp8\" (the precision is \"{}\")",
+                                       to_string(t.precision)));
+    }
+  }
+  if (in.raw("fp8_format")) {
+    t.fp8_format = parse_enum(in, "fp8_format", Fp8Format::kHybrid, kFp8FormatNames);
+    if (t.precision != Precision::kFp8) {
+      throw Error::invalid(in.field("fp8_format"), fmt::format("\"{}\"", in.optional_string("fp8_format").value_or("")),
                            fmt::format("needs training.precision \"fp8\" (the precision is \"{}\")",
                                        to_string(t.precision)));
     }

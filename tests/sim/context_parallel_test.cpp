@@ -106,7 +106,7 @@ TEST_CASE("context-parallel plans Megatron and Transformer Engine refuse", "[sim
   CHECK_THAT(with(R"({"cp": 8, "tp": 2, "cp_comm_type": "a2a"})", R"({"seq_length": 8192, "global_batch_size": 1})", 16),
              Catch::Contains("model.num_key_value_heads (8) / tp (2) must be divisible by cp (8)"));
   CHECK_THAT(with(R"({"cp": 8, "cp_comm_type": "ring"})", R"({"seq_length": 8192, "global_batch_size": 1})"),
-             Catch::Contains("parallel.cp_comm_type (ring) must be one of: p2p, a2a, allgather, a2a+p2p"));
+             Catch::Contains("parallel.cp_comm_type (\"ring\") must be one of: p2p, a2a, allgather, a2a+p2p"));
   CHECK_THAT(with(R"({"cp": 8, "cp_comm_type": "a2a+p2p"})", R"({"seq_length": 8192, "global_batch_size": 1})"),
              Catch::Contains("parallel.hierarchical_context_parallel_sizes"));
   CHECK_THAT(with(R"({"cp": 8, "cp_comm_type": "a2a+p2p", "hierarchical_context_parallel_sizes": [2, 2]})",

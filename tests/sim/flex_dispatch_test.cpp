@@ -248,7 +248,7 @@ TEST_CASE("flex dispatcher inputs are checked", "[sim][moe][errors]") {
              Catch::Contains("parallel.moe_flex_dispatcher_backend (deepep)") && Catch::Contains("flex"));
   CHECK_THAT(test::scenario_error(R"({"model": "qwen3-30b-a3b", "cluster": {"preset": "dgx-h100", "num_gpus": 16},
       "parallel": {"ep": 16, "moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": "nccl"}})"),
-             Catch::Contains("parallel.moe_flex_dispatcher_backend (nccl)") && Catch::Contains("deepep, hybridep"));
+             Catch::Contains("parallel.moe_flex_dispatcher_backend (\"nccl\")") && Catch::Contains("deepep, hybridep"));
   CHECK_THAT(test::scenario_error(R"({"model": "qwen3-30b-a3b", "cluster": {"preset": "dgx-h100", "num_gpus": 16},
       "parallel": {"ep": 1, "moe_token_dispatcher_type": "flex"}})"),
              Catch::Contains("parallel.ep (1)") && Catch::Contains("flex"));

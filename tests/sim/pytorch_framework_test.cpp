@@ -85,7 +85,7 @@ TEST_CASE("pytorch framework refuses what its recipe does not run", "[sim][pytor
             .find("lowers Llama-style models only") != std::string::npos);
   CHECK(test::scenario_error(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 1},
       "training": {"seq_length": 4096, "framework": "jax"}})")
-            .find("training.framework (jax)") != std::string::npos);
+            .find("training.framework (\"jax\")") != std::string::npos);
 }
 
 TEST_CASE("pytorch framework: each elementwise op names the kernel path PyTorch takes for it", "[sim][pytorch]") {

@@ -60,7 +60,7 @@ TEST_CASE("unknown keys and bad values are rejected", "[sim][scenario][errors]")
   CHECK_THAT(scenario_error(with(R"({"tp": 2, "tensor_parallel": 2})")), Catch::Contains("parallel.tensor_parallel"));
   CHECK_THAT(scenario_error(with(R"({})", R"({"seq_len": 4096})")), Catch::Contains("training.seq_len"));
   CHECK_THAT(scenario_error(with(R"({})", R"({"precision": "int4"})")),
-             Catch::Contains("training.precision (int4)") && Catch::Contains("bf16"));
+             Catch::Contains("training.precision (\"int4\")") && Catch::Contains("bf16"));
   CHECK_THAT(scenario_error(with(R"({})", R"({"micro_batch_size": 0})")), Catch::Contains("training.micro_batch_size (0)"));
   CHECK_THAT(scenario_error(with(R"({})", R"({"seq_length": 1.5})")), Catch::Contains("training.seq_length"));
   CHECK_THAT(scenario_error(with(R"({})", R"({})", R"(, "paralel": {})")), Catch::Contains("paralel"));

@@ -94,7 +94,7 @@ def main():
     bad = [
         (["predict", "--model", "llama3-8b", "--num-gpus", "16", "--tp", "3"], "cluster.num_gpus (16)"),
         (["predict", "--model", "llama3-9b"], "model (llama3-9b)"),
-        (["predict", "--model", "llama3-8b", "--precision", "int3"], "training.precision (int3)"),
+        (["predict", "--model", "llama3-8b", "--precision", "int3"], "training.precision (\"int3\")"),
         (["predict", os.path.join(tmp, "missing.json")], "missing.json"),
         (["predict", "--model", "llama3-8b", "--tp", "two"], "--tp"),
         (["frobnicate"], "frobnicate"),
@@ -280,15 +280,33 @@ def main():
             doc = json.load(open(out))
             [row] = [x for x in doc["plans"] if x["status"] == "simulated"]
             expect(abs(row["iteration_time_s"] - json.loads(p.stdout)["iteration_time_s"]) < 1e-6 and
-                   f"FP8 candidates: {recipe} scaling" in doc["search"] and f"{recipe} scaling" in r.stdout,
+                   row.get("fp8_recipe") == recipe and f"fp8 ({recipe} scaling)" in doc["search"] and
+                   f"fp8 ({recipe} scaling)" in r.stdout,
                    f"search --fp8-recipe {recipe}: {row.get('iteration_time_s')} vs predict, search '{doc['search']}'")
         else:
             expect(False, f"search/predict --fp8-recipe {recipe}: {r.stderr[:200]} {p.stderr[:200]}")
     for bad, field in ((["--fp8-recipe", "mxfp8"], "--fp8-recipe (mxfp8) is not supported by the GPU"),
                        (["--fp8-recipe", "bogus"], "--fp8-recipe (bogus) must be one of"),
+                       (["--fp8-recipe", ""], "--fp8-recipe must be one of"),
                        (["--fp8", "off", "--fp8-recipe", "tensorwise"], "--fp8-recipe (tensorwise) needs FP8 candidates")):
         r = run(orrery, "search", *space, *plan, *bad, "--quiet")
         expect(r.returncode == 2 and field in r.stderr, f"search {bad}: exit {r.returncode}: {r.stderr[:200]}")
+
+    # Megatron-LM's --fp8-format turns FP8 on (beside --bf16, which keeps the rest in BF16) at the rate of
+    # --precision fp8 whatever the format; with a non-FP8 precision, or in a file without FP8, it is an error.
+    fp8 = run(orrery, "predict", *space, "--tp", "2", "--sequence-parallel", "--precision", "fp8", "--json")
+    for fmt_args in (["--bf16", "--fp8-format", "hybrid"], ["--fp8-format", "e4m3"]):
+        r = run(orrery, "predict", *space, "--tp", "2", "--sequence-parallel", *fmt_args, "--json")
+        expect(r.returncode == 0 and fp8.returncode == 0 and r.stdout == fp8.stdout,
+               f"predict {fmt_args}: exit {r.returncode}, {r.stderr[:200]}, differs from --precision fp8")
+    r = run(orrery, "predict", *space, "--precision", "bf16", "--fp8-format", "hybrid")
+    expect(r.returncode == 2 and "--fp8-format (hybrid) turns FP8 on" in r.stderr, f"--precision bf16 --fp8-format: {r.stderr[:200]}")
+    bf16_file = os.path.join(tmp, "fp8-format-bf16.json")
+    json.dump({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 8},
+               "training": {"seq_length": 4096, "global_batch_size": 8, "fp8_format": "e4m3"}}, open(bf16_file, "w"))
+    r = run(orrery, "predict", bf16_file)
+    expect(r.returncode == 2 and 'training.fp8_format ("e4m3") needs training.precision "fp8"' in r.stderr,
+           f"fp8_format without FP8: exit {r.returncode}: {r.stderr[:200]}")
 
     for p in problems:
         print(p)

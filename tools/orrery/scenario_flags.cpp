@@ -57,6 +57,9 @@ void ScenarioFlags::add_to(CLI::App& app) {
   app.add_option("--global-batch-size", global_batch_size, "global batch size")->check(kNotEmpty);
   app.add_option("--precision", precision, "bf16, fp16, fp32 or fp8")->check(kNotEmpty);
   app.add_option("--fp8-recipe", fp8_recipe, "with fp8: delayed, tensorwise, blockwise or mxfp8")->check(kNotEmpty);
+  app.add_option("--fp8-format", fp8_format,
+                 "hybrid or e4m3: FP8 GEMMs (with --bf16, as Megatron-LM takes it: BF16 elsewhere); same rate either way")
+      ->check(kNotEmpty);
   app.add_flag("--bf16", bf16, "same as --precision bf16");
   app.add_flag("--fp16", fp16, "same as --precision fp16");
   app.add_option("--recompute,--recompute-granularity", recompute, "none, selective or full")->check(kNotEmpty);
@@ -140,12 +143,22 @@ void ScenarioFlags::apply(json& doc) const {
   }
   set(doc, "training", "precision", precision);
   set(doc, "training", "fp8_recipe", fp8_recipe);
-  if (bf16) set(doc, "training", "precision", std::optional<std::string>("bf16"));
+  if (bf16 && !fp8_format) set(doc, "training", "precision", std::optional<std::string>("bf16"));
   if (fp16) set(doc, "training", "precision", std::optional<std::string>("fp16"));
-  // A non-FP8 precision from the command line drops the file's FP8 recipe, which only FP8 runs take.
-  if ((bf16 || fp16 || (precision && *precision != "fp8")) && !fp8_recipe && doc.contains("training") &&
-      doc["training"].is_object()) {
-    doc["training"].erase("fp8_recipe");
+  // Megatron-LM turns FP8 on with --fp8-format (next to --bf16, which keeps the rest in BF16: Orrery's fp8).
+  if (fp8_format) {
+    if (fp16) throw Error::not_modelled("--fp8-format", *fp8_format, "FP8 with FP16 outside the GEMMs (give --bf16)");
+    if (precision && *precision != "fp8") {
+      throw Error::invalid("--fp8-format", *fp8_format, "turns FP8 on, so --precision must be fp8 (it is " + *precision + ")");
+    }
+    set(doc, "training", "precision", std::optional<std::string>("fp8"));
+    set(doc, "training", "fp8_format", fp8_format);
+  }
+  // A non-FP8 precision from the command line drops the file's FP8 recipe and format, which only FP8 runs take.
+  const bool not_fp8 = !fp8_format && (bf16 || fp16 || (precision && *precision != "fp8"));
+  if (not_fp8 && doc.contains("training") && doc["training"].is_object()) {
+    if (!fp8_recipe) doc["training"].erase("fp8_recipe");
+    doc["training"].erase("fp8_format");
   }
   if (recompute && recompute_activations) throw Error::invalid("--recompute-activations", "and --recompute", "give the policy once");
   set(doc, "training", "recompute", recompute);
@@ -159,7 +172,7 @@ bool ScenarioFlags::any() const {
   return !model.empty() || !cluster.empty() || num_gpus || tp || pp || dp || cp || ep || etp || vpp ||
          layers_per_virtual_stage || zero_stage || decoder_first || decoder_last || sequence_parallel ||
          distributed_optimizer || overlap_grad_reduce || overlap_param_gather || tp_comm_overlap || overlap_p2p_comm || overlap_moe_ep_comm || delay_wgrad_compute ||
-         account_for_embedding || account_for_loss || schedule || cp_comm_type || precision || fp8_recipe || recompute || !recompute_modules.empty() || attention_backend || grad_reduce_in_fp32 ||
+         account_for_embedding || account_for_loss || schedule || cp_comm_type || precision || fp8_recipe || fp8_format || recompute || !recompute_modules.empty() || attention_backend || grad_reduce_in_fp32 ||
          seq_length || micro_batch_size || global_batch_size || bf16 || fp16 || recompute_activations;
 }
 

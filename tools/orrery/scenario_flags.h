@@ -19,7 +19,7 @@ struct ScenarioFlags {
   std::optional<bool> sequence_parallel, distributed_optimizer, overlap_grad_reduce, overlap_param_gather,
       tp_comm_overlap, overlap_p2p_comm, account_for_embedding, account_for_loss, grad_reduce_in_fp32, overlap_moe_ep_comm,
       delay_wgrad_compute;
-  std::optional<std::string> schedule, cp_comm_type, precision, fp8_recipe, recompute, attention_backend;
+  std::optional<std::string> schedule, cp_comm_type, precision, fp8_recipe, fp8_format, recompute, attention_backend;
   std::optional<std::int64_t> seq_length, micro_batch_size, global_batch_size;
   bool bf16 = false, fp16 = false, recompute_activations = false;
   std::vector<std::string> recompute_modules;
