@@ -83,21 +83,20 @@ TrainingSpec parse_training(const json& value, const ModelSpec& model) {
   static constexpr std::pair<const char*, Precision> kPrecisions[] = {
       {"bf16", Precision::kBf16}, {"fp16", Precision::kFp16}, {"fp32", Precision::kFp32}, {"fp8", Precision::kFp8}};
   t.precision = parse_enum(in, "precision", Precision::kBf16, kPrecisions);
+  // The FP8 settings are for FP8 runs only.
+  auto require_fp8 = [&](const char* key) {
+    if (t.precision == Precision::kFp8) return;
+    throw Error::invalid(in.field(key), fmt::format("\"{}\"", in.optional_string(key).value_or("")),
+                         fmt::format("needs training.precision \"fp8\" (the precision is \"{}\")",
+                                     to_string(t.precision)));
+  };
   if (in.raw("fp8_recipe")) {
     t.fp8_recipe = parse_enum(in, "fp8_recipe", Fp8Recipe::kDelayed, kFp8RecipeNames);
-    if (t.precision != Precision::kFp8) {
-      throw Error::invalid(in.field("fp8_recipe"), fmt::format("\"{}\"", to_string(t.fp8_recipe)),
-                           fmt::format("needs training.precision \"fp8\" (the precision is \"{}\")",
-                                       to_string(t.precision)));
-    }
+    require_fp8("fp8_recipe");
   }
   if (in.raw("fp8_format")) {
     t.fp8_format = parse_enum(in, "fp8_format", Fp8Format::kHybrid, kFp8FormatNames);
-    if (t.precision != Precision::kFp8) {
-      throw Error::invalid(in.field("fp8_format"), fmt::format("\"{}\"", in.optional_string("fp8_format").value_or("")),
-                           fmt::format("needs training.precision \"fp8\" (the precision is \"{}\")",
-                                       to_string(t.precision)));
-    }
+    require_fp8("fp8_format");
   }
   t.recompute = parse_enum(in, "recompute", Recompute::kNone, kRecomputeNames);
   if (const json* modules = in.raw("recompute_modules")) {
