@@ -286,8 +286,9 @@ def main():
         else:
             expect(False, f"search/predict --fp8-recipe {recipe}: {r.stderr[:200]} {p.stderr[:200]}")
     for bad, field in ((["--fp8-recipe", "mxfp8"], "--fp8-recipe (mxfp8) is not supported by the GPU"),
-                       (["--fp8-recipe", "bogus"], "--fp8-recipe (bogus) must be one of"),
-                       (["--fp8-recipe", ""], "--fp8-recipe must be one of"),
+                       (["--fp8-recipe", "bogus"], "--fp8-recipe (bogus) must be one of: delayed, tensorwise"),
+                       (["--fp8-recipe", ""], "--fp8-recipe takes one of"),
+                       (["--fp8-recipe", "delayed,tensorwise"], "--fp8-recipe (delayed,tensorwise) takes one of"),
                        (["--fp8", "off", "--fp8-recipe", "tensorwise"], "--fp8-recipe (tensorwise) needs FP8 candidates")):
         r = run(orrery, "search", *space, *plan, *bad, "--quiet")
         expect(r.returncode == 2 and field in r.stderr, f"search {bad}: exit {r.returncode}: {r.stderr[:200]}")

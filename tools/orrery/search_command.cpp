@@ -111,7 +111,11 @@ std::vector<E> enum_list(const std::string& text, const std::string& field,
         found = true;
       }
     }
-    if (!found) throw Error::invalid(field, item, "is not one of the accepted values");
+    if (!found) {
+      std::string known;
+      for (const auto& [name, value] : names) known += (known.empty() ? "" : ", ") + std::string(name);
+      throw Error::invalid(field, item, "must be one of: " + known);
+    }
   }
   return out;
 }
@@ -204,14 +208,9 @@ Scenario base_scenario(const SearchArgs& a, const Scenario* file) {
   // The FP8 candidates' recipe: --fp8-recipe, else the file's FP8 recipe, else the default (delayed).
   if (file && file->training.precision == Precision::kFp8) s.training.fp8_recipe = file->training.fp8_recipe;
   if (a.fp8_recipe) {
-    std::string names;
-    for (const auto& [name, recipe] : kFp8RecipeNames) {
-      names += (names.empty() ? "" : ", ") + std::string(name);
-      if (*a.fp8_recipe == name) s.training.fp8_recipe = recipe;
-    }
-    require(std::any_of(std::begin(kFp8RecipeNames), std::end(kFp8RecipeNames),
-                        [&](const auto& n) { return *a.fp8_recipe == n.first; }),
-            "--fp8-recipe", *a.fp8_recipe, "must be one of " + names);
+    const std::vector<Fp8Recipe> recipes = enum_list<Fp8Recipe>(*a.fp8_recipe, "--fp8-recipe", kFp8RecipeNames);
+    require(recipes.size() == 1, "--fp8-recipe", *a.fp8_recipe, "takes one of delayed, tensorwise, blockwise, mxfp8");
+    s.training.fp8_recipe = recipes.front();
   }
   return s;
 }
