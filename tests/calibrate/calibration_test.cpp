@@ -246,7 +246,7 @@ TEST_CASE("measured attention prices attention: exact at a measured shape, betwe
   CHECK(pm.uncovered_attention() == 2);
 }
 
-TEST_CASE("a cluster may name its profile; predict uses it unless --profile is given", "[calibrate][profile]") {
+TEST_CASE("a cluster may name its profile, which predict uses unless --profile is given", "[calibrate][profile]") {
   const std::string base = R"({"model": "llama3-8b", "parallel": {"tp": 1},
     "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 8},
     "cluster": {"preset": "dgx-h100", "num_gpus": 8)";
@@ -269,7 +269,7 @@ TEST_CASE("a cluster may name its profile; predict uses it unless --profile is g
   CHECK(err.find("cluster.profile (no-such-gpu) must name a built-in GPU profile") == 0);
 }
 
-TEST_CASE("shapes measured off the grid do not punch holes in it; large copies keep their bandwidth",
+TEST_CASE("shapes measured off the grid do not punch holes in it, and large copies keep their bandwidth",
           "[calibrate][profile]") {
   // The constructed grid (m, n, k in 1024..8192, t = 2mnk / 700 TFLOP/s + 8 us) plus one off-grid shape, as a plan
   // with a scenario's own shapes measures it.

@@ -16,7 +16,7 @@ std::vector<int> strided(int first, int stride, int n) {
 
 }  // namespace
 
-TEST_CASE("groups inside a node stay on NVLink; strided groups span nodes and tiers", "[hardware][topology]") {
+TEST_CASE("groups inside a node stay on NVLink, and strided groups span nodes and tiers", "[hardware][topology]") {
   ClusterSpec c = parse_cluster(nlohmann::json::parse(R"({"preset": "dgx-h100", "num_gpus": 16384})"), "cluster");
   // TP 8 on one DGX.
   GroupPlacement tp = place_members(c, strided(0, 1, 8));

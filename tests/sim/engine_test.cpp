@@ -84,7 +84,7 @@ TEST_CASE("a rendezvous collective waits for its slowest member", "[sim][engine]
   CHECK(r.makespan == 4'500'000);
 }
 
-TEST_CASE("stream order serialises tasks on one stream; other streams overlap", "[sim][engine]") {
+TEST_CASE("stream order serialises tasks on one stream, and other streams overlap", "[sim][engine]") {
   ProgramBuilder b(0);
   auto c1 = b.add(compute("a"), shape(1));
   Task comm_task = collective(GroupKind::kTp);

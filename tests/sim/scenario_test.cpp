@@ -90,7 +90,7 @@ TEST_CASE("features outside the model today say 'not modelled yet:'", "[sim][sce
                             "parallel": {"ep": 8, "zero_stage": 3}})") == "");  // Megatron-FSDP with experts
 }
 
-TEST_CASE("dualpipe and dualpipev need pp >= 2, no vpp and at least 2 x pp micro-batches; dualpipe even ones",
+TEST_CASE("dualpipe and dualpipev need pp >= 2, no vpp and at least 2 x pp micro-batches, dualpipe even ones",
           "[sim][scenario][errors]") {
   for (const char* name : {"dualpipe", "dualpipev"}) {
     INFO(name);

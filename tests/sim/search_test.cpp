@@ -157,7 +157,7 @@ TEST_CASE("a plan asked to be ranked exactly gets its exhaustive rank", "[sim][s
   CHECK(pruned.simulated < all.simulated);
 }
 
-TEST_CASE("shards merged give the unsharded ranking; threads do not change it", "[sim][search]") {
+TEST_CASE("shards merged give the unsharded ranking, and threads do not change it", "[sim][search]") {
   const Scenario s = tight();
   const SearchSpace space = default_space(s, small_space());
   SearchOptions one;
