@@ -41,19 +41,30 @@ Flops layer_gemm_flops_per_token(const ModelSpec& m, int layer) {
   return 2.0 * weights;
 }
 
+double attended_keys_per_query(std::int64_t seq, std::int64_t window, AttentionFlops attention) {
+  const double s = d(seq);
+  if (window <= 0 || window >= seq) return attention == AttentionFlops::kFullMatrix ? s : s / 2.0;
+  const double w = d(window);
+  if (attention == AttentionFlops::kFullMatrix) return w;
+  return (w * (w + 1.0) / 2.0 + (s - w) * w) / s;
+}
+
 Flops training_flops_per_sequence(const ModelSpec& m, std::int64_t seq_length, std::int64_t lm_head_vocab,
-                                  AttentionFlops attention) {
+                                  AttentionFlops attention, AttentionSpan span) {
   const double s = d(seq_length);
   double forward_per_token = 2.0 * d(m.hidden_size) * d(lm_head_vocab);  // LM head
-  double attention_kv = attention == AttentionFlops::kFullMatrix ? s : s / 2.0;
+  auto attention_kv = [&](int layer) {
+    const std::int64_t window = span.windows ? m.layer_window(layer) : 0;
+    return attended_keys_per_query(seq_length, window, attention) * span.packed;
+  };
   for (int l = 0; l < m.num_layers; ++l) {
-    forward_per_token += layer_gemm_flops_per_token(m, l) + attention_core_per_token(m, attention_kv);
+    forward_per_token += layer_gemm_flops_per_token(m, l) + attention_core_per_token(m, attention_kv(l));
   }
   // Each multi-token prediction depth: its layer, the 2h -> h projection and another pass through the LM head
   // (Megatron-LM num_floating_point_operations: mtp_num_layers x (3h + 2h^2) and (mtp_num_layers + 1) logits;
   // the 3h of norms is below this count's resolution and left out, as for the decoder's norms).
   for (int l = m.num_layers; l < m.num_layers + m.mtp_num_layers; ++l) {
-    forward_per_token += layer_gemm_flops_per_token(m, l) + attention_core_per_token(m, attention_kv) +
+    forward_per_token += layer_gemm_flops_per_token(m, l) + attention_core_per_token(m, attention_kv(l)) +
                          2.0 * 2.0 * d(m.hidden_size) * d(m.hidden_size) + 2.0 * d(m.hidden_size) * d(lm_head_vocab);
   }
   return 3.0 * forward_per_token * s;

@@ -37,8 +37,11 @@ Bytes GemmShape::bytes() const {
 }
 
 Flops AttentionShape::model_flops() const {
-  double forward = 2.0 * static_cast<double>(batch * heads) * static_cast<double>(q_len) * static_cast<double>(kv_len) *
-                   static_cast<double>(head_dim_qk + head_dim_v);
+  // Each query against every key it may see: kv_len, or the window when one is shorter (models/model_flops.h,
+  // attended_keys_per_query, full matrix); documents packed into the sequence attend within themselves.
+  const std::int64_t keys = window > 0 ? std::min(window, kv_len) : kv_len;
+  double forward = 2.0 * static_cast<double>(batch * heads) * static_cast<double>(q_len) * static_cast<double>(keys) *
+                   static_cast<double>(head_dim_qk + head_dim_v) * packed_fraction;
   return backward ? 2.0 * forward : forward;
 }
 
@@ -63,7 +66,8 @@ double AttentionShape::kept_fraction() const {
 }
 
 Flops AttentionShape::executed_flops() const {
-  double forward = model_flops() / (backward ? 2.0 : 1.0) * kept_fraction();
+  double forward = 2.0 * static_cast<double>(batch * heads) * static_cast<double>(q_len) * static_cast<double>(kv_len) *
+                   static_cast<double>(head_dim_qk + head_dim_v) * kept_fraction();
   return backward ? 2.5 * forward : forward;
 }
 

@@ -52,10 +52,12 @@ struct AttentionShape {
   bool backward = false;
   DType dtype = DType::kBf16;
   /// Packed documents (sim/packing.h): the kept pairs scale by this, the pairs within documents over those of one
-  /// causal document per sequence; 1 without packing. Model FLOPs keep the full matrix, as frameworks report them.
+  /// causal document per sequence; 1 without packing.
   double packed_fraction = 1.0;
 
-  /// Model FLOPs with the full score matrix (PaLM / SC21 convention): forward 2 b h q kv (dqk + dv), backward 2x.
+  /// Model FLOPs with the full score matrix (PaLM / SC21 convention) of what each query may see: forward
+  /// 2 b h q k (dqk + dv) x packed_fraction with k = min(window, kv) (kv without a window), backward 2x. So a
+  /// window or packed documents shrink the count as they shrink the work; causal attention keeps the whole square.
   Flops model_flops() const;
   /// Fraction of the q x kv score matrix the mask keeps: (s+1)/(2s) for causal self-attention, less with a window,
   /// 1/2 for a half block; times packed_fraction.

@@ -28,8 +28,12 @@ ConventionFlops convention_flops(const Scenario& s, const std::string& conventio
   }
   const AttentionFlops attention =
       convention == "causal-halved" ? AttentionFlops::kCausalHalved : AttentionFlops::kFullMatrix;
-  // NeMo's and Megatron-Bridge's FLOP counters use the tokenizer's vocabulary, not the padded one.
-  const double model = B * training_flops_per_sequence(m, s.training.seq_length, m.vocab_size, attention);
+  // NeMo's and Megatron-Bridge's FLOP counters use the tokenizer's vocabulary, not the padded one, and count a
+  // sliding-window layer as full causal attention: Megatron-LM's num_floating_point_operations
+  // (megatron/training/training.py at d98e8a64, 2026-08) never reads --window-size.
+  AttentionSpan span;
+  span.windows = false;
+  const double model = B * training_flops_per_sequence(m, s.training.seq_length, m.vocab_size, attention, span);
   f.tflops = f.mfu = f.hfu = model;
   return f;
 }
