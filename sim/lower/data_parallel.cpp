@@ -11,6 +11,10 @@ std::int64_t DataParallelLowering::bucket_size(int data_parallel_ranks) {
   return std::max<std::int64_t>(40'000'000, 1'000'000LL * data_parallel_ranks);
 }
 
+std::int64_t DataParallelLowering::bucket_elements(int data_parallel_ranks) const {
+  return zero_stage_ == 2 ? kDeepSpeedReduceBucketSize : bucket_size(data_parallel_ranks);
+}
+
 DataParallelLowering::DataParallelLowering(const LoweringContext& ctx, int stage)
     : ctx_(ctx), stage_(stage), groups_(stage_param_groups(ctx, stage)) {
   zero_stage_ = ctx.plan.zero_stage;
@@ -25,7 +29,7 @@ DataParallelLowering::DataParallelLowering(const LoweringContext& ctx, int stage
   // the bucket size of its group.
   for (int chunk = 0; chunk < ctx.layout.vpp; ++chunk) {
     for (bool expert : {false, true}) {
-      const std::int64_t size = bucket_size(ranks_of(expert));
+      const std::int64_t size = bucket_elements(ranks_of(expert));
       GradBucket open;
       open.chunk = chunk;
       open.expert = expert;
@@ -68,7 +72,8 @@ void DataParallelLowering::emit_prologue(Emitter& emit, const std::vector<int>& 
 }
 
 void DataParallelLowering::emit_bucket_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready,
-                                                  TaskId fallback, std::vector<TaskId>& done, int only_chunk) {
+                                                  TaskId fallback, std::vector<TaskId>& done, int only_chunk,
+                                                  std::vector<BucketSpan>* spans) {
   std::vector<TaskId> ready(groups_.size(), -1);
   for (const ParamUse& use : grad_ready) {
     if (only_chunk >= 0 && use.chunk != only_chunk) continue;
@@ -78,10 +83,14 @@ void DataParallelLowering::emit_bucket_reduction(Emitter& emit, const std::vecto
   }
   // Issue buckets in the order their gradients complete: by the task that finishes each bucket.
   std::vector<std::pair<TaskId, std::size_t>> order;
+  std::vector<TaskId> first_ready(buckets_.size(), -1);
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     if (only_chunk >= 0 && buckets_[b].chunk != only_chunk) continue;
     TaskId last = -1;
-    for (std::size_t g : buckets_[b].groups) last = std::max(last, ready[g]);
+    for (std::size_t g : buckets_[b].groups) {
+      last = std::max(last, ready[g]);
+      if (ready[g] >= 0 && (first_ready[b] < 0 || ready[g] < first_ready[b])) first_ready[b] = ready[g];
+    }
     order.emplace_back(ctx_.plan.overlap_grad_reduce && last >= 0 ? last : fallback, b);
   }
   std::stable_sort(order.begin(), order.end());
@@ -92,6 +101,7 @@ void DataParallelLowering::emit_bucket_reduction(Emitter& emit, const std::vecto
     if (t >= 0) {
       done.push_back(t);
       chunk_reductions_[static_cast<std::size_t>(buckets_[b].chunk)].push_back(t);
+      if (spans) spans->push_back({first_ready[b] >= 0 ? first_ready[b] : after, t, buckets_[b].elements});
     }
   }
 }
@@ -138,17 +148,22 @@ void DataParallelLowering::after_backward_step(Emitter& emit, int chunk, const s
   const Phase phase = emit.phase();
   emit.set_phase(Phase::kBackwardWeight);
   std::vector<TaskId> done;
-  emit_bucket_reduction(emit, grads, emit.last_compute(), done, chunk);
-  // The step's full gradients (allocated in before_backward_step) are freed once scattered to their owners.
-  if (!done.empty()) emit.builder().free_at_end(done.back(), MemoryKind::kGradients, chunk_grad_bytes(chunk));
+  std::vector<BucketSpan> spans;
+  emit_bucket_reduction(emit, grads, emit.last_compute(), done, chunk, &spans);
+  // DeepSpeed's stage 2 (runtime/zero/stage_1_and_2.py, backward()) allocates its contiguous-gradient buckets
+  // (ipg_buffer: reduce_bucket_size elements each, two with overlap_comm) as each backward starts; every gradient
+  // is copied into the bucket being filled as its hook fires, the bucket is reduced to its owners, and only the
+  // owned shard is kept. So a backward holds the buckets, never a full-size gradient of the chunk. Not modelled:
+  // a hook that waits for a bucket still being reduced (the two buffers bound the reductions in flight).
+  if (!spans.empty()) {
+    TaskId first = spans.front().first_gradient;
+    for (const BucketSpan& b : spans) first = std::min(first, b.first_gradient);
+    const Bytes buffers = (ctx_.plan.overlap_grad_reduce ? 2 : 1) * kDeepSpeedReduceBucketSize * ctx_.grad_bytes;
+    emit.builder().alloc_at_start(first, MemoryKind::kOther, buffers);
+    emit.builder().free_at_end(done.back(), MemoryKind::kOther, buffers);
+  }
   step_reductions_.insert(step_reductions_.end(), done.begin(), done.end());
   emit.set_phase(phase);
-}
-
-void DataParallelLowering::before_backward_step(Emitter& emit, int chunk) {
-  if (zero_stage_ != 2 || !reduce_) return;
-  const TaskId buffer = emit.elementwise("grad_buffer", 0, 0);
-  emit.builder().alloc_at_start(buffer, MemoryKind::kGradients, chunk_grad_bytes(chunk));
 }
 
 std::int64_t DataParallelLowering::owned_elements(std::int64_t dense, std::int64_t expert) const {
@@ -158,14 +173,6 @@ std::int64_t DataParallelLowering::owned_elements(std::int64_t dense, std::int64
 
 std::int64_t DataParallelLowering::optimizer_elements() const {
   return owned_elements(local_params_ - local_expert_params_, local_expert_params_);
-}
-
-Bytes DataParallelLowering::chunk_grad_bytes(int chunk) const {
-  std::int64_t elements = 0;
-  for (const GradBucket& b : buckets_) {
-    if (b.chunk == chunk) elements += b.elements;
-  }
-  return elements * ctx_.grad_bytes;
 }
 
 TaskId DataParallelLowering::emit_optimizer(Emitter& emit, const std::vector<TaskId>& after) {
@@ -211,8 +218,18 @@ TaskId DataParallelLowering::emit_optimizer(Emitter& emit, const std::vector<Tas
     return emit.host_op("upload_params", Stream::kHostToDevice,
                         {HostOpShape::Kind::kCopyToDevice, n * ctx_.param_bytes}, {last});
   }
+  // DeepSpeed's stage 2 steps on an fp32 copy of the owned gradient shard (single_partition_of_fp32_groups[i].grad),
+  // alive beside the low-precision shard until the step ends: the "4_grads_32bit" of its estimator,
+  // estimate_zero2_model_states_mem_needs, 2 + 18 / N bytes per parameter (DeepSpeed PR #5099).
+  Bytes fp32_grads = 0;
+  if (zero_stage_ == 2 && ctx_.grad_bytes < 4) {
+    fp32_grads = n * 4;
+    last = emit.optimizer("grads_to_fp32", grads, fp32_grads, {last});
+    emit.allocate(last, MemoryKind::kGradients, fp32_grads);
+  }
   // Fused Adam (apex/TE multi_tensor_adam): read the fp32 master weight, m, v and the gradient; write weight, m, v.
-  last = emit.optimizer("adam", state + grads, state);
+  last = emit.optimizer("adam", state + (fp32_grads > 0 ? fp32_grads : grads), state);
+  if (fp32_grads > 0) emit.deallocate(last, MemoryKind::kGradients, fp32_grads);
   if (ctx_.param_bytes < 4) last = emit.optimizer("param_copy", n * 4, n * ctx_.param_bytes);
   return last;
 }

@@ -37,9 +37,8 @@ class DataParallelLowering {
   void emit_prologue(Emitter& emit, const std::vector<int>& chunk_order);
   /// After a backward step of `chunk` whose weight gradients finished at `grads`: ZeRO-2 reduce-scatters the
   /// chunk's buckets now (every micro-batch); other stages do nothing here.
+  /// Each bucket's full-size gradients are held from its first gradient to the end of its reduce-scatter.
   void after_backward_step(Emitter& emit, int chunk, const std::vector<ParamUse>& grads);
-  /// Before a backward step of `chunk`: ZeRO-2 allocates the step's full gradient buffer.
-  void before_backward_step(Emitter& emit, int chunk);
   /// After the schedule: gradient reduction, embedding and norm synchronisation, optimizer step, and the
   /// non-overlapped parameter all-gathers. `first_uses` and `grad_ready` come from the lowering of the first
   /// forward and last backward pass of each chunk; `last_backward` is the last compute task of the schedule.
@@ -52,13 +51,17 @@ class DataParallelLowering {
   std::int64_t local_parameters() const { return local_params_; }
   /// Minimum bucket size in parameters: max(40M, 1M x data-parallel ranks).
   static std::int64_t bucket_size(int data_parallel_ranks);
+  /// DeepSpeed's default reduce_bucket_size in elements (DeepSpeedZeroOptimizer, runtime/zero/stage_1_and_2.py),
+  /// the gradient bucket of ZeRO-2.
+  static constexpr std::int64_t kDeepSpeedReduceBucketSize = 500'000'000;
 
  private:
   std::size_t find_group(const ParamUse& use) const;
+  /// Elements a bucket closes at: DeepSpeed's reduce_bucket_size for ZeRO-2, else bucket_size.
+  std::int64_t bucket_elements(int data_parallel_ranks) const;
   void emit_gradient_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready, TaskId last_backward,
                                std::vector<TaskId>& done);
   TaskId emit_optimizer(Emitter& emit, const std::vector<TaskId>& after);
-  Bytes chunk_grad_bytes(int chunk) const;
   /// Of `dense` and `expert` parameters, those whose gradients and optimizer state this rank owns: its shard
   /// (over the data-parallel and expert-data-parallel ranks) with the distributed optimizer, else all.
   std::int64_t owned_elements(std::int64_t dense, std::int64_t expert) const;
@@ -68,8 +71,16 @@ class DataParallelLowering {
   /// the chunk's data-parallel reductions (or its last gradient); appends them to `done`.
   void emit_mirror_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready, TaskId last_backward,
                              std::vector<TaskId>& done);
+  /// A reduced bucket: the task that produced its first gradient, its reduction, and its elements.
+  struct BucketSpan {
+    TaskId first_gradient = -1;
+    TaskId reduction = -1;
+    std::int64_t elements = 0;
+  };
+  /// Reduces the buckets (of chunk `only_chunk`, or all when < 0) in the order their gradients complete, appending
+  /// the reductions to `done` and, when `spans` is given, each bucket's span.
   void emit_bucket_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready, TaskId fallback,
-                             std::vector<TaskId>& done, int only_chunk);
+                             std::vector<TaskId>& done, int only_chunk, std::vector<BucketSpan>* spans = nullptr);
 
   const LoweringContext& ctx_;
   int stage_;

@@ -316,7 +316,6 @@ class StageLowering {
   void backward(const ScheduleStep& step, TaskId input, std::vector<ParamUse>* params) {
     TaskId g = input;
     emit_.at(step.microbatch, step.chunk, -1, Phase::kBackwardInput);
-    dp_.before_backward_step(emit_, step.chunk);
     EmbeddingHeadLowering edges(emit_);
     const auto units = sharded_.units(step.chunk);
     std::vector<TaskId> mtp_grad(static_cast<std::size_t>(ctx_.model.mtp_num_layers), -1);

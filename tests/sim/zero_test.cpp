@@ -54,6 +54,32 @@ TEST_CASE("ZeRO-2 and ZeRO-3 model-state memory per GPU follows the ZeRO paper",
   }
 }
 
+TEST_CASE("ZeRO-2's peak model states are DeepSpeed's 2 + 18 / N bytes per parameter, not a full gradient buffer",
+          "[sim][zero][memory]") {
+  // DeepSpeed's corrected estimator (PR #5099, estimate_zero2_model_states_mem_needs): 2 bytes of BF16 parameters
+  // on every rank, and per owned parameter 2 (BF16 gradient shard) + 4 (its FP32 copy for the step) + 4 (FP32
+  // master) + 8 (Adam moments). Llama-3-8B on 4 GPUs with 128-token sequences: the step's FP32 gradient copy
+  // (4 Psi / 4 = 8 GB) outweighs what the backward holds besides the states (two 500M-element BF16 buckets,
+  // 2 GB, and small activations), so the peak is the step. The old lowering held a full-size gradient buffer
+  // through each backward, 4 + 14 / N bytes per parameter (equal to 2 + 18 / N only at N = 2).
+  const int nd = 4;
+  const Scenario s = test::scenario(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 4},
+      "parallel": {"zero_stage": 2}, "training": {"seq_length": 128, "global_batch_size": 8, "precision": "bf16"}})");
+  const double psi = static_cast<double>(count_parameters(s.model).total);
+  const StageMemory m = predict(s).report.per_stage.at(0);
+  const double states = static_cast<double>(m.weights + m.gradients + m.optimizer);
+  CHECK(states == Approx(2 * psi + 18 * psi / nd).epsilon(1e-6));
+  // During the backward the buckets are DeepSpeed's two contiguous-gradient buffers (overlap_comm), in "other".
+  const WorkloadGraph g = test::lowered(s);
+  Bytes most = 0, live = 0;
+  for (const Task& t : g.programs[0].tasks) {
+    if (t.start_kind == MemoryKind::kOther) live += t.start_bytes;
+    most = std::max(most, live);
+    if (t.end_kind == MemoryKind::kOther) live += t.end_bytes;
+  }
+  CHECK(most == 2 * 500'000'000LL * 2);
+}
+
 TEST_CASE("ZeRO-3 gathers the parameters twice and reduce-scatters the gradients once per micro-batch",
           "[sim][zero][communication]") {
   const Scenario s = zero(3, 8, "bf16");
