@@ -78,6 +78,11 @@ DType gemm_dtype(Precision p);
 /// The data type of activations and of the model's parameters in memory.
 DType activation_dtype(Precision p);
 
+/// Which overlap switches a scenario gave (true) rather than left at their default, for the report's warnings.
+struct OverlapRequests {
+  bool grad_reduce = false, param_gather = false, tp_comm = false;
+};
+
 /// Parallel plan. Names follow DESIGN.md: short names for the sizes, Megatron-LM's names for everything else.
 struct ParallelPlan {
   int tp = 1, pp = 1, dp = 0, cp = 1, ep = 1, etp = 1, vpp = 1;  // dp 0 = derive from num_gpus
@@ -96,8 +101,8 @@ struct ParallelPlan {
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
   bool tp_comm_overlap = true;
-  bool tp_comm_overlap_explicit = false;  // given in the scenario (not the default), for the warning below
   bool overlap_p2p_comm = true;
+  OverlapRequests overlap_requested;  // which of them the scenario set (not the default), for sim/overlap_switches.h
   /// Megatron-Core overlap_moe_expert_parallel_comm (--overlap-moe-expert-parallel-comm; Megatron-Bridge's
   /// moe_a2a_overlap): in the steady state each backward runs merged with a forward of another micro-batch, so
   /// the expert all-to-alls of one hide behind the other's compute. Off by default, as in Megatron-Core.

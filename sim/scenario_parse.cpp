@@ -266,11 +266,13 @@ ParallelPlan parse_parallel(const json& value) {
                          fmt::format("needs moe_token_dispatcher_type \"flex\", not \"{}\"", to_string(p.moe_token_dispatcher_type)));
   }
   p.moe_flex_dispatcher_backend = parse_enum(in, "moe_flex_dispatcher_backend", FlexBackend::kDeepEP, kFlexBackends);
-  p.overlap_grad_reduce = in.bool_or("overlap_grad_reduce", true);
-  p.overlap_param_gather = in.bool_or("overlap_param_gather", true);
-  auto tp_overlap = in.optional_bool("tp_comm_overlap");
+  const auto grad_reduce = in.optional_bool("overlap_grad_reduce");
+  const auto param_gather = in.optional_bool("overlap_param_gather");
+  const auto tp_overlap = in.optional_bool("tp_comm_overlap");
+  p.overlap_grad_reduce = grad_reduce.value_or(true);
+  p.overlap_param_gather = param_gather.value_or(true);
   p.tp_comm_overlap = tp_overlap.value_or(true);
-  p.tp_comm_overlap_explicit = tp_overlap.has_value();
+  p.overlap_requested = {grad_reduce.has_value(), param_gather.has_value(), tp_overlap.has_value()};
   p.overlap_p2p_comm = in.bool_or("overlap_p2p_comm", true);
   p.overlap_moe_expert_parallel_comm = in.bool_or("overlap_moe_expert_parallel_comm", false);
   p.delay_wgrad_compute = in.bool_or("delay_wgrad_compute", false);

@@ -8,6 +8,7 @@
 
 #include "models/error.h"
 #include "models/limits.h"
+#include "sim/overlap_switches.h"
 #include "sim/pipeline_layout.h"
 #include "sim/scenario.h"
 #include "sim/lower/context_parallel.h"
@@ -96,9 +97,6 @@ void check_tensor_parallel(Scenario& s) {
   if (p.sequence_parallel && p.tp == 1) {
     p.sequence_parallel = false;
     s.warnings.push_back("sequence_parallel has no effect with tp 1 and was turned off (as Megatron-LM does)");
-  }
-  if (p.tp_comm_overlap_explicit && p.tp_comm_overlap && !p.sequence_parallel && p.tp > 1) {
-    s.warnings.push_back("tp_comm_overlap needs sequence_parallel (Megatron-LM refuses the combination); it is ignored");
   }
   if (p.sequence_parallel) {
     require(s.training.seq_length % p.tp == 0, "training.seq_length", str(s.training.seq_length),
@@ -466,6 +464,7 @@ void validate_scenario(Scenario& s) {
   check_recompute_modules(s);
   s.cluster.gpu.peak_for(gemm_dtype(s.training.precision));  // the GPU must have the precision's GEMM path
   check_fp8_recipe(s);
+  warn_inactive_overlaps(s);
   if (s.training.precision == Precision::kFp16 && s.cluster.gpu.peak_fp16 <= 0) {
     throw Error::invalid("training.precision", "fp16", "is not supported by the GPU " + s.cluster.gpu.name);
   }

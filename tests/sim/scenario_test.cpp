@@ -191,3 +191,27 @@ TEST_CASE("override keys the model does not read are reported, not silently drop
   REQUIRE_FALSE(s.warnings.empty());
   CHECK_THAT(s.warnings.back(), Catch::Contains("model.num_hiden_layers is not a field"));
 }
+
+TEST_CASE("an overlap switch that cannot act is named in the warnings, default or requested", "[sim][scenario][warnings]") {
+  const auto warnings = [](const std::string& parallel, int gpus = 8) {
+    const Scenario s = test::scenario(R"({"model": {"preset": "llama3-8b", "num_hidden_layers": 2},
+        "cluster": {"preset": "dgx-h100", "num_gpus": )" + std::to_string(gpus) + R"(}, "parallel": )" + parallel +
+                                      R"(, "training": {"seq_length": 1024, "global_batch_size": 8}})");
+    std::string all;
+    for (const std::string& w : s.warnings) all += w + "\n";
+    return all;
+  };
+  // Megatron-LM asserts tp_comm_overlap needs sequence parallelism; on by default, it would be dropped silently.
+  CHECK_THAT(warnings(R"({"tp": 8})"), Catch::Contains("tp_comm_overlap (on by default) is inactive"));
+  CHECK_THAT(warnings(R"({"tp": 8, "tp_comm_overlap": true})"), Catch::Contains("tp_comm_overlap (requested) is inactive"));
+  CHECK_THAT(warnings(R"({"tp": 1, "tp_comm_overlap": true})"), Catch::Contains("nothing to overlap at tp 1"));
+  CHECK_THAT(warnings(R"({"tp": 8, "tp_comm_overlap": false})"), !Catch::Contains("tp_comm_overlap"));
+  CHECK_THAT(warnings(R"({"overlap_param_gather": true})"), Catch::Contains("overlap_param_gather (requested) is inactive"));
+  CHECK_THAT(warnings(R"({"zero_stage": 1, "overlap_param_gather": true, "overlap_grad_reduce": false})"),
+             Catch::Contains("Must use --overlap-param-gather with --overlap-grad-reduce"));
+  CHECK_THAT(warnings(R"({"zero_stage": 3, "overlap_grad_reduce": false})"),
+             Catch::Contains("overlap_grad_reduce false has no effect with zero_stage 3"));
+  // Every switch able to act: no overlap warning.
+  CHECK_THAT(warnings(R"({"tp": 8, "sequence_parallel": true, "zero_stage": 1})"), !Catch::Contains("overlap"));
+  CHECK_THAT(warnings(R"({"tp": 1})"), !Catch::Contains("overlap"));
+}
