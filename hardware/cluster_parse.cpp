@@ -197,6 +197,7 @@ ClusterSpec parse_cluster(const json& value, const std::string& path, const std:
   c.nic_latency = from_us(in.double_or("nic_latency_us", 5.0, true));
   if (auto v = in.optional_double("host_memory_bandwidth_GB_s", true)) c.host_memory_bandwidth = from_GB_s(*v);
   if (auto v = in.optional_string("profile")) c.profile = cluster_profile(*v, in.field("profile"), base_dir);
+  if (auto v = in.optional_int("segment_nodes", 0, limits::kGpus)) c.segment_nodes = static_cast<int>(*v);
   if (const json* tiers = in.raw("network")) {
     if (!tiers->is_array()) throw Error::invalid(in.field("network"), describe_json(*tiers), "must be a list of tiers");
     for (std::size_t i = 0; i < tiers->size(); ++i) {

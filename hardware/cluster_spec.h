@@ -37,11 +37,18 @@ struct ClusterSpec {
   Seconds nic_latency = 0;           // one network hop as NCCL's tuning model charges it
   BytesPerSecond host_memory_bandwidth = 0;  // the node's CPU DRAM bandwidth, all sockets (0: unknown)
   std::vector<NetworkTier> network;  // innermost first
+  /// Slurm's --segment: the job's nodes come in blocks of this many, each block inside one NVLink domain, as
+  /// NVIDIA's launchers allocate NVL72 racks (hardware/topology.h, physical_gpu). 0: ranks fill the domains in
+  /// order; kSegmentDefault until the scenario resolves it (sim/scenario_validate.cpp, default_segment_nodes).
+  int segment_nodes = kSegmentDefault;
+  static constexpr int kSegmentDefault = -1;
   /// A measured GPU profile the cluster names ("profile": a built-in name or a file), used where `--profile` is not
   /// given; nullptr when none.
   std::shared_ptr<const GpuProfile> profile;
 
   int num_nodes() const { return (num_gpus + gpus_per_node - 1) / gpus_per_node; }
+  /// Nodes on one NVLink domain (18 compute trays on an NVL72 rack, 1 on an 8-GPU HGX node).
+  int nodes_per_domain() const { return nvlink_domain_size / gpus_per_node; }
   /// A GPU's share of its node's NIC bandwidth.
   BytesPerSecond nic_bandwidth_per_gpu() const {
     return nic_bandwidth * static_cast<double>(nics_per_node) / static_cast<double>(gpus_per_node);

@@ -1,7 +1,6 @@
 #include "hardware/topology.h"
 
 #include <algorithm>
-#include <map>
 
 namespace orrery {
 
@@ -22,25 +21,53 @@ struct Blocks {
   int touched = 0;  // blocks touched
 };
 
-// How `members` fall into blocks of `block` consecutive ranks.
+// How `members` (sorted) fall into blocks of `block` consecutive GPUs.
 Blocks blocks(const std::vector<int>& members, int block) {
-  std::map<int, int> count;
-  for (int r : members) ++count[r / block];
   Blocks out;
   out.fewest = static_cast<int>(members.size());
-  for (const auto& [b, n] : count) out.most = std::max(out.most, n), out.fewest = std::min(out.fewest, n);
-  out.touched = static_cast<int>(count.size());
+  for (std::size_t i = 0; i < members.size();) {
+    std::size_t j = i;
+    while (j < members.size() && members[j] / block == members[i] / block) ++j;
+    const int n = static_cast<int>(j - i);
+    out.most = std::max(out.most, n);
+    out.fewest = std::min(out.fewest, n);
+    ++out.touched;
+    i = j;
+  }
   return out;
 }
 
 }  // namespace
 
-GroupPlacement place_members(const ClusterSpec& c, const std::vector<int>& members) {
+int physical_gpu(const ClusterSpec& c, int rank) {
+  const int S = c.segment_nodes;
+  const int D = c.nodes_per_domain();
+  if (S <= 0 || D <= 1) return rank;
+  const int node = rank / c.gpus_per_node;
+  const int per_domain = std::max(1, D / S);  // segments that fit on one domain
+  const int block = node / S, offset = node % S;
+  const int physical_node = (block / per_domain) * D + (block % per_domain) * S + offset;
+  return physical_node * c.gpus_per_node + rank % c.gpus_per_node;
+}
+
+bool costlier(const GroupPlacement& a, const GroupPlacement& b) {
+  if (a.tier != b.tier) return a.tier > b.tier;
+  if (a.domains != b.domains) return a.domains > b.domains;
+  if (a.fewest_per_domain != b.fewest_per_domain) return a.fewest_per_domain < b.fewest_per_domain;
+  if (a.oversubscription != b.oversubscription) return a.oversubscription > b.oversubscription;
+  return a.ranks_per_node < b.ranks_per_node;
+}
+
+GroupPlacement place_members(const ClusterSpec& c, const std::vector<int>& ranks) {
   GroupPlacement p;
-  p.size = static_cast<int>(members.size());
+  p.size = static_cast<int>(ranks.size());
+  std::vector<int> members;
+  members.reserve(ranks.size());
+  for (int r : ranks) members.push_back(physical_gpu(c, r));
+  std::sort(members.begin(), members.end());
   const Blocks in_domains = blocks(members, c.nvlink_domain_size);
   const Blocks in_nodes = blocks(members, c.gpus_per_node);
-  const int domains = in_domains.touched, nodes = in_nodes.touched;
+  const int domains = in_domains.touched;
   p.ranks_per_domain = in_domains.most;
   p.fewest_per_domain = in_domains.fewest;
   p.domains = domains;

@@ -31,8 +31,21 @@ struct GroupPlacement {
   bool operator==(const GroupPlacement&) const = default;
 };
 
-/// Places the group of global ranks `members` (any order, no duplicates, at least one).
+/// Where global rank `rank` runs: its GPU's index in the cluster's physical order (domain by domain, node by node).
+/// Ranks fill nodes in order (Megatron-LM, torchrun), and nodes come as the scheduler allocates them: with
+/// cluster.segment_nodes = S > 0 (Slurm's --segment), block b of S consecutive nodes goes to NVLink domain
+/// b / floor(D / S), at slot (b mod floor(D / S)) S, D nodes to a domain; domains are never shared by two blocks
+/// that do not fit together, so a block's ranks never straddle a domain (the rest of a domain stays idle). With
+/// S = 0 the job's nodes fill the domains in order. Needs segment_nodes resolved (not kSegmentDefault).
+int physical_gpu(const ClusterSpec& cluster, int rank);
+
+/// Places the group of global ranks `members` (any order, no duplicates, at least one), each at its physical_gpu.
 /// ranks_per_domain and ranks_per_node are the largest number of members sharing one domain or node.
 GroupPlacement place_members(const ClusterSpec& cluster, const std::vector<int>& members);
+
+/// True when a collective over `a` is costlier than over `b` of the same size: an outer tier, then more domains
+/// spanned, then fewer members on its emptiest domain (those send the most across domains), then more
+/// oversubscription, then more nodes' worth of members on one node's NICs (fewer members per node).
+bool costlier(const GroupPlacement& a, const GroupPlacement& b);
 
 }  // namespace orrery

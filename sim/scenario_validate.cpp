@@ -8,6 +8,7 @@
 
 #include "models/error.h"
 #include "models/limits.h"
+#include "sim/group_placement.h"
 #include "sim/overlap_switches.h"
 #include "sim/pipeline_layout.h"
 #include "sim/scenario.h"
@@ -465,6 +466,7 @@ void validate_scenario(Scenario& s) {
   s.cluster.gpu.peak_for(gemm_dtype(s.training.precision));  // the GPU must have the precision's GEMM path
   check_fp8_recipe(s);
   warn_inactive_overlaps(s);
+  resolve_placement(s);
   if (s.training.precision == Precision::kFp16 && s.cluster.gpu.peak_fp16 <= 0) {
     throw Error::invalid("training.precision", "fp16", "is not supported by the GPU " + s.cluster.gpu.name);
   }

@@ -2,6 +2,7 @@
 
 #include <cassert>
 
+#include "sim/group_placement.h"
 #include "sim/packing.h"
 
 namespace orrery {
@@ -81,9 +82,8 @@ const GroupPlacement& LoweringContext::placement(GroupKind kind, int stage) cons
   auto key = std::make_pair(kind, stage);
   auto it = placements_.find(key);
   if (it != placements_.end()) return it->second;
-  std::vector<int> members = ranks.group_members(kind, ranks.rank({0, 0, 0, stage}));
-  if (members.empty()) members.push_back(ranks.rank({0, 0, 0, stage}));
-  return placements_.emplace(key, place_members(cluster, members)).first->second;
+  // The stage's costliest group of the kind prices all of them (sim/group_placement.h).
+  return placements_.emplace(key, costliest_group_placement(cluster, ranks, kind, stage)).first->second;
 }
 
 std::int64_t LoweringContext::local_elements(const ParamTensor& t) const {
