@@ -3,6 +3,9 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
+
 #include "hardware/cluster_spec.h"
 #include "hardware/gpu_profile.h"
 #include "hardware/hardware_presets.h"
@@ -65,6 +68,13 @@ FlopsPerSecond GpuSpec::peak_for(DType dtype) const {
     throw Error::invalid("training.precision", to_string(dtype), fmt::format("is not supported by the GPU {}", name));
   }
   return peak;
+}
+
+double GpuSpec::sustained_clock_fraction() const {
+  if (sustained_clock_MHz <= 0 || peak_clock_MHz <= 0) return 1.0;
+  const double headroom = (tdp_watts - idle_power_W) / (sustained_clock_power_W - idle_power_W);
+  const double clock = std::min(max_clock_MHz, sustained_clock_MHz * std::cbrt(headroom));
+  return clock / peak_clock_MHz;
 }
 
 double GpuSpec::fp8_scaling_fraction(Fp8Scaling scaling) const {
@@ -148,6 +158,24 @@ GpuSpec parse_gpu(const json& value, const std::string& path) {
       throw Error::invalid(in.field("fp8_block_scaling_gemm_fraction"), "given",
                            "needs an fp8 peak (peak_tflops.fp8)");
     }
+  }
+  if (const json* clock = in.raw("sustained_gemm_clock"); clock && !clock->is_null()) {
+    FieldReader c(*clock, in.field("sustained_gemm_clock"));
+    c.allow("source");
+    g.sustained_clock_MHz = c.require_double("MHz", true);
+    g.sustained_clock_power_W = c.require_double("power_W", true);
+    g.idle_power_W = c.double_or("idle_W", 0.0, true);
+    g.peak_clock_MHz = c.require_double("peak_clock_MHz", true);
+    g.max_clock_MHz = c.require_double("max_clock_MHz", true);
+    c.reject_unknown();
+    require(g.sustained_clock_MHz > 0 && g.sustained_clock_MHz <= g.max_clock_MHz, c.field("MHz"),
+            fmt::format("{}", g.sustained_clock_MHz), fmt::format("must lie in (0, max_clock_MHz ({})]", g.max_clock_MHz));
+    require(g.peak_clock_MHz > 0 && g.peak_clock_MHz <= g.max_clock_MHz, c.field("peak_clock_MHz"),
+            fmt::format("{}", g.peak_clock_MHz), fmt::format("must lie in (0, max_clock_MHz ({})]", g.max_clock_MHz));
+    require(g.idle_power_W < g.sustained_clock_power_W, c.field("idle_W"), fmt::format("{}", g.idle_power_W),
+            fmt::format("must be below power_W ({})", g.sustained_clock_power_W));
+    require(g.tdp_watts > g.idle_power_W, in.field("tdp_W"), fmt::format("{}", g.tdp_watts),
+            fmt::format("must exceed the idle power ({} W) of sustained_gemm_clock", g.idle_power_W));
   }
   in.reject_unknown();
   return g;

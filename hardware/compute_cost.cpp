@@ -28,7 +28,8 @@ Seconds RooflineComputeModel::memory_time(Bytes bytes) const {
 
 Seconds RooflineComputeModel::gemm_compute_time(const GemmShape& s) const {
   if (s.m <= 0 || s.n <= 0 || s.k <= 0 || s.batch <= 0) return 0.0;
-  const double peak = gpu_.peak_for(s.dtype);
+  // Long tensor-core kernels run at the clock the board power limit leaves (GpuSpec::sustained_clock_fraction).
+  const double peak = gpu_.peak_for(s.dtype) * gpu_.sustained_clock_fraction();
   const double sms = static_cast<double>(gpu_.sm_count);
   const double k = static_cast<double>(s.k);
   // Separate kernels per group: each is its own set of waves.
@@ -73,7 +74,8 @@ Seconds RooflineComputeModel::attention(const AttentionShape& s) const {
     const double d = static_cast<double>(std::max<std::int64_t>(s.head_dim_qk, 64));
     head_dim_ratio = d64 + (1.0 - d64) * (d - 64.0) / 64.0;
   }
-  Seconds compute = s.executed_flops() / (gpu_.peak_for(s.dtype) * fraction * head_dim_ratio);
+  Seconds compute = s.executed_flops() /
+                    (gpu_.peak_for(s.dtype) * gpu_.sustained_clock_fraction() * fraction * head_dim_ratio);
   return std::max(compute, memory_time(s.bytes())) + params_.kernel_overhead;
 }
 

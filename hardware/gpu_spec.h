@@ -34,12 +34,22 @@ struct GpuSpec {
   // MXFP8 from Blackwell): the key absent from the GPU's description (a preset's is removed by an override of
   // null); a given value must lie in [0.1, 1].
   double fp8_blockwise_gemm_fraction = 0, mxfp8_gemm_fraction = 0;
+  /// The SM clock long dense tensor-core kernels hold under the board power limit ("sustained_gemm_clock" in
+  /// gpus.json): measured at `clock_power_W` (the stock limit), with the clock the datasheet peaks are computed at
+  /// and the highest clock the GPU boosts to. 0 = no measurement: tensor-core work runs at the datasheet peak.
+  double sustained_clock_MHz = 0, sustained_clock_power_W = 0, idle_power_W = 0;
+  double peak_clock_MHz = 0, max_clock_MHz = 0;
 
   /// Dense peak for GEMMs in `dtype`. Errors: Error::invalid naming "training.precision" when the GPU lacks it.
   FlopsPerSecond peak_for(DType dtype) const;
   /// Rate of FP8 GEMMs with `scaling` over the per-tensor FP8 rate (1 for kTensor; fp8_blockwise_gemm_fraction,
   /// mxfp8_gemm_fraction). Errors: Error::invalid naming "training.fp8_recipe" when the GPU cannot run it.
   double fp8_scaling_fraction(Fp8Scaling scaling) const;
+  /// The clock long GEMMs and attention kernels sustain at the board limit tdp_watts, over the clock the datasheet
+  /// peak assumes (1 without a measurement). Dynamic power P - P_idle grows as f V^2 with V proportional to f over
+  /// the DVFS range, so as f^3 (Weste & Harris, CMOS VLSI Design, 4th ed., Section 5.1): from the measured point
+  /// (f_m at P_m), f(P) = f_m ((P - P_idle) / (P_m - P_idle))^(1/3), at most max_clock_MHz.
+  double sustained_clock_fraction() const;
 };
 
 /// Parses a GPU: a preset name, or an object with "preset" plus overrides, or a full object (keys as in

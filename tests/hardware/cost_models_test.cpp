@@ -6,6 +6,7 @@
 #include "hardware/compute_cost.h"
 #include "hardware/topology.h"
 
+#include <cmath>
 #include <string>
 
 using namespace orrery;
@@ -36,6 +37,31 @@ TEST_CASE("a GEMM that fills whole waves runs at peak x efficiency", "[hardware]
   // One extra row of tiles adds a whole wave: 5 waves of work for 4.04 waves of FLOPs.
   GemmShape g2{108 * 128 + 1, 128 * 4, 8192, 1, DType::kFp16};
   CHECK(model.gemm(g2) == Approx(expected * 5.0 / 4.0).epsilon(1e-9));
+}
+
+TEST_CASE("a long GEMM on a power-limited GPU runs at the clock its board limit sustains", "[hardware][cost]") {
+  // B200: 1580 MHz under dense GEMM load at its 1000 W limit (flashinfer PR #2899), against the 1856 MHz its
+  // 2250 TFLOP/s BF16 peak is computed at: a GEMM of 148 x 4 whole tiles runs at 2250 x 0.8 x 1580 / 1856.
+  const GpuSpec b200 = parse_gpu(nlohmann::json("b200"), "gpu");
+  CHECK(b200.sustained_clock_fraction() == Approx(1580.0 / 1856.0));
+  GemmShape g{148 * 128, 128 * 4, 8192, 1, DType::kBf16};
+  CHECK(RooflineComputeModel(b200, simple_compute()).gemm(g) == Approx(g.flops() / (2250e12 * 0.8 * 1580.0 / 1856.0)));
+  // H200 at a 500 W limit instead of 700 W: dynamic power (above the 78 W idle) goes as f^3, so the clock falls
+  // from the measured 1765 MHz to 1765 ((500 - 78) / (700 - 78))^(1/3) = 1550.9 MHz.
+  const GpuSpec h500 = parse_gpu(nlohmann::json::parse(R"({"preset": "h200-sxm", "tdp_W": 500})"), "gpu");
+  const double clock = 1765.0 * std::cbrt((500.0 - 78.0) / (700.0 - 78.0));
+  CHECK(clock == Approx(1550.9).epsilon(1e-4));
+  CHECK(h500.sustained_clock_fraction() == Approx(clock / 1830.0));
+  // At 1000 W the clock would pass its 1980 MHz maximum: held there.
+  const GpuSpec h1000 = parse_gpu(nlohmann::json::parse(R"({"preset": "h200-sxm", "tdp_W": 1000})"), "gpu");
+  CHECK(h1000.sustained_clock_fraction() == Approx(1980.0 / 1830.0));
+  // Without a measurement (A100) the datasheet peak stands; an override of null removes one.
+  CHECK(parse_gpu(nlohmann::json("a100-sxm4-80gb"), "gpu").sustained_clock_fraction() == 1.0);
+  CHECK(parse_gpu(nlohmann::json::parse(R"({"preset": "b200", "sustained_gemm_clock": null})"), "gpu")
+            .sustained_clock_fraction() == 1.0);
+  // A measured clock above the GPU's maximum is refused with its field.
+  CHECK_THROWS_WITH(parse_gpu(nlohmann::json::parse(R"({"preset": "b200", "sustained_gemm_clock": {"MHz": 2500}})"), "gpu"),
+                    Catch::Contains("gpu.sustained_gemm_clock.MHz (2500)"));
 }
 
 TEST_CASE("memory-bound kernels run at HBM bandwidth x efficiency", "[hardware][cost]") {
