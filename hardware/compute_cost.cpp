@@ -1,6 +1,7 @@
 #include "hardware/compute_cost.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "models/error.h"
@@ -59,6 +60,24 @@ Seconds RooflineComputeModel::gemm(const GemmShape& s) const {
   return std::max(gemm_compute_time(s), memory_time(s.bytes())) + kernels * params_.kernel_overhead;
 }
 
+double RooflineComputeModel::attention_occupancy(const AttentionShape& s) const {
+  // Thread blocks of a fused attention kernel: one per (sequence, head, 128-row tile), over query tiles forward and
+  // key tiles backward (FlashAttention-2, arXiv:2307.08691 Section 3.2: the forward parallelises over query blocks,
+  // the backward over key blocks; FlashAttention-3 and cuDNN keep 128-row tiles on Hopper). They run in waves over
+  // the SMs, so a grid of few heads per GPU (high TP) or short sequences (CP blocks) leaves SMs idle in its last
+  // wave. The measured rates (attention_peak_fraction) come from FlashAttention-3's benchmark grid, 16k tokens of
+  // 16 heads of 128 (arXiv:2407.08608 Section 4.1; 2048 tiles), so the factor is taken relative to that grid's own
+  // occupancy on this GPU.
+  constexpr std::int64_t kTile = 128, kReferenceTiles = 16'384 / kTile * 16;
+  const auto occupancy = [&](double tiles) {
+    const double sms = static_cast<double>(gpu_.sm_count);
+    return tiles / (std::ceil(tiles / sms) * sms);
+  };
+  const std::int64_t rows = s.backward ? s.kv_len : s.q_len;
+  const double tiles = static_cast<double>(s.batch * s.heads * ((rows + kTile - 1) / kTile));
+  return std::min(1.0, occupancy(tiles) / occupancy(static_cast<double>(kReferenceTiles)));
+}
+
 Seconds RooflineComputeModel::attention(const AttentionShape& s) const {
   if (s.batch <= 0 || s.heads <= 0 || s.q_len <= 0) return 0.0;
   const double fraction =
@@ -74,8 +93,8 @@ Seconds RooflineComputeModel::attention(const AttentionShape& s) const {
     const double d = static_cast<double>(std::max<std::int64_t>(s.head_dim_qk, 64));
     head_dim_ratio = d64 + (1.0 - d64) * (d - 64.0) / 64.0;
   }
-  Seconds compute = s.executed_flops() /
-                    (gpu_.peak_for(s.dtype) * gpu_.sustained_clock_fraction() * fraction * head_dim_ratio);
+  Seconds compute = s.executed_flops() / (gpu_.peak_for(s.dtype) * gpu_.sustained_clock_fraction() * fraction *
+                                          head_dim_ratio * attention_occupancy(s));
   return std::max(compute, memory_time(s.bytes())) + params_.kernel_overhead;
 }
 

@@ -47,6 +47,10 @@ class RooflineComputeModel final : public ComputeCostModel {
 
   /// Time the GEMM's arithmetic takes under the tile/wave model, without memory bound or overhead.
   Seconds gemm_compute_time(const GemmShape& shape) const;
+  /// Share of the SMs a fused attention kernel keeps busy over its waves (thread blocks = batch x heads x 128-row
+  /// tiles of the queries forward, of the keys backward), relative to the grid its measured rate was taken on;
+  /// in (0, 1].
+  double attention_occupancy(const AttentionShape& shape) const;
 
  private:
   Seconds memory_time(Bytes bytes) const;

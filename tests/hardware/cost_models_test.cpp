@@ -64,6 +64,29 @@ TEST_CASE("a long GEMM on a power-limited GPU runs at the clock its board limit 
                     Catch::Contains("gpu.sustained_gemm_clock.MHz (2500)"));
 }
 
+TEST_CASE("attention with few heads per GPU leaves SMs idle: its waves, against the measured grid's", "[hardware][cost]") {
+  // H100, 132 SMs. The measured rate is FlashAttention-3's grid: 16k tokens x 16 heads = 2048 tiles of 128 rows,
+  // 15.5 waves, 2048 / (16 x 132) = 0.970 of the SMs busy. One 2048-token sequence with 2 heads per GPU (16 heads
+  // at TP 8) is 2 x 16 = 32 tiles: one wave on 32 of 132 SMs, 0.242 busy, so 0.970 / 0.242 = 4.0x the time per FLOP.
+  const GpuSpec h100 = parse_gpu(nlohmann::json("h100-sxm"), "gpu");
+  RooflineComputeModel model(h100, simple_compute());
+  AttentionShape full{.batch = 4, .heads = 16, .kv_heads = 16, .q_len = 4096, .kv_len = 4096, .head_dim_qk = 128,
+                      .head_dim_v = 128};
+  AttentionShape starved{.batch = 1, .heads = 2, .kv_heads = 2, .q_len = 2048, .kv_len = 2048, .head_dim_qk = 128,
+                         .head_dim_v = 128};
+  CHECK(model.attention_occupancy(full) == 1.0);
+  const double reference = 2048.0 / (16 * 132), small = 32.0 / 132;
+  CHECK(model.attention_occupancy(starved) == Approx(small / reference));
+  const double per_flop_full = model.attention(full) / full.executed_flops();
+  const double per_flop_starved = model.attention(starved) / starved.executed_flops();
+  CHECK(per_flop_starved / per_flop_full == Approx(reference / small).epsilon(1e-6));
+  CHECK(reference / small == Approx(4.0).epsilon(0.01));
+  // The backward runs over key tiles: a 4096-query block against 128 keys (a CP step) has 1 key tile per head.
+  AttentionShape keys{.batch = 1, .heads = 16, .kv_heads = 16, .q_len = 4096, .kv_len = 128, .head_dim_qk = 128,
+                      .head_dim_v = 128, .causal = false, .backward = true};
+  CHECK(model.attention_occupancy(keys) == Approx((16.0 / 132) / reference));
+}
+
 TEST_CASE("memory-bound kernels run at HBM bandwidth x efficiency", "[hardware][cost]") {
   const GpuSpec h100 = parse_gpu(nlohmann::json("h100-sxm"), "gpu");
   RooflineComputeModel model(h100, simple_compute());
