@@ -74,7 +74,12 @@ double GpuSpec::sustained_clock_fraction() const {
   if (sustained_clock_MHz <= 0 || peak_clock_MHz <= 0) return 1.0;
   const double headroom = (tdp_watts - idle_power_W) / (sustained_clock_power_W - idle_power_W);
   const double clock = std::min(max_clock_MHz, sustained_clock_MHz * std::cbrt(headroom));
-  return clock / peak_clock_MHz;
+  return std::min(1.0, clock / peak_clock_MHz);
+}
+
+double GpuSpec::measured_clock_fraction() const {
+  if (sustained_clock_MHz <= 0 || peak_clock_MHz <= 0) return 1.0;
+  return std::min(1.0, sustained_clock_MHz / peak_clock_MHz);
 }
 
 double GpuSpec::fp8_scaling_fraction(Fp8Scaling scaling) const {
@@ -101,6 +106,7 @@ GpuSpec parse_gpu(const json& value, const std::string& path) {
   GpuSpec g;
   g.name = in.optional_string("name").value_or("custom-gpu");
   g.display_name = in.optional_string("display_name").value_or(g.name);
+  g.architecture = in.optional_string("architecture").value_or("");
   const json* peaks = in.raw("peak_tflops");
   if (!peaks) throw Error::invalid(in.field("peak_tflops"), "missing", "is required");
   FieldReader p(*peaks, in.field("peak_tflops"));
@@ -164,7 +170,8 @@ GpuSpec parse_gpu(const json& value, const std::string& path) {
     c.allow("source");
     g.sustained_clock_MHz = c.require_double("MHz", true);
     g.sustained_clock_power_W = c.require_double("power_W", true);
-    g.idle_power_W = c.double_or("idle_W", 0.0, true);
+    g.idle_power_W = c.double_or("idle_W", 0.0);
+    require(g.idle_power_W >= 0, c.field("idle_W"), fmt::format("{}", g.idle_power_W), "must be at least 0");
     g.peak_clock_MHz = c.require_double("peak_clock_MHz", true);
     g.max_clock_MHz = c.require_double("max_clock_MHz", true);
     c.reject_unknown();
@@ -174,8 +181,12 @@ GpuSpec parse_gpu(const json& value, const std::string& path) {
             fmt::format("{}", g.peak_clock_MHz), fmt::format("must lie in (0, max_clock_MHz ({})]", g.max_clock_MHz));
     require(g.idle_power_W < g.sustained_clock_power_W, c.field("idle_W"), fmt::format("{}", g.idle_power_W),
             fmt::format("must be below power_W ({})", g.sustained_clock_power_W));
-    require(g.tdp_watts > g.idle_power_W, in.field("tdp_W"), fmt::format("{}", g.tdp_watts),
-            fmt::format("must exceed the idle power ({} W) of sustained_gemm_clock", g.idle_power_W));
+    // nvidia-smi's minimum power limit on an H100 SXM is 200 W of 700 W: a board cannot be capped much lower.
+    require(g.tdp_watts > g.idle_power_W && g.tdp_watts >= 0.25 * g.sustained_clock_power_W, in.field("tdp_W"),
+            fmt::format("{}", g.tdp_watts),
+            fmt::format("must exceed the idle power ({} W) and be at least a quarter of the measured limit ({} W), as "
+                        "boards allow (nvidia-smi's minimum power limit on an H100 SXM is 200 W of 700 W)",
+                        g.idle_power_W, g.sustained_clock_power_W));
   }
   in.reject_unknown();
   return g;

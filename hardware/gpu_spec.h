@@ -13,6 +13,7 @@ namespace orrery {
 struct GpuSpec {
   std::string name;          // preset key, e.g. "h100-sxm"
   std::string display_name;  // e.g. "NVIDIA H100 SXM5 80GB"
+  std::string architecture;  // GPU generation as its vendor names it ("Ampere", "Hopper", "Blackwell"); "" unknown
   // Dense tensor-core peaks (FLOP/s); 0 where the chip has no such path. peak_fp32 is the non-tensor FP32 rate.
   FlopsPerSecond peak_fp32 = 0, peak_tf32 = 0, peak_fp16 = 0, peak_bf16 = 0, peak_fp8 = 0;
   Bytes hbm_capacity = 0;
@@ -48,8 +49,12 @@ struct GpuSpec {
   /// The clock long GEMMs and attention kernels sustain at the board limit tdp_watts, over the clock the datasheet
   /// peak assumes (1 without a measurement). Dynamic power P - P_idle grows as f V^2 with V proportional to f over
   /// the DVFS range, so as f^3 (Weste & Harris, CMOS VLSI Design, 4th ed., Section 5.1): from the measured point
-  /// (f_m at P_m), f(P) = f_m ((P - P_idle) / (P_m - P_idle))^(1/3), at most max_clock_MHz.
+  /// (f_m at P_m), f(P) = f_m ((P - P_idle) / (P_m - P_idle))^(1/3). At most 1: a board limit above the measured
+  /// one raises the clock toward max_clock_MHz, but tensor cores are never priced above their datasheet rate.
   double sustained_clock_fraction() const;
+  /// sustained_clock_fraction at the measured limit (P = sustained_clock_power_W): the clock a calibrated profile's
+  /// times were taken at, when they were taken at the stock limit.
+  double measured_clock_fraction() const;
 };
 
 /// Parses a GPU: a preset name, or an object with "preset" plus overrides, or a full object (keys as in

@@ -27,8 +27,9 @@ double log_weight(std::int64_t lo, std::int64_t hi, std::int64_t x) {
 
 }  // namespace
 
-ProfiledComputeModel::ProfiledComputeModel(GpuProfile profile, std::unique_ptr<ComputeCostModel> fallback)
-    : profile_(std::move(profile)), fallback_(std::move(fallback)) {
+ProfiledComputeModel::ProfiledComputeModel(GpuProfile profile, std::unique_ptr<ComputeCostModel> fallback,
+                                           double clock_slowdown)
+    : profile_(std::move(profile)), clock_slowdown_(clock_slowdown), fallback_(std::move(fallback)) {
   for (const GemmSample& g : profile_.gemm) {
     GemmTable& t = gemm_tables_[g.dtype];
     t.seconds[{g.m, g.n, g.k}] = g.seconds;
@@ -100,9 +101,9 @@ Seconds ProfiledComputeModel::gemm(const GemmShape& s) const {
       // default model slows it (GpuSpec::fp8_scaling_fraction on the compute-bound part).
       GemmShape tensor = s;
       tensor.fp8_scaling = Fp8Scaling::kTensor;
-      return t * static_cast<double>(s.batch) * fallback_->gemm(s) / fallback_->gemm(tensor);
+      return t * clock_slowdown_ * static_cast<double>(s.batch) * fallback_->gemm(s) / fallback_->gemm(tensor);
     }
-    if (t > 0) return t * static_cast<double>(s.batch);
+    if (t > 0) return t * clock_slowdown_ * static_cast<double>(s.batch);
   }
   ++uncovered_gemms_;
   if (example_.empty()) example_ = fmt::format("{} x {} x {} {}", s.m, s.n, s.k, to_string(s.dtype));
@@ -147,7 +148,7 @@ Seconds ProfiledComputeModel::profiled_attention(const AttentionShape& a) const 
 
 Seconds ProfiledComputeModel::attention(const AttentionShape& a) const {
   const Seconds t = profiled_attention(a);
-  if (t > 0) return t;
+  if (t > 0) return t * clock_slowdown_;
   ++uncovered_attention_;
   return fallback_->attention(a);
 }

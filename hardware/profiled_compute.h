@@ -33,7 +33,9 @@ namespace orrery {
 
 class ProfiledComputeModel final : public ComputeCostModel {
  public:
-  ProfiledComputeModel(GpuProfile profile, std::unique_ptr<ComputeCostModel> fallback);
+  /// `clock_slowdown` multiplies the measured GEMM and attention times: the clock they were measured at over the
+  /// clock the priced GPU sustains (1: priced as measured).
+  ProfiledComputeModel(GpuProfile profile, std::unique_ptr<ComputeCostModel> fallback, double clock_slowdown = 1.0);
   std::string name() const override { return "profile"; }
   Seconds gemm(const GemmShape& shape) const override;
   Seconds attention(const AttentionShape& shape) const override;
@@ -60,6 +62,7 @@ class ProfiledComputeModel final : public ComputeCostModel {
   /// sample or where there is none of that kind.
   Seconds memory_samples_time(const std::string& kind, Bytes bytes) const;
   GpuProfile profile_;
+  double clock_slowdown_ = 1.0;
   std::unique_ptr<ComputeCostModel> fallback_;
   struct GemmTable {
     std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, Seconds> seconds;

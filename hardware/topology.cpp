@@ -61,6 +61,8 @@ bool costlier(const GroupPlacement& a, const GroupPlacement& b) {
 GroupPlacement place_members(const ClusterSpec& c, const std::vector<int>& ranks) {
   GroupPlacement p;
   p.size = static_cast<int>(ranks.size());
+  const auto [first, last] = std::minmax_element(ranks.begin(), ranks.end());
+  p.span = *last - *first + 1;
   std::vector<int> members;
   members.reserve(ranks.size());
   for (int r : ranks) members.push_back(physical_gpu(c, r));

@@ -24,6 +24,7 @@ struct GroupPlacement {
   int fewest_per_domain = 1;  // the fewest members on a domain it touches: those ranks send most across domains
   int domains = 1;           // NVLink domains spanned
   int ranks_per_node = 1;    // members on each node it touches
+  int span = 1;              // last rank - first rank + 1 in rank order (size for consecutive ranks)
   Tier tier = Tier::kNvlink;
   double oversubscription = 1.0;  // of the outermost tier crossed
   Seconds network_latency = 0;    // one hop through the outermost tier crossed (0 on NVLink)

@@ -22,7 +22,7 @@ GroupPlacement costliest_group_placement(const ClusterSpec& cluster, const RankL
     } else {
       for (int m : members) seen[static_cast<std::size_t>(m)] = true;
     }
-    const GroupPlacement p = place_members(cluster, members);
+    GroupPlacement p = place_members(cluster, members);
     if (worst.size <= 1 || costlier(p, worst)) worst = p;
   }
   return worst;
@@ -73,8 +73,9 @@ void resolve_placement(Scenario& s) {
   for (GroupKind kind : {GroupKind::kTp, GroupKind::kCp, GroupKind::kEp, GroupKind::kExpertTp}) {
     for (int stage = 0; stage < ranks.pp(); ++stage) {
       const GroupPlacement p = costliest_group_placement(c, ranks, kind, stage);
-      // A group larger than a domain must cross the network; one that would fit but straddles is the surprise.
-      if (p.domains <= 1 || p.size > c.nvlink_domain_size) continue;
+      // A group whose ranks span more than a domain in Megatron's rank order (larger than one, or strided, as CP
+      // groups are TP ranks apart) must cross the network; one that would fit but straddles is the surprise.
+      if (p.domains <= 1 || p.span > c.nvlink_domain_size) continue;
       const bool segmented = c.segment_nodes > 0 && c.nodes_per_domain() > 1;
       s.warnings.push_back(fmt::format(
           "{} groups of {} ranks fit in one NVLink domain of {} GPUs, but one straddles {} ({} of its ranks on the "

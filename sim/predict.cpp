@@ -18,7 +18,10 @@ DefaultCostModels::DefaultCostModels(const ClusterSpec& cluster, const CostParam
       network(std::make_unique<NcclCollectiveModel>(cluster, params.network)) {
   // `--profile` wins over a profile the cluster names.
   const std::shared_ptr<const GpuProfile>& profile = params.profile ? params.profile : cluster.profile;
-  if (profile) compute = std::make_unique<ProfiledComputeModel>(*profile, std::move(compute));
+  // A profile measured at the stock power limit, priced under another one: its tensor-core times scale with the
+  // clock (GpuSpec::sustained_clock_fraction).
+  const double clock_slowdown = cluster.gpu.measured_clock_fraction() / cluster.gpu.sustained_clock_fraction();
+  if (profile) compute = std::make_unique<ProfiledComputeModel>(*profile, std::move(compute), clock_slowdown);
   if (profile && !profile->collectives.empty()) {
     network = std::make_unique<ProfiledCollectiveModel>(*profile, std::move(network));
   }

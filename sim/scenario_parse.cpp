@@ -65,6 +65,10 @@ PackingSpec parse_packing(const json& value) {
     const std::string kind = in.require_string("distribution");
     if (kind != "lognormal") throw Error::invalid(in.field("distribution"), kind, "must be lognormal");
     p.median = in.require_double("median", true);
+    if (p.median > static_cast<double>(limits::kSequence)) {
+      throw Error::invalid(in.field("median"), fmt::format("{}", p.median),
+                           fmt::format("must be at most {} tokens", limits::kSequence));
+    }
     p.sigma = in.double_or("sigma", 1.0, false);
     require(p.sigma >= 0 && p.sigma <= 4, in.field("sigma"), fmt::format("{}", p.sigma),
             "is the standard deviation of log(length) and must be from 0 to 4");

@@ -133,7 +133,8 @@ void check_context_parallel(const Scenario& s) {
   }
   if (p.cp_comm_type == CpCommType::kP2p || (p.cp_comm_type == CpCommType::kA2aP2p && p.cp / p.cp_a2a_size() > 1)) {
     for (int layer = 0; layer < m.num_layers; ++layer) {
-      require(m.layer_window(layer) == 0, "parallel.cp_comm_type", "p2p",
+      const std::int64_t window = m.layer_window(layer);
+      require(window == 0 || window >= s.training.seq_length, "parallel.cp_comm_type", "p2p",
               "cannot run sliding-window attention (Transformer Engine's ring attention supports only full causal "
               "masks); use a2a or allgather");
     }

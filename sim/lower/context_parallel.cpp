@@ -107,10 +107,18 @@ TaskId hierarchical_backward(Emitter& emit, const AttentionShape& local, TaskId 
   return emit.collective("cp_a2a", Stream::kCp, GroupKind::kCpA2a, CollectiveKind::kAllToAll, z.q + z.kv, {a});
 }
 
-// All-gather: local queries against the whole sequence's keys; the load-balanced causal mask keeps half of it.
+// All-gather: local queries against the whole sequence's keys; the load-balanced causal mask keeps half of it. A
+// sliding window shorter than the sequence keeps only the window before each query: each local query sees w keys
+// (priced as queries at the end of the keys, which the first chunk's earliest w queries are not).
 AttentionShape against_all_keys(const AttentionShape& local, int cp) {
+  const std::int64_t keys = local.kv_len * cp;
+  if (local.window > 0 && local.window < keys) {
+    AttentionShape a = local;
+    a.kv_len = keys;
+    return a;
+  }
   AttentionShape a = half_block(local);
-  a.kv_len *= cp;
+  a.kv_len = keys;
   return a;
 }
 

@@ -12,6 +12,7 @@
 #include "calibrate/calibration_plan.h"
 #include "calibrate/raw_profile.h"
 #include "hardware/profiled_compute.h"
+#include "sim/predict.h"
 #include "test_support.h"
 
 using namespace orrery;
@@ -397,4 +398,22 @@ TEST_CASE("a PyTorch kernel family is priced by its own samples, scaled copy sam
   CHECK(pm.elementwise(shape(Bytes{1} << 24, 0, ElementwiseKernel::kStrided)) == Approx(copy(Bytes{1} << 24)).epsilon(1e-9));
   CHECK(pm.elementwise(shape(Bytes{1} << 24, 0, ElementwiseKernel::kGeneric)) == Approx(copy(Bytes{1} << 24)).epsilon(1e-9));
   CHECK(pm.uncovered_memory() == 0);
+}
+
+TEST_CASE("a measured profile priced under a lower power cap slows its GEMMs and attention by the clock ratio",
+          "[calibrate][profile][power]") {
+  // The H200 profile was measured at the 700 W cap (1765 MHz). Capped at 500 W the H200 holds 1550.9 MHz
+  // (hardware/gpu_spec.h, sustained_clock_fraction), so every measured GEMM takes 1765 / 1550.9 as long.
+  const auto model = [](const std::string& gpu) {
+    const Scenario s = test::scenario(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h200", "num_gpus": 1,
+        "gpu": )" + gpu + "}}");
+    return DefaultCostModels(s.cluster, default_cost_params());
+  };
+  const DefaultCostModels stock = model(R"("h200-sxm")");
+  const DefaultCostModels capped = model(R"({"preset": "h200-sxm", "tdp_W": 500})");
+  const GemmSample& g = builtin_gpu_profile("h200")->gemm.front();
+  const GemmShape shape{g.m, g.n, g.k, 1, g.dtype};
+  CHECK(stock.compute->gemm(shape) == Approx(g.seconds));
+  const double clock = 1765.0 * std::cbrt((500.0 - 78.0) / (700.0 - 78.0));
+  CHECK(capped.compute->gemm(shape) == Approx(g.seconds * 1765.0 / clock));
 }

@@ -52,9 +52,12 @@ TEST_CASE("a long GEMM on a power-limited GPU runs at the clock its board limit 
   const double clock = 1765.0 * std::cbrt((500.0 - 78.0) / (700.0 - 78.0));
   CHECK(clock == Approx(1550.9).epsilon(1e-4));
   CHECK(h500.sustained_clock_fraction() == Approx(clock / 1830.0));
-  // At 1000 W the clock would pass its 1980 MHz maximum: held there.
+  // At 1000 W the clock would rise past the 1830 MHz of the datasheet peak, which stays the ceiling.
   const GpuSpec h1000 = parse_gpu(nlohmann::json::parse(R"({"preset": "h200-sxm", "tdp_W": 1000})"), "gpu");
-  CHECK(h1000.sustained_clock_fraction() == Approx(1980.0 / 1830.0));
+  CHECK(h1000.sustained_clock_fraction() == 1.0);
+  // Below a quarter of the measured limit (nvidia-smi's floor on an H100 SXM is 200 of 700 W) a cap is refused.
+  CHECK_THROWS_WITH(parse_gpu(nlohmann::json::parse(R"({"preset": "h200-sxm", "tdp_W": 150})"), "gpu"),
+                    Catch::Contains("gpu.tdp_W (150)") && Catch::Contains("at least a quarter"));
   // Without a measurement (A100) the datasheet peak stands; an override of null removes one.
   CHECK(parse_gpu(nlohmann::json("a100-sxm4-80gb"), "gpu").sustained_clock_fraction() == 1.0);
   CHECK(parse_gpu(nlohmann::json::parse(R"({"preset": "b200", "sustained_gemm_clock": null})"), "gpu")

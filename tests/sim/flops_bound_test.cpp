@@ -108,3 +108,25 @@ TEST_CASE("every example and record executes no more FLOPs than the peak allows,
   }
   CHECK(checked > 70);
 }
+
+TEST_CASE("context parallelism by all-gather prices a sliding window as the window, not the whole sequence",
+          "[sim][flops][cp]") {
+  // Each local query of a 32K sequence split over CP 2 sees its 4096-token window of the gathered keys: the
+  // attention kernel keeps q x w pairs of its q x 32K matrix (it kept half of it, as for full causal attention).
+  const auto attention_pairs = [](const char* window) {
+    const Scenario s = test::scenario(std::string(R"({"model": {"preset": "llama3-8b", "num_hidden_layers": 2)") +
+        window + R"(}, "cluster": {"preset": "dgx-h100", "num_gpus": 8}, "parallel": {"tp": 4, "cp": 2,
+        "sequence_parallel": true, "cp_comm_type": "allgather"}, "training": {"seq_length": 32768,
+        "global_batch_size": 1}})");
+    const WorkloadGraph g = test::lowered(s);
+    double pairs = 0;
+    for (const Op& op : g.programs[0].ops) {
+      if (const auto* a = std::get_if<AttentionShape>(&op); a && !a->backward) {
+        pairs = a->kept_fraction() * static_cast<double>(a->q_len * a->kv_len);
+      }
+    }
+    return pairs;
+  };
+  CHECK(attention_pairs("") == Approx(16384.0 * 32768 / 2));
+  CHECK(attention_pairs(R"(, "sliding_window": 4096)") == Approx(16384.0 * 4096));
+}

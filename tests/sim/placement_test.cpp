@@ -104,3 +104,15 @@ TEST_CASE("a segment larger than a rack or not dividing the job's nodes is refus
   CHECK(error(256, 8).empty());
   CHECK_THAT(error(256, -1), Catch::Contains("cluster.segment_nodes"));
 }
+
+TEST_CASE("a group strided wider than a domain by the rank order is not reported as straddling by surprise",
+          "[sim][placement]") {
+  // TP 4 x CP 4 on 16 H100s: each CP group is ranks r, r + 4, r + 8, r + 12, spread over 16 ranks, so it cannot sit
+  // on one 8-GPU node whatever the scheduler does; no warning (it is priced across nodes all the same).
+  const Scenario s = test::scenario(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 16},
+      "parallel": {"tp": 4, "cp": 4, "sequence_parallel": true}, "training": {"seq_length": 8192, "global_batch_size": 4}})");
+  for (const std::string& w : s.warnings) CHECK_THAT(w, !Catch::Contains("straddles"));
+  const GroupPlacement cp = costliest_group_placement(s.cluster, RankLayout(s.parallel), GroupKind::kCp, 0);
+  CHECK(cp.span == 13);
+  CHECK(cp.domains == 2);
+}

@@ -28,6 +28,7 @@ struct FitArgs {
   std::vector<std::string> skip;
   std::string write;
   bool leave_one_out = false;
+  bool leave_one_generation_out = false;
 };
 
 void fit_collectives(const FitArgs& a) {
@@ -83,9 +84,15 @@ void add_fit_command(CLI::App& app, int& exit_code) {
   rec->add_option("--write", args->write, "write the fitted values into this cost-model preset file");
   rec->add_flag("--leave-one-out", args->leave_one_out,
                 "refit without each source prefix in turn and score the left-out records (no --write)");
+  rec->add_flag("--leave-one-generation-out", args->leave_one_generation_out,
+                "refit without each GPU generation (Ampere, Hopper, ...) in turn and score it (no --write)");
   rec->callback([args, &exit_code] {
-    exit_code = args->leave_one_out ? leave_one_source_out(args->paths, args->skip)
-                                    : fit_records(args->paths, args->exclude_prefixes, args->skip, args->write);
+    if (args->leave_one_out && args->leave_one_generation_out) {
+      throw Error::invalid("--leave-one-generation-out", "given", "cannot be combined with --leave-one-out");
+    }
+    exit_code = args->leave_one_out              ? leave_one_source_out(args->paths, args->skip)
+                : args->leave_one_generation_out ? leave_one_generation_out(args->paths, args->skip)
+                                                 : fit_records(args->paths, args->exclude_prefixes, args->skip, args->write);
   });
 }
 

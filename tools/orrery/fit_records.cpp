@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include "calibrate/fit_record.h"
@@ -71,28 +72,49 @@ int fit_records(const std::vector<std::string>& paths, const std::vector<std::st
   return 0;
 }
 
-int leave_one_source_out(const std::vector<std::string>& paths, const std::vector<std::string>& skip) {
+namespace {
+
+// Refits without each group of records in turn (grouped by `group_of`) and scores the group left out.
+int leave_one_group_out(const std::vector<std::string>& paths, const std::vector<std::string>& skip,
+                        const char* what, const std::function<std::string(const FitRecord&)>& group_of) {
   const auto all = load_fit_records(paths, {}, skip);
-  std::map<std::string, int> prefixes;
-  for (const FitRecord& r : all) ++prefixes[r.prefix];
-  fmt::print("leave-one-source-out: fit without each prefix, score its records\n");
+  std::map<std::string, int> groups;
+  for (const FitRecord& r : all) ++groups[group_of(r)];
+  fmt::print("leave-one-{}-out: fit without each {}, score its records\n", what, what);
   double total = 0;
   int count = 0;
-  for (const auto& [prefix, n] : prefixes) {
+  for (const auto& [group, n] : groups) {
     std::vector<FitRecord> train, test;
-    for (const FitRecord& r : all) (r.prefix == prefix ? test : train).push_back(r);
+    for (const FitRecord& r : all) (group_of(r) == group ? test : train).push_back(r);
+    if (train.empty()) {
+      fmt::print("  {:<20} held out: nothing left to fit on\n", group);
+      continue;
+    }
     const CostParams fitted = fit_compute_params(train, default_cost_params());
     const auto predicted = predict_records(test, fitted);
     const double m = mape(test, predicted);
     total += m * static_cast<double>(test.size());
     count += static_cast<int>(test.size());
-    fmt::print("  {:<20} held out: MAPE {:5.1f}% over {} records (gemm_peak_fraction {:.3f}, fp8 {:.3f}, hbm_efficiency "
-               "{:.3f})\n", prefix, m, test.size(), fitted.compute.gemm_peak_fraction,
+    fmt::print("  {:<20} held out: MAPE {:5.1f}% over {} records, fitted on {} (gemm_peak_fraction {:.3f}, fp8 {:.3f}, "
+               "hbm_efficiency {:.3f})\n", group, m, test.size(), train.size(), fitted.compute.gemm_peak_fraction,
                fitted.compute.gemm_fp8_peak_fraction, fitted.compute.hbm_efficiency);
     std::fflush(stdout);
   }
   fmt::print("  overall held-out MAPE {:.1f}% over {} records\n", count ? total / count : 0.0, count);
   return 0;
+}
+
+}  // namespace
+
+int leave_one_source_out(const std::vector<std::string>& paths, const std::vector<std::string>& skip) {
+  return leave_one_group_out(paths, skip, "source", [](const FitRecord& r) { return r.prefix; });
+}
+
+int leave_one_generation_out(const std::vector<std::string>& paths, const std::vector<std::string>& skip) {
+  return leave_one_group_out(paths, skip, "generation", [](const FitRecord& r) {
+    const std::string& a = r.scenario.cluster.gpu.architecture;
+    return a.empty() ? r.scenario.cluster.gpu.name : a;
+  });
 }
 
 }  // namespace orrery::cli
