@@ -32,6 +32,11 @@ def main():
         expect(line in printed, f"README's default summary line is not what predict prints: {line!r}")
     expect(len(quoted) >= 8, f"README's default summary block not found ({len(quoted)} lines)")
 
+    r = run(orrery, "fit", "records", os.path.join(source, "scenarios", "validation"), "--leave-one-out",
+            "--leave-one-generation-out")
+    expect(r.returncode == 2 and "--leave-one-generation-out" in r.stderr,
+           f"fit records with both leave-one-out flags: exit {r.returncode}, {r.stderr[:200]}")
+
     r = run(orrery, "predict", "--model", "llama3-70b", "--cluster", "dgx-h100", "--num-gpus", "64", "--tp", "8", "--json")
     expect(r.returncode == 0, f"predict from flags: exit {r.returncode}: {r.stderr[:200]}")
     if r.returncode == 0:
