@@ -13,7 +13,7 @@ namespace orrery {
 struct GpuSpec {
   std::string name;          // preset key, e.g. "h100-sxm"
   std::string display_name;  // e.g. "NVIDIA H100 SXM5 80GB"
-  std::string architecture;  // GPU generation as its vendor names it ("Ampere", "Hopper", "Blackwell"); "" unknown
+  std::string architecture;  // GPU generation, lower case as the presets write it ("ampere", "hopper"); "" unknown
   // Dense tensor-core peaks (FLOP/s); 0 where the chip has no such path. peak_fp32 is the non-tensor FP32 rate.
   FlopsPerSecond peak_fp32 = 0, peak_tf32 = 0, peak_fp16 = 0, peak_bf16 = 0, peak_fp8 = 0;
   Bytes hbm_capacity = 0;

@@ -14,7 +14,7 @@ int fit_records(const std::vector<std::string>& paths, const std::vector<std::st
 /// For each source prefix: fit without it, then score its records (the leave-one-source-out MAPE).
 int leave_one_source_out(const std::vector<std::string>& paths, const std::vector<std::string>& skip);
 
-/// The same per GPU generation (GpuSpec::architecture: Ampere, Hopper, Blackwell): how the fit carries to a
+/// The same per GPU generation (GpuSpec::architecture: ampere, hopper, blackwell): how the fit carries to a
 /// generation it did not see.
 int leave_one_generation_out(const std::vector<std::string>& paths, const std::vector<std::string>& skip);
 
