@@ -73,7 +73,7 @@ void DataParallelLowering::emit_prologue(Emitter& emit, const std::vector<int>& 
 
 void DataParallelLowering::emit_bucket_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready,
                                                   TaskId fallback, std::vector<TaskId>& done, int only_chunk,
-                                                  std::vector<BucketSpan>* spans) {
+                                                  TaskId* first_gradient) {
   std::vector<TaskId> ready(groups_.size(), -1);
   for (const ParamUse& use : grad_ready) {
     if (only_chunk >= 0 && use.chunk != only_chunk) continue;
@@ -83,13 +83,14 @@ void DataParallelLowering::emit_bucket_reduction(Emitter& emit, const std::vecto
   }
   // Issue buckets in the order their gradients complete: by the task that finishes each bucket.
   std::vector<std::pair<TaskId, std::size_t>> order;
-  std::vector<TaskId> first_ready(buckets_.size(), -1);
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     if (only_chunk >= 0 && buckets_[b].chunk != only_chunk) continue;
     TaskId last = -1;
     for (std::size_t g : buckets_[b].groups) {
       last = std::max(last, ready[g]);
-      if (ready[g] >= 0 && (first_ready[b] < 0 || ready[g] < first_ready[b])) first_ready[b] = ready[g];
+      if (first_gradient && ready[g] >= 0 && (*first_gradient < 0 || ready[g] < *first_gradient)) {
+        *first_gradient = ready[g];
+      }
     }
     order.emplace_back(ctx_.plan.overlap_grad_reduce && last >= 0 ? last : fallback, b);
   }
@@ -101,7 +102,6 @@ void DataParallelLowering::emit_bucket_reduction(Emitter& emit, const std::vecto
     if (t >= 0) {
       done.push_back(t);
       chunk_reductions_[static_cast<std::size_t>(buckets_[b].chunk)].push_back(t);
-      if (spans) spans->push_back({first_ready[b] >= 0 ? first_ready[b] : after, t, buckets_[b].elements});
     }
   }
 }
@@ -148,16 +148,14 @@ void DataParallelLowering::after_backward_step(Emitter& emit, int chunk, const s
   const Phase phase = emit.phase();
   emit.set_phase(Phase::kBackwardWeight);
   std::vector<TaskId> done;
-  std::vector<BucketSpan> spans;
-  emit_bucket_reduction(emit, grads, emit.last_compute(), done, chunk, &spans);
+  TaskId first = -1;
+  emit_bucket_reduction(emit, grads, emit.last_compute(), done, chunk, &first);
   // DeepSpeed's stage 2 (runtime/zero/stage_1_and_2.py, backward()) allocates its contiguous-gradient buckets
   // (ipg_buffer: reduce_bucket_size elements each, two with overlap_comm) as each backward starts; every gradient
   // is copied into the bucket being filled as its hook fires, the bucket is reduced to its owners, and only the
   // owned shard is kept. So a backward holds the buckets, never a full-size gradient of the chunk. Not modelled:
   // a hook that waits for a bucket still being reduced (the two buffers bound the reductions in flight).
-  if (!spans.empty()) {
-    TaskId first = spans.front().first_gradient;
-    for (const BucketSpan& b : spans) first = std::min(first, b.first_gradient);
+  if (!done.empty() && first >= 0) {
     const Bytes buffers = (ctx_.plan.overlap_grad_reduce ? 2 : 1) * kDeepSpeedReduceBucketSize * ctx_.grad_bytes;
     emit.builder().alloc_at_start(first, MemoryKind::kOther, buffers);
     emit.builder().free_at_end(done.back(), MemoryKind::kOther, buffers);

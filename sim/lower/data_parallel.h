@@ -71,16 +71,11 @@ class DataParallelLowering {
   /// the chunk's data-parallel reductions (or its last gradient); appends them to `done`.
   void emit_mirror_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready, TaskId last_backward,
                              std::vector<TaskId>& done);
-  /// A reduced bucket: the task that produced its first gradient, its reduction, and its elements.
-  struct BucketSpan {
-    TaskId first_gradient = -1;
-    TaskId reduction = -1;
-    std::int64_t elements = 0;
-  };
   /// Reduces the buckets (of chunk `only_chunk`, or all when < 0) in the order their gradients complete, appending
-  /// the reductions to `done` and, when `spans` is given, each bucket's span.
+  /// the reductions to `done`; when `first_gradient` is given, sets it to the earliest task producing one of their
+  /// gradients (left as is when none does).
   void emit_bucket_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready, TaskId fallback,
-                             std::vector<TaskId>& done, int only_chunk, std::vector<BucketSpan>* spans = nullptr);
+                             std::vector<TaskId>& done, int only_chunk, TaskId* first_gradient = nullptr);
 
   const LoweringContext& ctx_;
   int stage_;

@@ -74,9 +74,8 @@ TEST_CASE("packed documents count attention within each document: 128-token piec
           "[sim][flops]") {
   // Each 4096-token sequence holds 32 documents of 128 tokens: the causal pairs are 32 x 128 x 129 / 2 against
   // 4096 x 4097 / 2 for one document, a ratio of 129 / 4097, which scales the attention term of both counts.
+  // (128-token documents never reach the 4096-token window.)
   const Scenario s = mistral_7b(4096, R"(, "packed_documents": {"lengths": [128]})");
-  ModelSpec full = s.model;
-  full.sliding_window = 0;  // 128-token documents never reach the 4096 window
   const Report r = predict(s).report;
   const double ratio = 129.0 / 4097.0;
   REQUIRE(r.packing);
