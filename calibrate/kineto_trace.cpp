@@ -5,6 +5,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <unordered_map>
 
@@ -116,7 +117,7 @@ KinetoTrace read_kineto_trace(const std::string& file) {
     t.world_size = static_cast<int>(int_arg(*di, "world_size"));
   }
   struct Launch {
-    double ts = 0;
+    double ts = 0, dur = 0;
     std::int64_t pid = 0, tid = 0;
   };
   std::unordered_map<std::int64_t, Launch> launch_us;  // correlation id -> CPU launch
@@ -125,6 +126,7 @@ KinetoTrace read_kineto_trace(const std::string& file) {
     std::int64_t pid = 0, tid = 0;
     int layer = -1;
     bool backward = false;
+    bool optimizer = false;
   };
   std::vector<LayerRange> layer_ranges;
   std::vector<std::pair<double, std::size_t>> kernel_launch, copy_launch;
@@ -139,6 +141,9 @@ KinetoTrace read_kineto_trace(const std::string& file) {
       const std::string name = e.value("name", "");
       if (name.rfind("ProfilerStep#", 0) == 0) {
         t.steps.push_back({name, number(e, "ts", where) * 1e-6, number(e, "dur", where) * 1e-6});
+      } else if (name.rfind("Optimizer.step#", 0) == 0) {
+        const double ts = number(e, "ts", where);
+        layer_ranges.push_back({ts, ts + number(e, "dur", where), int_arg(e, "pid"), int_arg(e, "tid"), -1, false, true});
       } else if (name.rfind("orrery.layer", 0) == 0) {
         const std::size_t dot = name.find('.', 12);
         const std::string phase = dot == std::string::npos ? "" : name.substr(dot + 1);
@@ -156,7 +161,8 @@ KinetoTrace read_kineto_trace(const std::string& file) {
       }
     } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
       if (args.contains("correlation")) {
-        launch_us[int_arg(args, "correlation")] = {number(e, "ts", where), int_arg(e, "pid"), int_arg(e, "tid")};
+        launch_us[int_arg(args, "correlation")] = {number(e, "ts", where), number(e, "dur", where), int_arg(e, "pid"),
+                                                   int_arg(e, "tid")};
       }
     } else if (cat == "gpu_memcpy" || cat == "gpu_memset") {
       t.copies.push_back(gpu_event(e, args, where, cat));
@@ -184,6 +190,7 @@ KinetoTrace read_kineto_trace(const std::string& file) {
     }
     if (it == launch_us.end()) return;
     for (const LayerRange& r : layer_ranges) {  // innermost wins: ranges of one thread do not overlap
+      if (r.optimizer) continue;
       if (r.pid == it->second.pid && r.tid == it->second.tid && it->second.ts >= r.ts && it->second.ts < r.end) {
         k.layer = r.layer;
         k.backward = r.backward;
@@ -192,7 +199,80 @@ KinetoTrace read_kineto_trace(const std::string& file) {
   };
   for (const auto& [corr, index] : kernel_launch) attribute(t.kernels[index], static_cast<std::int64_t>(corr));
   for (const auto& [corr, index] : copy_launch) attribute(t.copies[index], static_cast<std::int64_t>(corr));
+  // Each range's launches: the runtime calls of its thread inside it whose kernel the trace holds, one per library
+  // call. A call's helper work belongs to it: copies and fills (cuBLASLt's workspace memset before a GEMM), cuBLASLt's
+  // split-K reduction kernel, and the kernels after the first of a run of cuDNN kernels (SDPA's backward launches
+  // five: its dO.O reduction, the main kernel, dQ's conversion...).
+  enum class Library : std::uint8_t { kOther, kCublasHelper, kCudnn };
+  struct Call {
+    Launch at;
+    Library library = Library::kOther;
+  };
+  std::vector<Call> calls;
+  for (const auto& [corr, index] : kernel_launch) {
+    const auto it = launch_us.find(static_cast<std::int64_t>(corr));
+    if (it == launch_us.end()) continue;
+    const std::string& name = t.kernels[index].name;
+    const Library library = name.find("splitKreduce") != std::string::npos ? Library::kCublasHelper
+                            : name.find("cudnn") != std::string::npos      ? Library::kCudnn
+                                                                           : Library::kOther;
+    calls.push_back({it->second, library});
+  }
+  std::sort(calls.begin(), calls.end(), [](const Call& x, const Call& y) { return x.at.ts < y.at.ts; });
+  std::vector<Launch> launches;
+  std::unordered_map<std::int64_t, bool> in_cudnn_run;  // per thread: its previous launch was a cuDNN kernel
+  for (const Call& c : calls) {
+    bool& run = in_cudnn_run[c.at.tid];
+    const bool helper = c.library == Library::kCublasHelper || (c.library == Library::kCudnn && run);
+    if (!helper) launches.push_back(c.at);
+    run = c.library == Library::kCudnn;
+  }
+  std::sort(layer_ranges.begin(), layer_ranges.end(), [](const LayerRange& a, const LayerRange& b) { return a.ts < b.ts; });
+  for (const LayerRange& r : layer_ranges) {
+    KinetoRange out;
+    out.what = r.optimizer ? KinetoRange::What::kOptimizer
+                           : (r.backward ? KinetoRange::What::kBackward : KinetoRange::What::kForward);
+    out.layer = r.layer;
+    out.start = r.ts * 1e-6;
+    out.duration = (r.end - r.ts) * 1e-6;
+    const auto first = std::lower_bound(launches.begin(), launches.end(), r.ts,
+                                        [](const Launch& l, double ts) { return l.ts < ts; });
+    for (auto it = first; it != launches.end() && it->ts < r.end; ++it) {
+      if (it->pid != r.pid || it->tid != r.tid) continue;
+      ++out.launches;
+      out.longest_launch = std::max(out.longest_launch, it->dur * 1e-6);
+      out.launch_calls.push_back(it->dur * 1e-6);
+    }
+    t.ranges.push_back(out);
+  }
   return t;
+}
+
+HostIssueRates host_issue_rates(const std::vector<KinetoTrace>& traces, Seconds blocked_call) {
+  std::array<std::vector<double>, 3> per_launch;
+  std::vector<double> calls;
+  for (const KinetoTrace& t : traces) {
+    for (const KinetoRange& r : t.ranges) {
+      if (r.launches == 0 || r.longest_launch > blocked_call) continue;
+      per_launch[static_cast<std::size_t>(r.what)].push_back(r.duration / r.launches);
+      calls.insert(calls.end(), r.launch_calls.begin(), r.launch_calls.end());
+    }
+  }
+  const auto median = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
+  HostIssueRates out;
+  out.forward = median(per_launch[0]);
+  out.backward = median(per_launch[1]);
+  out.optimizer = median(per_launch[2]);
+  out.launch_call = median(calls);
+  out.forward_ranges = static_cast<int>(per_launch[0].size());
+  out.backward_ranges = static_cast<int>(per_launch[1].size());
+  out.optimizer_ranges = static_cast<int>(per_launch[2].size());
+  return out;
 }
 
 StepKernelTime step_kernel_time(const KinetoTrace& trace, int step) {

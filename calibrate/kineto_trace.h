@@ -47,6 +47,19 @@ struct KinetoStep {
   Seconds start = 0, duration = 0;
 };
 
+/// A CPU range of one thread: a decoder layer's forward or backward annotation, or the optimizer step
+/// (torch.optim's "Optimizer.step#<Name>.step" annotation), with the kernel and copy launches made inside it.
+struct KinetoRange {
+  enum class What : std::uint8_t { kForward, kBackward, kOptimizer };
+  What what = What::kForward;
+  int layer = -1;  // -1 for the optimizer step
+  Seconds start = 0, duration = 0;
+  int launches = 0;             // runtime calls inside the range whose kernel the trace holds (copies and fills
+                                // belong to the kernel launch that issued them, as cuBLASLt's workspace memset)
+  Seconds longest_launch = 0;   // the longest of those calls
+  std::vector<Seconds> launch_calls;  // each of those calls' own CPU time
+};
+
 struct KinetoTrace {
   std::string file;
   std::string device_name;  // deviceProperties[0].name, "" when not recorded
@@ -56,6 +69,7 @@ struct KinetoTrace {
   /// gpu_memcpy and gpu_memset events (device copies such as autograd's pow(x, 1) or a zero fill), attributed to
   /// steps and layers as kernels are; kind kOther.
   std::vector<KinetoKernel> copies;
+  std::vector<KinetoRange> ranges;  // layer and optimizer-step ranges, in time order
 };
 
 /// Reads a trace (.json or .json.gz). Errors: Error::io for an unreadable file; Error::invalid naming the file for
@@ -70,5 +84,17 @@ struct StepKernelTime {
   Seconds copies = 0;
 };
 StepKernelTime step_kernel_time(const KinetoTrace& trace, int step);
+
+/// The host's CPU time per launch, by phase: the median over the traces' ranges of that phase of range time /
+/// launches, counting only ranges in which no launch call took longer than `blocked_call` (a longer call waited
+/// for a slot in CUDA's full launch queue, so the host was held by the GPU and its range measures the GPU's pace).
+/// The time per launch covers everything the thread did between launches: the framework's Python, the dispatcher,
+/// autograd, the allocator and the launch call. Zero, with count 0, for a phase without an unblocked range.
+struct HostIssueRates {
+  Seconds forward = 0, backward = 0, optimizer = 0;
+  Seconds launch_call = 0;  // median CPU time of the launch call itself over those ranges' launches
+  int forward_ranges = 0, backward_ranges = 0, optimizer_ranges = 0;  // unblocked ranges the medians are over
+};
+HostIssueRates host_issue_rates(const std::vector<KinetoTrace>& traces, Seconds blocked_call = 50e-6);
 
 }  // namespace orrery

@@ -82,7 +82,7 @@ std::vector<double> predict_records(const std::vector<FitRecord>& records, const
   parallel_for(records.size(), threads, [&](std::size_t i) {
     const FitRecord& r = records[i];
     DefaultCostModels models(r.scenario.cluster, params);
-    const Durations d = price_graph(r.graph, models.models());
+    const Durations d = price_graph(r.graph, models.models(), host_issue_costs(params.compute.host, r.scenario.training.framework));
     RunOptions options;
     options.record_budget = 0;
     out[i] = from_nanos(run_engine(r.graph, r.instances, d, engine_options(params, options)).makespan);
@@ -102,8 +102,8 @@ const std::vector<ComputeKnob>& fitted_compute_knobs() {
        [](C& c, double v) { c.gemm_wave_tail = v; }},
       {"hbm_efficiency", 0.2, 1.0, [](const C& c) { return c.hbm_efficiency; },
        [](C& c, double v) { c.hbm_efficiency = v; }},
-      {"kernel_overhead_us", 0.0, 20.0, [](const C& c) { return to_us(c.kernel_overhead); },
-       [](C& c, double v) { c.kernel_overhead = from_us(v); }},
+      {"megatron_host_issue_us", 0.0, 100.0, [](const C& c) { return to_us(c.host.megatron); },
+       [](C& c, double v) { c.host.megatron = from_us(v); }},
       // NCCL runs one CTA per channel, up to 32 SMs of 108 (A100) or 132 (H100), and shares HBM bandwidth:
       // compute loses at most about 30% while a collective runs.
       {"overlap_slowdown", 0.0, 0.3, [](const C& c) { return c.overlap_slowdown; },

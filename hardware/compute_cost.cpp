@@ -57,7 +57,7 @@ Seconds RooflineComputeModel::gemm_compute_time(const GemmShape& s) const {
 Seconds RooflineComputeModel::gemm(const GemmShape& s) const {
   if (s.m <= 0 || s.n <= 0 || s.k <= 0 || s.batch <= 0) return 0.0;
   const double kernels = s.grouped ? static_cast<double>(s.batch) : 1.0;
-  return std::max(gemm_compute_time(s), memory_time(s.bytes())) + kernels * params_.kernel_overhead;
+  return std::max(gemm_compute_time(s), memory_time(s.bytes())) + kernels * params_.launch_gap;
 }
 
 double RooflineComputeModel::attention_occupancy(const AttentionShape& s) const {
@@ -95,12 +95,12 @@ Seconds RooflineComputeModel::attention(const AttentionShape& s) const {
   }
   Seconds compute = s.executed_flops() / (gpu_.peak_for(s.dtype) * gpu_.sustained_clock_fraction() * fraction *
                                           head_dim_ratio * attention_occupancy(s));
-  return std::max(compute, memory_time(s.bytes())) + params_.kernel_overhead;
+  return std::max(compute, memory_time(s.bytes())) + params_.launch_gap;
 }
 
 Seconds RooflineComputeModel::elementwise(const ElementwiseShape& s) const {
   if (s.bytes() <= 0) return 0.0;
-  return memory_time(s.bytes()) + static_cast<double>(s.kernels) * params_.kernel_overhead;
+  return memory_time(s.bytes()) + static_cast<double>(s.kernels) * params_.launch_gap;
 }
 
 }  // namespace orrery

@@ -21,13 +21,14 @@ class ComputeCostModel {
   virtual Seconds attention(const AttentionShape& shape) const = 0;
   /// Seconds for one memory-bound kernel.
   virtual Seconds elementwise(const ElementwiseShape& shape) const = 0;
-  /// Seconds the GPU idles after a host synchronisation before the next kernel arrives.
+  /// GPU seconds of a device-to-host synchronisation's small copy. The wait that follows it (the host blocked until
+  /// the copy lands, then issuing the next kernels at its framework's CPU cost) is the engine's host timeline.
   virtual Seconds host_sync() const = 0;
   /// Seconds of a PCIe copy or of host-DRAM-bound CPU work. Errors: Error::invalid when the host side is unknown.
   virtual Seconds host_op(const HostOpShape& shape) const = 0;
 };
 
-/// Roofline: max(FLOPs / (peak x efficiency), bytes / (HBM bandwidth x hbm_efficiency)) + kernel overhead.
+/// Roofline: max(FLOPs / (peak x efficiency), bytes / (HBM bandwidth x hbm_efficiency)) + the GPU's launch gap.
 /// GEMM efficiency from shape: the best of the candidate CTA tiles, each paying tile quantization (padded m, n),
 /// wave quantization (a partial last wave costs gemm_wave_tail of a full one: 1 for plain tiling, less where
 /// cuBLAS picks split-K or stream-K kernels) and a short-k penalty k / (k + k_half). Sources for the effects:
@@ -40,7 +41,7 @@ class RooflineComputeModel final : public ComputeCostModel {
   Seconds gemm(const GemmShape& shape) const override;
   Seconds attention(const AttentionShape& shape) const override;
   Seconds elementwise(const ElementwiseShape& shape) const override;
-  Seconds host_sync() const override { return params_.host_sync_gap; }
+  Seconds host_sync() const override { return params_.launch_gap; }
   /// Copies at pcie_efficiency of the GPU's per-direction PCIe bandwidth; host work at host_memory_efficiency of
   /// the GPU's share of host DRAM bandwidth (ZeRO-Offload, arXiv:2101.06840: the CPU Adam step is memory-bound).
   Seconds host_op(const HostOpShape& shape) const override;

@@ -35,9 +35,13 @@ CostParams parse_cost_params(const json& value, const std::string& path) {
   p.compute.attention_forward_peak_fraction = c.require_double("attention_forward_peak_fraction", true);
   p.compute.attention_backward_peak_fraction = c.require_double("attention_backward_peak_fraction", true);
   p.compute.hbm_efficiency = c.require_double("hbm_efficiency", true);
-  p.compute.kernel_overhead = from_us(c.require_double("kernel_overhead_us"));
+  p.compute.launch_gap = from_us(c.require_double("launch_gap_us"));
   p.compute.overlap_slowdown = c.require_double("overlap_slowdown");
-  p.compute.host_sync_gap = from_us(c.require_double("host_sync_gap_us"));
+  p.compute.host.megatron = from_us(c.require_double("megatron_host_issue_us"));
+  p.compute.host.pytorch_forward = from_us(c.require_double("pytorch_forward_host_issue_us"));
+  p.compute.host.pytorch_backward = from_us(c.require_double("pytorch_backward_host_issue_us"));
+  p.compute.host.pytorch_optimizer = from_us(c.require_double("pytorch_optimizer_host_issue_us"));
+  p.compute.host.library = from_us(c.require_double("library_host_issue_us"));
   p.compute.pcie_efficiency = c.require_double("pcie_efficiency", true);
   p.compute.host_memory_efficiency = c.require_double("host_memory_efficiency", true);
   if (const json* tiles = c.raw("gemm_tiles")) {

@@ -18,6 +18,21 @@ struct GemmTile {
   double relative_efficiency = 1.0;
 };
 
+/// CPU time a rank's host thread spends per kernel or collective it issues, by framework: the framework's Python,
+/// the dispatcher and autograd, and the launch call (the host timeline, sim/engine.h: a kernel starts no earlier
+/// than its host has issued it). Megatron-Core's fused Transformer Engine modules issue each kernel from fewer Python
+/// frames than PyTorch eager autograd; PyTorch eager's costs differ by phase (the forward runs the module's Python,
+/// the backward only the autograd engine's C++, the optimizer its per-step Python over the parameter lists).
+struct HostIssueCosts {
+  Seconds megatron = 0;           // Megatron-Core / Megatron-LM, every phase
+  Seconds pytorch_forward = 0;    // PyTorch eager, forward (and recomputed forward)
+  Seconds pytorch_backward = 0;   // PyTorch eager, backward
+  Seconds pytorch_optimizer = 0;  // PyTorch eager, optimizer step
+  /// A launch a library's C++ makes in a loop with no Python between (torch.distributed's per-rank chunk copies
+  /// of a list-based collective, TaskKind::kCommCopy): the launch call alone.
+  Seconds library = 0;
+};
+
 struct ComputeParams {
   double gemm_peak_fraction = 0;        // fraction of dense peak a large, well-shaped GEMM sustains
   double gemm_fp8_peak_fraction = 0;    // the same for FP8 GEMMs, of the FP8 dense peak
@@ -27,9 +42,9 @@ struct ComputeParams {
   double attention_forward_peak_fraction = 0;   // fused attention forward, of dense peak
   double attention_backward_peak_fraction = 0;  // fused attention backward, of dense peak
   double hbm_efficiency = 0;            // fraction of datasheet HBM bandwidth memory-bound kernels reach
-  Seconds kernel_overhead = 0;          // per-kernel gap on the GPU (launch, tail)
+  Seconds launch_gap = 0;               // GPU time between back-to-back kernels (launch and tail), per kernel
   double overlap_slowdown = 0;          // compute slows by this fraction while communication kernels run
-  Seconds host_sync_gap = 0;            // GPU idle after a device-to-host synchronisation
+  HostIssueCosts host;                  // CPU time to issue each kernel (the host timeline, sim/engine.h)
   double pcie_efficiency = 0;           // fraction of the PCIe link rate pinned-memory copies reach
   double host_memory_efficiency = 0;    // fraction of datasheet host DRAM bandwidth streaming CPU work reaches
 };

@@ -37,7 +37,41 @@ Seconds op_duration(const Op& op, const CostModels& models) {
                     op);
 }
 
-Durations price_graph(const WorkloadGraph& graph, const CostModels& models) {
+Seconds HostIssue::of(TaskKind kind, Phase phase) const {
+  if (kind == TaskKind::kCommCopy) return library;
+  switch (phase) {
+    case Phase::kForward: case Phase::kRecompute: return forward;
+    case Phase::kBackwardInput: case Phase::kBackwardWeight: return backward;
+    case Phase::kOptimizer: return optimizer;
+  }
+  return forward;
+}
+
+HostIssue host_issue_costs(const HostIssueCosts& costs, Framework framework) {
+  switch (framework) {
+    case Framework::kPytorch:
+      return {costs.pytorch_forward, costs.pytorch_backward, costs.pytorch_optimizer, costs.library};
+    case Framework::kMegatron: case Framework::kDeepSpeed03: break;
+  }
+  return {costs.megatron, costs.megatron, costs.megatron, costs.library};
+}
+
+std::int64_t host_launches(const Op& op) {
+  return std::visit(Overloaded{
+                        [](const GemmShape& s) -> std::int64_t {
+                          if (s.m <= 0 || s.n <= 0 || s.k <= 0 || s.batch <= 0) return 0;
+                          return s.grouped ? s.batch : 1;
+                        },
+                        [](const AttentionShape& s) -> std::int64_t { return s.batch > 0 && s.heads > 0 && s.q_len > 0; },
+                        [](const ElementwiseShape& s) -> std::int64_t { return s.bytes() > 0 ? s.kernels : 0; },
+                        [](const CollectiveOp& s) -> std::int64_t { return s.bytes > 0; },
+                        [](const HostSyncShape&) -> std::int64_t { return 1; },
+                        [](const HostOpShape& s) -> std::int64_t { return s.bytes > 0; },
+                    },
+                    op);
+}
+
+Durations price_graph(const WorkloadGraph& graph, const CostModels& models, const HostIssue& host) {
   Durations d;
   d.op_seconds.reserve(graph.programs.size());
   for (const Program& p : graph.programs) {
@@ -54,6 +88,16 @@ Durations price_graph(const WorkloadGraph& graph, const CostModels& models) {
       per_op.push_back(seconds);
     }
     d.op_seconds.push_back(std::move(per_op));
+    if (!host.any()) continue;
+    std::vector<std::int64_t> launches;
+    launches.reserve(p.ops.size());
+    for (const Op& op : p.ops) launches.push_back(host_launches(op));
+    std::vector<Seconds> issue;
+    issue.reserve(p.tasks.size());
+    for (const Task& t : p.tasks) {
+      issue.push_back(t.op < 0 ? 0.0 : static_cast<double>(launches[static_cast<std::size_t>(t.op)]) * host.of(t.kind, t.phase));
+    }
+    d.issue_seconds.push_back(std::move(issue));
   }
   return d;
 }

@@ -20,7 +20,7 @@ struct Event {
   Nanoseconds time;
   std::int64_t seq;  // issue order: ties in time resolve deterministically; also identifies re-timed events
   std::int32_t instance;
-  std::int32_t task;
+  std::int32_t task;  // the task that ends; ~task (negative): the host has issued it
 };
 
 // Orders the queue's top as the earliest (time, seq).
@@ -104,6 +104,25 @@ class Simulation {
     }
     result_.instances.resize(n);
     running_.resize(n);
+    host_on_ = !d.issue_seconds.empty();
+    if (host_on_) {
+      issue_prefix_.resize(g.programs.size());
+      blocking_.resize(g.programs.size());
+      for (std::size_t p = 0; p < g.programs.size(); ++p) {
+        const Program& prog = g.programs[p];
+        Nanoseconds total_ns = 0;
+        issue_prefix_[p].reserve(prog.tasks.size());
+        for (std::size_t t = 0; t < prog.tasks.size(); ++t) {
+          total_ns += to_nanos(d.issue_seconds[p][t]);
+          issue_prefix_[p].push_back(total_ns);
+          if (blocks_host(prog, prog.tasks[t])) blocking_[p].push_back(static_cast<std::int32_t>(t));
+        }
+      }
+      host_segment_.assign(n, 0);
+      host_base_.assign(n, 0);
+      host_waiting_.resize(n);
+      host_bases_.resize(n);
+    }
     // Lanes matter only when a program merges passes onto twin streams; otherwise stream order already runs one
     // task per stream at a time, and the run skips the bookkeeping.
     for (const Program& p : g.programs) {
@@ -148,6 +167,10 @@ class Simulation {
     while (!events_.empty()) {
       Event e = events_.top();
       events_.pop();
+      if (e.task < 0) {  // the host has issued a task whose predecessors had ended
+        arrive(e.instance, ~e.task, e.time);
+        continue;
+      }
       if (share_network_ && directions(static_cast<std::size_t>(e.instance), e.task) != 0) {
         if (!transfer_done(e)) continue;
       } else if (slowdown_ > 0 && !due(e)) {
@@ -257,7 +280,49 @@ class Simulation {
     return r.recorded ? &r.timings[static_cast<std::size_t>(task)] : nullptr;
   }
 
+  // Whether a task holds its host until it ends: a device-to-host synchronisation, or CPU work on the host.
+  static bool blocks_host(const Program& p, const Task& t) {
+    if (t.kind == TaskKind::kHostSync) return true;
+    if (t.kind != TaskKind::kHostOp || t.op < 0) return false;
+    const auto* h = std::get_if<HostOpShape>(&p.ops[static_cast<std::size_t>(t.op)]);
+    return h && h->kind == HostOpShape::Kind::kHostMemory;
+  }
+
+  // When the instance's host issues `task`: -1 while a blocking task before it has not ended (the host waits
+  // there). One issued before the latest blocking task ended (so no later than now) gives its exact time on a
+  // recorded instance, which keeps every blocking task's end, else 0.
+  Nanoseconds issue_time(std::int32_t instance, std::int32_t task) const {
+    const auto i = static_cast<std::size_t>(instance);
+    const auto p = static_cast<std::size_t>(inst_.instances[i].program);
+    const std::vector<std::int32_t>& blocking = blocking_[p];
+    const auto segment = static_cast<std::int32_t>(std::lower_bound(blocking.begin(), blocking.end(), task) - blocking.begin());
+    if (segment > host_segment_[i]) return -1;
+    const std::vector<Nanoseconds>& bases = host_bases_[i];
+    if (segment < host_segment_[i] && bases.empty()) return 0;
+    const Nanoseconds base = segment == host_segment_[i] ? host_base_[i] : (segment > 0 ? bases[static_cast<std::size_t>(segment - 1)] : 0);
+    const Nanoseconds before = segment > 0 ? issue_prefix_[p][static_cast<std::size_t>(blocking[static_cast<std::size_t>(segment - 1)])] : 0;
+    return base + issue_prefix_[p][static_cast<std::size_t>(task)] - before;
+  }
+
+  // A task's predecessors have ended: it arrives now if its host has issued it, else when it does.
   void make_ready(std::int32_t instance, std::int32_t task, Nanoseconds now) {
+    if (host_on_) {
+      const Nanoseconds issued = issue_time(instance, task);
+      if (issued < 0) {
+        host_waiting_[static_cast<std::size_t>(instance)].push_back(task);
+        return;
+      }
+      if (TaskTiming* t = timing(instance, task)) t->issued = issued;
+      if (issued > now) {
+        events_.push({issued, next_seq_++, instance, ~task});
+        return;
+      }
+    }
+    arrive(instance, task, now);
+  }
+
+  // A task is ready (predecessors ended, issued): it starts, waits for its lane, or joins its rendezvous.
+  void arrive(std::int32_t instance, std::int32_t task, Nanoseconds now) {
     if (TaskTiming* t = timing(instance, task)) t->ready = now;
     const Task& t = program(static_cast<std::size_t>(instance)).tasks[static_cast<std::size_t>(task)];
     if (!t.is_rendezvous()) {
@@ -474,6 +539,15 @@ class Simulation {
     apply(i, p.tasks[static_cast<std::size_t>(task)].at_end(), now);
     InstanceRun& r = result_.instances[i];
     r.end = std::max(r.end, now);
+    if (host_on_ && blocks_host(p, p.tasks[static_cast<std::size_t>(task)])) {
+      // The host resumes: the tasks after this one are issued from now on.
+      ++host_segment_[i];
+      host_base_[i] = now;
+      if (r.recorded) host_bases_[i].push_back(now);
+      std::vector<std::int32_t> waiting = std::move(host_waiting_[i]);
+      host_waiting_[i].clear();
+      for (std::int32_t w : waiting) make_ready(instance, w, now);
+    }
     // The task's lane stays busy while its successors become ready, so they join the waiting ones before the
     // lane picks its next task.
     auto [begin, end] = boost::out_edges(static_cast<std::uint32_t>(task), p.successors);
@@ -526,6 +600,16 @@ class Simulation {
   std::vector<std::int64_t> offset_;
   std::vector<std::uint16_t> pending_;
   std::vector<std::vector<Nanoseconds>> base_ns_;
+  // The host timeline (host_on_): per program, the cumulative issue time of its tasks and its blocking tasks in
+  // order; per instance, the blocking tasks ended so far, when the last ended, and the ready tasks whose host
+  // waits at a blocking task before them.
+  bool host_on_ = false;
+  std::vector<std::vector<Nanoseconds>> issue_prefix_;
+  std::vector<std::vector<std::int32_t>> blocking_;
+  std::vector<std::int32_t> host_segment_;
+  std::vector<Nanoseconds> host_base_;
+  std::vector<std::vector<Nanoseconds>> host_bases_;  // recorded instances: each blocking task's end, in order
+  std::vector<std::vector<std::int32_t>> host_waiting_;
   std::vector<std::array<Bytes, kNumMemoryKinds>> live_;
   std::priority_queue<Event, std::vector<Event>, Later> events_;
   std::unordered_map<std::uint64_t, Rendezvous> rendezvous_;

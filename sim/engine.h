@@ -15,6 +15,14 @@
 // passes alternate as Megatron-Core interleaves their layers. Unlike a CUDA stream, a lane stays free while a group
 // assembles (slightly optimistic; no issue-order deadlock can arise). A task allocates its at_start bytes when it
 // starts and applies its at_end bytes when it ends.
+//
+// The host timeline (with Durations::issue_seconds): each instance's host thread issues its program's tasks in
+// task order (the order the framework's Python calls them), spending each task's issue_seconds, from time 0; a
+// task becomes ready only once its predecessors have ended *and* it has been issued, so a rank whose host is
+// slower than its GPU leaves the GPU idle, and a rendezvous waits for its last member's host. A kHostSync task
+// (a `.item()`), or a kHostOp of CPU work (HostOpShape::kHostMemory, the CPU optimizer step), blocks its host: the
+// tasks after it are issued from its end on. Otherwise the host runs ahead without limit (CUDA's launch queue of
+// about a thousand entries is not modelled: only a host that falls behind changes the timeline).
 
 #include <array>
 #include <cstdint>
@@ -29,10 +37,14 @@ namespace orrery {
 /// before per-instance slowdowns.
 struct Durations {
   std::vector<std::vector<Seconds>> op_seconds;
+  /// CPU seconds each task's host spends issuing it ([program][task]); empty: no host timeline (every task is
+  /// issued at time 0).
+  std::vector<std::vector<Seconds>> issue_seconds;
 };
 
 struct TaskTiming {
-  Nanoseconds ready = 0;  // all predecessors done (for rendezvous: this member arrived)
+  Nanoseconds ready = 0;  // all predecessors done and issued (for rendezvous: this member arrived)
+  Nanoseconds issued = 0; // when its host issued it (0 without a host timeline)
   Nanoseconds start = 0;
   Nanoseconds end = 0;
 };

@@ -42,7 +42,7 @@ Prediction predict(const Scenario& scenario, const PredictOptions& options) {
           fmt::format("would simulate {:.3g} task instances, above the limit of {:.3g}; simulate one rank per stage",
                       task_instances, static_cast<double>(limits::kTaskInstances)));
   DefaultCostModels models(p.scenario.cluster, params);
-  p.durations = price_graph(p.graph, models.models());
+  p.durations = price_graph(p.graph, models.models(), host_issue_costs(params.compute.host, p.scenario.training.framework));
   p.run = run_engine(p.graph, p.instances, p.durations, engine_options(params, options.run));
   p.report = analyze(p.scenario, p.graph, p.instances, p.run);
   if (const auto* measured = dynamic_cast<const ProfiledCollectiveModel*>(models.network.get());

@@ -12,7 +12,7 @@ namespace orrery {
 
 Seconds Breakdown::total() const {
   return compute + exposed_tp_comm + exposed_cp_comm + exposed_ep_comm + exposed_pp_comm + exposed_dp_comm + bubble +
-         optimizer + other;
+         optimizer + other + host;
 }
 
 namespace {
@@ -21,7 +21,7 @@ namespace {
 // stage outranks a data-parallel transfer that merely runs meanwhile (the stage is idle because of the pipeline).
 // Host transfers of activation offload, when they hold compute up, count as "other" (no contract key of their own).
 enum Activity : int {
-  kCompute, kOptimizerCompute, kTp, kCp, kEp, kPp, kPipelineWait, kOffload, kDp, kOptimizerComm, kCount
+  kCompute, kOptimizerCompute, kTp, kCp, kEp, kPp, kPipelineWait, kOffload, kDp, kOptimizerComm, kHost, kCount
 };
 
 // Groups whose members sit on different pipeline stages: waiting for them is pipeline bubble.
@@ -80,6 +80,18 @@ Breakdown breakdown_of(const Program& program, const InstanceRun& run, Nanosecon
       add(tm.ready, tm.end, comm_activity(t));  // includes waiting for slower members at the rendezvous
     }
   }
+  // Waiting for the host: from the end of the compute task before to the issue of a compute task issued later.
+  std::vector<std::size_t> compute;
+  for (std::size_t i = 0; i < program.tasks.size(); ++i) {
+    if (program.tasks[i].is_compute()) compute.push_back(i);
+  }
+  std::sort(compute.begin(), compute.end(), [&](std::size_t a, std::size_t c) { return run.timings[a].start < run.timings[c].start; });
+  Nanoseconds previous_end = 0;
+  for (std::size_t i : compute) {
+    const TaskTiming& tm = run.timings[i];
+    add(previous_end, std::min(tm.issued, tm.start), kHost);
+    previous_end = std::max(previous_end, tm.end);
+  }
   std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.time < b.time; });
   std::array<int, kCount> active{};
   std::array<Nanoseconds, kCount + 1> spent{};  // last slot: idle
@@ -111,6 +123,7 @@ Breakdown breakdown_of(const Program& program, const InstanceRun& run, Nanosecon
   b.exposed_dp_comm = from_nanos(spent[kDp]);
   b.bubble = from_nanos(spent[kPipelineWait]);
   b.other = from_nanos(spent[kCount] + spent[kOffload]);
+  b.host = from_nanos(spent[kHost]);
   return b;
 }
 

@@ -1,5 +1,6 @@
 #include "sim/validation.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "models/model_flops.h"
@@ -76,6 +77,7 @@ RecordResult compare_with_expectations(const Prediction& p, const std::string& f
   add(r, "mfu", f.mfu / (gpu_seconds * rep.peak_flops_per_gpu), e.mfu);
   add(r, "hfu", f.hfu / (gpu_seconds * rep.peak_flops_per_gpu), e.hfu);
   add(r, "peak_memory_gib", to_GiB(rep.peak_memory), e.peak_memory_gib);
+  if (e.iteration_time_s) r.attribution = attribute_error(rep.breakdown, rep.iteration_time, *e.iteration_time_s);
   return r;
 }
 
@@ -102,6 +104,51 @@ ValidationSummary summarize(const std::vector<RecordResult>& results) {
   s.mape = s.records > 0 ? total / s.records : 0.0;
   for (auto& [prefix, entry] : s.by_prefix) entry.first = sums[prefix] / entry.second;
   return s;
+}
+
+const char* to_string(ErrorPart part) {
+  switch (part) {
+    case ErrorPart::kCompute: return "compute";
+    case ErrorPart::kHost: return "host";
+    case ErrorPart::kCommunication: return "communication";
+    case ErrorPart::kBubble: return "bubble";
+  }
+  return "compute";
+}
+
+// compute 0.05: the leave-one-source-out MAPE of the record fit (README, "Accuracy": 5.0% over the 50 fitted
+//   records), which prices compute-dominated steps.
+// host 0.30: the spread of the measured per-op CPU cost of PyTorch eager over the committed H200 traces (median
+//   per model 28-35 us of forward, `orrery calibrate host`), and Megatron-Core's cost is fitted on few host-bound
+//   records: an estimate.
+// communication 0.15: NCCL bus bandwidth against the committed nccl-tests logs at 8 MB and above (`orrery fit
+//   collectives` prints the bands); smaller messages miss by more, so an estimate of the blend.
+// bubble 0.10: a bubble is the other stages' compute and transfers seen from the critical stage, so it carries
+//   their uncertainty, partly averaged over the stages: an estimate.
+const double kPartUncertainty[kNumErrorParts] = {0.05, 0.30, 0.15, 0.10};
+
+ErrorAttribution attribute_error(const Breakdown& b, Seconds predicted, Seconds measured) {
+  ErrorAttribution a;
+  a.error = predicted - measured;
+  a.seconds = {b.compute + b.optimizer, b.host,
+               b.exposed_tp_comm + b.exposed_cp_comm + b.exposed_ep_comm + b.exposed_pp_comm + b.exposed_dp_comm,
+               b.bubble};
+  std::array<double, kNumErrorParts> variance{};
+  double total = 0;
+  for (int p = 0; p < kNumErrorParts; ++p) {
+    const double sigma = kPartUncertainty[p] * a.seconds[static_cast<std::size_t>(p)];
+    variance[static_cast<std::size_t>(p)] = sigma * sigma;
+    total += sigma * sigma;
+  }
+  if (total <= 0) {
+    a.allotted[0] = a.error;
+    return a;
+  }
+  for (int p = 0; p < kNumErrorParts; ++p) {
+    a.allotted[static_cast<std::size_t>(p)] = a.error * variance[static_cast<std::size_t>(p)] / total;
+  }
+  a.dominant = static_cast<ErrorPart>(std::max_element(variance.begin(), variance.end()) - variance.begin());
+  return a;
 }
 
 }  // namespace orrery

@@ -8,6 +8,8 @@
 // - causal-halved: the same with the score matrix halved (Megatron-Bridge 25.09+).
 // Peaks are the dense datasheet values of the GEMM precision (the FP8 peak for FP8 runs).
 
+#include <array>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -24,6 +26,31 @@ struct FigureComparison {
   double error_pct = 0;  // 100 (predicted - published) / published
 };
 
+/// The parts of a predicted step an error can lie in (`validate --explain`): compute (the compute and optimizer
+/// time of the critical stage), host (the GPU waiting for its host to issue), communication (every exposed
+/// transfer), bubble (waiting for other pipeline stages).
+enum class ErrorPart : std::uint8_t { kCompute, kHost, kCommunication, kBubble };
+inline constexpr int kNumErrorParts = 4;
+const char* to_string(ErrorPart part);
+
+/// Relative uncertainty (one standard deviation) of each part's predicted seconds, in ErrorPart order, with its
+/// source in validation.cpp.
+extern const double kPartUncertainty[kNumErrorParts];
+
+/// How a record's iteration-time error divides over the parts of its prediction: each part's seconds, and the
+/// error it most probably carries. With independent errors of standard deviation u_p x seconds_p, the most probable
+/// split of the total error E = predicted - measured (least squares under the constraint that they sum to E) gives
+/// part p the share sigma_p^2 / sum sigma_q^2 of E. The dominant part is the one with the largest sigma_p (the same
+/// for either sign of E). Time outside the four parts (idle, offload copies) is left out.
+struct ErrorAttribution {
+  std::array<Seconds, kNumErrorParts> seconds{};   // the part's predicted seconds on the critical stage
+  std::array<Seconds, kNumErrorParts> allotted{};  // its most probable share of the error (sums to E)
+  ErrorPart dominant = ErrorPart::kCompute;
+  Seconds error = 0;  // predicted - measured
+};
+/// Errors: none; a breakdown of zero seconds allots everything to compute.
+ErrorAttribution attribute_error(const Breakdown& breakdown, Seconds predicted, Seconds measured);
+
 struct RecordResult {
   std::string name;
   std::string file;
@@ -33,6 +60,7 @@ struct RecordResult {
   std::string error;
   std::vector<FigureComparison> figures;
   std::optional<double> iteration_error_pct;
+  std::optional<ErrorAttribution> attribution;  // with an iteration time compared
 };
 
 /// FLOPs per iteration (whole job) as the convention counts them: {"tflops" basis, "mfu" basis, "hfu" basis}.
@@ -58,5 +86,7 @@ struct ValidationSummary {
 };
 
 ValidationSummary summarize(const std::vector<RecordResult>& results);
+
+
 
 }  // namespace orrery

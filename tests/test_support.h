@@ -34,4 +34,21 @@ inline std::string scenario_error(const std::string& json_text) {
 
 inline WorkloadGraph lowered(const Scenario& s) { return lower(s, default_cost_params().memory); }
 
+/// The default cost parameters with no host issue cost (every task issued at time 0), for tests of GPU-side
+/// mechanics whose hand calculation leaves the host timeline out (tests/sim/host_timeline_test.cpp tests it).
+inline const CostParams& params_without_host() {
+  static const CostParams params = [] {
+    CostParams p = default_cost_params();
+    p.compute.host = {};
+    return p;
+  }();
+  return params;
+}
+
+/// predict() under params_without_host().
+inline Prediction predict_without_host(const Scenario& s, PredictOptions options = {}) {
+  options.params = &params_without_host();
+  return predict(s, options);
+}
+
 }  // namespace orrery::test

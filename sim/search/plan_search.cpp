@@ -26,7 +26,7 @@ std::string limiter_of(const Report& r) {
   const std::pair<const char*, Seconds> parts[] = {
       {"TP comm", b.exposed_tp_comm}, {"CP comm", b.exposed_cp_comm},   {"EP comm", b.exposed_ep_comm},
       {"PP comm", b.exposed_pp_comm}, {"DP comm", b.exposed_dp_comm},   {"pipeline bubble", b.bubble},
-      {"optimizer", b.optimizer},     {"other", b.other}};
+      {"optimizer", b.optimizer},     {"host", b.host},                 {"other", b.other}};
   const auto* worst = std::max_element(std::begin(parts), std::end(parts),
                                        [](const auto& a, const auto& c) { return a.second < c.second; });
   return worst->second > 0.1 * b.compute ? worst->first : "compute";

@@ -21,7 +21,7 @@ ComputeParams simple_compute() {
   p.attention_forward_peak_fraction = 0.5;
   p.attention_backward_peak_fraction = 0.4;
   p.hbm_efficiency = 0.9;
-  p.kernel_overhead = 0.0;
+  p.launch_gap = 0.0;
   return p;
 }
 
@@ -105,7 +105,7 @@ TEST_CASE("narrow attention heads run at the rate FlashAttention-3 measured for 
   RooflineComputeModel model(h100, p);
   const auto rate = [&](std::int64_t d, bool backward) {
     AttentionShape a{4, 32, 8, 8192, 8192, d, d, true, 0, false, backward};
-    return a.executed_flops() / (model.attention(a) - p.kernel_overhead);
+    return a.executed_flops() / (model.attention(a) - p.launch_gap);
   };
   for (bool backward : {false, true}) {
     const double r64 = backward ? 0.84 : 0.67;

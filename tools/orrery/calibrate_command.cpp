@@ -10,6 +10,7 @@
 #include <iostream>
 #include <memory>
 
+#include "calibrate/kineto_trace.h"
 #include "calibrate/calibration_plan.h"
 #include "calibrate/nccl_import.h"
 #include "calibrate/raw_profile.h"
@@ -113,6 +114,29 @@ void run_fit(const FitArgs& a) {
   std::cout << fmt::format("wrote {}\n", a.out);
 }
 
+struct HostArgs {
+  std::vector<std::string> traces;
+  double blocked_call_us = 50;
+};
+
+// The CPU time per launch of PyTorch eager's phases, as cost_model.json's pytorch_*_host_issue_us take them.
+void run_host(const HostArgs& a) {
+  require(a.blocked_call_us > 0, "--blocked-call-us", fmt::format("{:g}", a.blocked_call_us), "must be positive");
+  std::vector<KinetoTrace> traces;
+  for (const std::string& f : a.traces) traces.push_back(read_kineto_trace(f));
+  const HostIssueRates r = host_issue_rates(traces, a.blocked_call_us * 1e-6);
+  std::cout << fmt::format("host time per launch, median over ranges without a launch call above {:g} us:\n",
+                           a.blocked_call_us);
+  const auto line = [](const char* what, Seconds rate, int ranges) {
+    if (ranges == 0) return fmt::format("  {:<10} no unblocked range\n", what);
+    return fmt::format("  {:<10} {:6.1f} us  ({} ranges)\n", what, rate * 1e6, ranges);
+  };
+  std::cout << line("forward", r.forward, r.forward_ranges) << line("backward", r.backward, r.backward_ranges)
+            << line("optimizer", r.optimizer, r.optimizer_ranges);
+  std::cout << fmt::format("  {:<10} {:6.1f} us  (median launch call of those ranges: a launch from C++ with no "
+                           "Python around it)\n", "library", r.launch_call * 1e6);
+}
+
 struct ExportArgs {
   std::string scenario, out;
 };
@@ -159,6 +183,15 @@ void add_calibrate_command(CLI::App& app) {
       ->check(non_empty_file());
   fit->add_option("--out", f->out, "profile JSON to write")->required();
   fit->callback([f] { run_fit(*f); });
+
+  auto h = std::make_shared<HostArgs>();
+  CLI::App* host = cmd->add_subcommand("host", "measure the host's CPU time per kernel launch from Kineto traces");
+  host->add_option("traces", h->traces, "Kineto traces with orrery.layer annotations (tools/pytorch_train_step.py)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  host->add_option("--blocked-call-us", h->blocked_call_us,
+                   "a launch call longer than this waited for CUDA's launch queue: its range is left out (default 50)");
+  host->callback([h] { run_host(*h); });
 
   auto e = std::make_shared<ExportArgs>();
   CLI::App* exp = cmd->add_subcommand("export-workload", "write a one-GPU scenario's program for orrery-execute");

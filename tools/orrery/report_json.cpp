@@ -42,6 +42,7 @@ json report_json(const Prediction& p) {
                         {"exposed_dp_comm", b.exposed_dp_comm},
                         {"bubble", b.bubble},
                         {"optimizer", b.optimizer},
+                        {"host", b.host},
                         {"other", b.other}};
   out["critical_stage"] = r.critical_stage;
   out["critical_rank"] = r.critical_rank;

@@ -67,7 +67,7 @@ void print_summary(std::ostream& out, const Prediction& p) {
       {"compute", b.compute},           {"exposed TP comm", b.exposed_tp_comm}, {"exposed CP comm", b.exposed_cp_comm},
       {"exposed EP comm", b.exposed_ep_comm}, {"exposed PP comm", b.exposed_pp_comm},
       {"exposed DP comm", b.exposed_dp_comm}, {"pipeline bubble", b.bubble},   {"optimizer", b.optimizer},
-      {"other", b.other}};
+      {"waiting for host", b.host},           {"other", b.other}};
   for (const auto& [name, value] : parts) {
     if (value > 0 || std::string(name) == "compute") fmt::print(out, "    {:<18} {:10.3f} s  {}\n", name, value, percent(value, T));
   }

@@ -29,7 +29,8 @@ struct ValidateArgs {
   bool json = false;
   std::optional<double> max_mape;
   std::optional<double> max_error;
-  std::string explain;
+  std::string explain;        // a record's name: its full prediction
+  bool explain_all = false;   // --explain without a name: every record's error by part
   std::vector<std::string> skip;
   int jobs = 0;
   std::string profile;
@@ -114,6 +115,27 @@ void print_table(const std::vector<RecordResult>& results) {
   }
 }
 
+// Each record's predicted step by part, and the part its error most probably lies in (attribute_error).
+void print_explanations(const std::vector<RecordResult>& results) {
+  fmt::print("{:<48} {:>7}  {:>8} {:>8} {:>8} {:>8}  {}\n", "record", "error", "compute", "host", "comm", "bubble",
+             "dominant part (its share of the error)");
+  for (const RecordResult& r : results) {
+    if (!r.attribution || !r.iteration_error_pct) continue;
+    const ErrorAttribution& a = *r.attribution;
+    Seconds total = 0;
+    for (Seconds s : a.seconds) total += s;
+    const auto pct = [&](int p) { return total > 0 ? 100.0 * a.seconds[static_cast<std::size_t>(p)] / total : 0.0; };
+    const double share = a.error != 0 ? 100.0 * a.allotted[static_cast<std::size_t>(a.dominant)] / a.error : 100.0;
+    fmt::print("{:<48} {:>+6.1f}%  {:>7.1f}% {:>7.1f}% {:>7.1f}% {:>7.1f}%  {} ({:.0f}%, {:+.3g} s)\n", r.name,
+               *r.iteration_error_pct, pct(0), pct(1), pct(2), pct(3), to_string(a.dominant), share,
+               a.allotted[static_cast<std::size_t>(a.dominant)]);
+  }
+  fmt::print("\nparts are shares of the critical stage's predicted step; each part's error is taken as independent with "
+             "a relative standard deviation of compute {:.0f}%, host {:.0f}%, communication {:.0f}%, bubble {:.0f}% "
+             "(sim/validation.cpp), and the error is split in proportion to the variances\n",
+             100 * kPartUncertainty[0], 100 * kPartUncertainty[1], 100 * kPartUncertainty[2], 100 * kPartUncertainty[3]);
+}
+
 void print_summary_block(const ValidationSummary& s) {
   fmt::print("\niteration time: MAPE {:.1f}% over {} record{}", s.mape, s.records, s.records == 1 ? "" : "s");
   if (!s.worst.empty()) fmt::print("; worst {} ({:+.1f}%)", s.worst, s.worst_error_pct);
@@ -136,6 +158,15 @@ nlohmann::json to_json(const std::vector<RecordResult>& results, const Validatio
       figures[c.figure] = {{"predicted", c.predicted}, {"published", c.published}, {"error_pct", c.error_pct}};
     }
     rec["figures"] = figures;
+    if (r.attribution) {
+      nlohmann::json parts = nlohmann::json::object();
+      for (int q = 0; q < kNumErrorParts; ++q) {
+        parts[to_string(static_cast<ErrorPart>(q))] = {{"seconds", r.attribution->seconds[static_cast<std::size_t>(q)]},
+                                                       {"error_s", r.attribution->allotted[static_cast<std::size_t>(q)]}};
+      }
+      rec["error_parts"] = parts;
+      rec["dominant_error_part"] = to_string(r.attribution->dominant);
+    }
     records.push_back(rec);
   }
   nlohmann::json prefixes = nlohmann::json::object();
@@ -183,10 +214,15 @@ int run_validate(const ValidateArgs& a) {
     print_summary(std::cout, *explained->prediction);
     fmt::print("\n");
     print_table({explained->result});
+    fmt::print("\n");
+    print_explanations({explained->result});
     return 0;
   }
   if (a.json) {
     std::cout << to_json(results, summary).dump(2) << "\n";
+  } else if (a.explain_all) {
+    print_explanations(results);
+    print_summary_block(summary);
   } else {
     print_table(results);
     print_summary_block(summary);
@@ -225,11 +261,17 @@ void add_validate_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", args->json, "print records and summary as JSON");
   cmd->add_option("--max-mape", args->max_mape, "exit 1 when the iteration-time MAPE (%) exceeds this");
   cmd->add_option("--max-error", args->max_error, "exit 1 when any record misses by more than this (%)");
-  cmd->add_option("--explain", args->explain, "print the full prediction and comparison of one record (by name)");
+  CLI::Option* explain = cmd->add_option("--explain", args->explain,
+                                         "without a value: each record's error by part (compute, host, communication, "
+                                         "bubble) and the dominant one; with a record's name: its full prediction too")
+                             ->expected(0, 1);
   cmd->add_option("-j,--jobs", args->jobs, "parallel simulations (default: all cores)");
   cmd->add_option("--skip", args->skip, "leave out records whose name contains this text");
   cmd->add_option("--profile", args->profile, "price ops from a measured GPU profile (calibrate/) where it covers them")->check(non_empty_file());
-  cmd->callback([args, &exit_code] { exit_code = run_validate(*args); });
+  cmd->callback([args, explain, &exit_code] {
+    args->explain_all = explain->count() > 0 && args->explain.empty();
+    exit_code = run_validate(*args);
+  });
 }
 
 }  // namespace orrery::cli
