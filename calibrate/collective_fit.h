@@ -40,4 +40,18 @@ BytesPerSecond predicted_bus_bandwidth(const CollectiveSample& sample, const Net
 /// from `start`.
 NetworkParams fit_network_params(const std::vector<CollectiveSample>& samples, const NetworkParams& start);
 
+/// Bus-bandwidth errors of one size band, inside one node or across nodes: 100 x (predicted / measured - 1).
+struct BandError {
+  const char* band = "";     // "1K-64K", "64K-8M", "8M-64M", ">=64M"
+  bool multi_node = false;
+  int rows = 0;
+  double mean_abs_percent = 0;
+  double mean_percent = 0;   // signed: negative means predicted below measured
+  double worst_percent = 0;  // the largest in magnitude, with its sign
+};
+
+/// Errors of `params` over the samples in the bands 1K-64K, 64K-8M, 8M-64M and >= 64M (sizes below 1K are left
+/// out), single node first; a band with no row is reported with rows = 0.
+std::vector<BandError> band_errors(const std::vector<CollectiveSample>& samples, const NetworkParams& params);
+
 }  // namespace orrery

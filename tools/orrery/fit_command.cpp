@@ -31,6 +31,27 @@ struct FitArgs {
   bool leave_one_generation_out = false;
 };
 
+// Bus-bandwidth errors by size band over every row of >= 1K of every log (fitted or not), under the preset's
+// values (before) and the fitted ones (after).
+void print_band_errors(const std::string& manifest, const NetworkParams& before, const NetworkParams& after) {
+  const auto rows = load_collective_samples(manifest, kKiB, kKiB);
+  const auto b = band_errors(rows, before);
+  const auto f = band_errors(rows, after);
+  fmt::print("bus-bandwidth error by size band, every row >= 1K (100 x (predicted / measured - 1)):\n"
+             "  {:<11} {:<7} {:>4}  {:>24}  {:>24}\n", "group", "band", "rows",
+             "preset: mean|e| mean worst", "fitted: mean|e| mean worst");
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    if (b[i].rows == 0) {
+      fmt::print("  {:<11} {:<7} {:>4}  {:>24}  {:>24}\n", b[i].multi_node ? "multi-node" : "single-node",
+                 b[i].band, 0, "-", "-");
+      continue;
+    }
+    fmt::print("  {:<11} {:<7} {:>4}  {:>7.1f}% {:>+7.1f}% {:>+7.1f}%  {:>7.1f}% {:>+7.1f}% {:>+7.1f}%\n",
+               b[i].multi_node ? "multi-node" : "single-node", b[i].band, b[i].rows, b[i].mean_abs_percent,
+               b[i].mean_percent, b[i].worst_percent, f[i].mean_abs_percent, f[i].mean_percent, f[i].worst_percent);
+  }
+}
+
 void fit_collectives(const FitArgs& a) {
   const auto samples = load_collective_samples(a.manifest, parse_bytes(a.min_bytes, "--min-bytes"),
                                                parse_bytes(a.min_bytes_single_node, "--min-bytes-single-node"));
@@ -49,6 +70,7 @@ void fit_collectives(const FitArgs& a) {
     if (std::fabs(e) > std::fabs(worst[s.log])) worst[s.log] = e;
   }
   for (const auto& [log, e] : worst) fmt::print("  worst error {:+6.1f}%  {}\n", e, log);
+  print_band_errors(a.manifest, start, fitted);
   if (!a.write.empty()) {
     const std::string note = fmt::format("fitted by `orrery fit collectives` (least squares on log bus bandwidth) "
                                          "to {} rows of >= {} ({} inside one node) of the nccl-tests logs in {}",
