@@ -25,9 +25,9 @@ struct CollectiveSample {
 };
 
 /// Every row of every log the manifest lists, with at least `min_bytes`, or `min_bytes_single_node` for a log whose
-/// group stays inside one NVLink domain (a negative value: `min_bytes` for those too). Across nodes, NCCL's
-/// network tuning of mid-size messages (channels, chunking; log 10's 8 MB row at a sixth of its neighbours) is not
-/// modelled, so those logs are fitted on large messages only.
+/// group stays inside one NVLink domain (a negative value: `min_bytes` for those too). The documented fit takes
+/// every row from 1K on both (cost_model.json's `fit` entry): the model prices NCCL's protocols and channel counts
+/// by size, so mid-size rows are no longer left to the large-message efficiencies alone.
 /// Errors: Error::invalid / Error::io for an unreadable manifest or log, or an unknown preset.
 std::vector<CollectiveSample> load_collective_samples(const std::filesystem::path& manifest, Bytes min_bytes,
                                                       Bytes min_bytes_single_node = -1);
