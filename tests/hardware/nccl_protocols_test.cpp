@@ -76,7 +76,8 @@ TEST_CASE("the protocol switch points on 8 A100s follow NCCL's tuning order LL, 
   std::vector<std::string> order;
   for (Bytes bytes = 1024; bytes <= (1LL << 30); bytes *= 2) {
     const CollectivePlan plan = model.plan(CollectiveOp{CollectiveKind::kAllReduce, bytes, one_node(c)});
-    const std::string expected = bytes < ll_to_ll128 ? "ll" : bytes < ll128_to_simple ? "ll128" : "simple";
+    const double size = static_cast<double>(bytes);
+    const std::string expected = size < ll_to_ll128 ? "ll" : size < ll128_to_simple ? "ll128" : "simple";
     INFO(bytes << " bytes: " << plan.protocol);
     CHECK(std::string(plan.protocol) == expected);
     if (order.empty() || order.back() != plan.protocol) order.emplace_back(plan.protocol);
