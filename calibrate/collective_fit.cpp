@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 
 #include "calibrate/least_squares.h"
 #include "models/error.h"
@@ -98,6 +99,37 @@ NetworkParams fit_network_params(const std::vector<CollectiveSample>& samples, c
   };
   const FitResult fit = fit_least_squares(params, static_cast<int>(samples.size()), residuals);
   return unpack(fit.values);
+}
+
+std::vector<BandError> band_errors(const std::vector<CollectiveSample>& samples, const NetworkParams& params) {
+  struct Band {
+    const char* name;
+    Bytes from, to;  // [from, to)
+  };
+  const Band bands[] = {{"1K-64K", 1 * kKiB, 64 * kKiB},
+                        {"64K-8M", 64 * kKiB, 8 * kMiB},
+                        {"8M-64M", 8 * kMiB, 64 * kMiB},
+                        {">=64M", 64 * kMiB, std::numeric_limits<Bytes>::max()}};
+  std::vector<BandError> out;
+  for (const bool multi : {false, true}) {
+    for (const Band& b : bands) {
+      BandError e{b.name, multi};
+      for (const CollectiveSample& s : samples) {
+        if ((s.op.placement.tier != Tier::kNvlink) != multi || s.op.bytes < b.from || s.op.bytes >= b.to) continue;
+        const double err = 100.0 * (predicted_bus_bandwidth(s, params) / s.measured - 1.0);
+        ++e.rows;
+        e.mean_abs_percent += std::fabs(err);
+        e.mean_percent += err;
+        if (std::fabs(err) > std::fabs(e.worst_percent)) e.worst_percent = err;
+      }
+      if (e.rows > 0) {
+        e.mean_abs_percent /= e.rows;
+        e.mean_percent /= e.rows;
+      }
+      out.push_back(e);
+    }
+  }
+  return out;
 }
 
 }  // namespace orrery

@@ -25,9 +25,9 @@ struct CollectiveSample {
 };
 
 /// Every row of every log the manifest lists, with at least `min_bytes`, or `min_bytes_single_node` for a log whose
-/// group stays inside one NVLink domain (a negative value: `min_bytes` for those too). Across nodes, NCCL's
-/// network tuning of mid-size messages (channels, chunking; log 10's 8 MB row at a sixth of its neighbours) is not
-/// modelled, so those logs are fitted on large messages only.
+/// group stays inside one NVLink domain (a negative value: `min_bytes` for those too). The documented fit takes
+/// every row from 1K on both (cost_model.json's `fit` entry): the model prices NCCL's protocols and channel counts
+/// by size, so mid-size rows are no longer left to the large-message efficiencies alone.
 /// Errors: Error::invalid / Error::io for an unreadable manifest or log, or an unknown preset.
 std::vector<CollectiveSample> load_collective_samples(const std::filesystem::path& manifest, Bytes min_bytes,
                                                       Bytes min_bytes_single_node = -1);
@@ -39,5 +39,19 @@ BytesPerSecond predicted_bus_bandwidth(const CollectiveSample& sample, const Net
 /// log(predicted / measured) bus bandwidth, weighed by 1/0.15 inside a node and 1/0.25 across nodes), starting
 /// from `start`.
 NetworkParams fit_network_params(const std::vector<CollectiveSample>& samples, const NetworkParams& start);
+
+/// Bus-bandwidth errors of one size band, inside one node or across nodes: 100 x (predicted / measured - 1).
+struct BandError {
+  const char* band = "";     // "1K-64K", "64K-8M", "8M-64M", ">=64M"
+  bool multi_node = false;
+  int rows = 0;
+  double mean_abs_percent = 0;
+  double mean_percent = 0;   // signed: negative means predicted below measured
+  double worst_percent = 0;  // the largest in magnitude, with its sign
+};
+
+/// Errors of `params` over the samples in the bands 1K-64K, 64K-8M, 8M-64M and >= 64M (sizes below 1K are left
+/// out), single node first; a band with no row is reported with rows = 0.
+std::vector<BandError> band_errors(const std::vector<CollectiveSample>& samples, const NetworkParams& params);
 
 }  // namespace orrery

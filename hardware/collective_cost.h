@@ -46,16 +46,20 @@ class CollectiveCostModel {
   virtual Seconds time(const CollectiveOp& op) const = 0;
 };
 
-/// A model of NCCL's own tuner (src/graph/tuning.cc): for each algorithm (ring; tree across nodes for
-/// all-reduce; NVLS in-switch reduction inside an NVLink domain that has it; NVLS inside domains with a tree
-/// across them) and protocol (LL, LL128, Simple), time = latency + bytes x bus factor / bandwidth, and the
-/// fastest wins, as NCCL picks. Latencies are NCCL's per-step tables (base + NVLink or network hop per ring step,
-/// 2 (chain + log2(domains)) hops for trees) plus a fitted per-call cost; bandwidths are the links' per-direction
-/// rates times fitted efficiencies: rings inside a domain run at NVLink x nvlink_efficiency, across domains at
-/// min(that, members-per-node x NIC-per-GPU x nic_efficiency / oversubscription); a tree over two domains moves
-/// each byte across the network once per direction (twice beyond two, as interior nodes of the double binary
-/// tree relay); NVLS moves each byte into and out of the switch once at NVLink x nvls_efficiency. Protocol
-/// bandwidth shares: LL 1/4 (all-reduce) or 1/3, LL128 0.92 (NCCL's own ratios).
+/// A model of NCCL's own tuner at v2.23.4-1 (hardware/nccl_tuning.h: src/graph/tuning.cc, src/enqueue.cc): every
+/// enabled (algorithm, protocol) is priced as latency + bytes x bus factor / bandwidth, and the fastest runs, as
+/// NCCL picks. Algorithms: ring; tree across nodes for all-reduce; NVLS in-switch reduction inside an NVLink
+/// domain that has it; NVLS inside domains with a tree across them. Protocols LL, LL128 (NVIDIA GPUs only) and
+/// Simple. Latencies are NCCL's per-step tables (baseLat, hwLat, net overhead, the ring's multi-node plateau)
+/// plus a fitted pipeline fill and per-call network cost. Simple bandwidths are the links' per-direction rates
+/// times fitted efficiencies: rings inside a domain at NVLink x nvlink_efficiency, across domains at min(that,
+/// members-per-node x NIC-per-GPU x nic_efficiency / oversubscription); a tree over two domains moves each byte
+/// across the network once per direction (twice beyond two); NVLS moves each byte into and out of the switch once
+/// at NVLink x nvls_efficiency. LL and LL128 take NCCL's shares of that and its caps (ring LL half up to llMaxBw,
+/// LL128 0.92 up to perChMaxRingLL128Bw a channel; tree LL 1/3.8, LL128 120/128, perChMaxTreeBw, the tree's
+/// correction by size). A call smaller than NCCL's thread thresholds runs on fewer channels (enqueue.cc,
+/// topoGetAlgoInfo), each at its share of the rate, so mid-size messages lose bandwidth as NCCL's do.
+/// All-to-all and send/recv keep the earlier model (NCCL's p2p path is not its collective tuner).
 /// kExpertDispatch is not NCCL's: DeepEP's normal kernels send each token once per destination domain over RDMA
 /// (to the GPU of the sender's local index there) while forwarding over NVLink inside the domains, both at once,
 /// so time = latency + max(network bytes / (NIC per GPU x e_nic / oversubscription), NVLink bytes / (NVLink x
@@ -71,6 +75,11 @@ class NcclCollectiveModel final : public CollectiveCostModel {
 
  private:
   BytesPerSecond ring_bandwidth(const CollectiveOp& op) const;
+  BytesPerSecond ring_protocol_bandwidth(int protocol, BytesPerSecond simple, int nodes) const;
+  BytesPerSecond tree_protocol_bandwidth(int protocol, BytesPerSecond simple, int nodes) const;
+  BytesPerSecond on_channels(int protocol, bool ring, int ranks, Bytes bytes, BytesPerSecond simple,
+                             BytesPerSecond full) const;
+  CollectivePlan p2p_plan(const CollectiveOp& op) const;
   CollectivePlan expert_dispatch(const CollectiveOp& op) const;
   Seconds ring_latency(const CollectiveOp& op, int protocol) const;
   Seconds tree_latency(const GroupPlacement& p, int protocol) const;

@@ -21,7 +21,7 @@ namespace {
 
 struct FitArgs {
   std::string manifest = "tests/data/nccl-tests-logs/manifest.json";
-  std::string min_bytes = "64M";
+  std::string min_bytes = "1K";
   std::string min_bytes_single_node = "1K";
   std::vector<std::string> paths;
   std::vector<std::string> exclude_prefixes;
@@ -30,6 +30,27 @@ struct FitArgs {
   bool leave_one_out = false;
   bool leave_one_generation_out = false;
 };
+
+// Bus-bandwidth errors by size band over every row of >= 1K of every log (fitted or not), under the preset's
+// values (before) and the fitted ones (after).
+void print_band_errors(const std::string& manifest, const NetworkParams& before, const NetworkParams& after) {
+  const auto rows = load_collective_samples(manifest, kKiB, kKiB);
+  const auto b = band_errors(rows, before);
+  const auto f = band_errors(rows, after);
+  fmt::print("bus-bandwidth error by size band, every row >= 1K (100 x (predicted / measured - 1)):\n"
+             "  {:<11} {:<7} {:>4}  {:>24}  {:>24}\n", "group", "band", "rows",
+             "preset: mean|e| mean worst", "fitted: mean|e| mean worst");
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    if (b[i].rows == 0) {
+      fmt::print("  {:<11} {:<7} {:>4}  {:>24}  {:>24}\n", b[i].multi_node ? "multi-node" : "single-node",
+                 b[i].band, 0, "-", "-");
+      continue;
+    }
+    fmt::print("  {:<11} {:<7} {:>4}  {:>7.1f}% {:>+7.1f}% {:>+7.1f}%  {:>7.1f}% {:>+7.1f}% {:>+7.1f}%\n",
+               b[i].multi_node ? "multi-node" : "single-node", b[i].band, b[i].rows, b[i].mean_abs_percent,
+               b[i].mean_percent, b[i].worst_percent, f[i].mean_abs_percent, f[i].mean_percent, f[i].worst_percent);
+  }
+}
 
 void fit_collectives(const FitArgs& a) {
   const auto samples = load_collective_samples(a.manifest, parse_bytes(a.min_bytes, "--min-bytes"),
@@ -49,6 +70,7 @@ void fit_collectives(const FitArgs& a) {
     if (std::fabs(e) > std::fabs(worst[s.log])) worst[s.log] = e;
   }
   for (const auto& [log, e] : worst) fmt::print("  worst error {:+6.1f}%  {}\n", e, log);
+  print_band_errors(a.manifest, start, fitted);
   if (!a.write.empty()) {
     const std::string note = fmt::format("fitted by `orrery fit collectives` (least squares on log bus bandwidth) "
                                          "to {} rows of >= {} ({} inside one node) of the nccl-tests logs in {}",
@@ -72,7 +94,7 @@ void add_fit_command(CLI::App& app, int& exit_code) {
   fit->require_subcommand(1);
   CLI::App* coll = fit->add_subcommand("collectives", "fit network efficiencies to nccl-tests logs");
   coll->add_option("--manifest", args->manifest, "manifest of nccl-tests logs (tests/data/nccl-tests-logs)");
-  coll->add_option("--min-bytes", args->min_bytes, "smallest message size fitted across nodes (default 64M)");
+  coll->add_option("--min-bytes", args->min_bytes, "smallest message size fitted across nodes (default 1K)");
   coll->add_option("--min-bytes-single-node", args->min_bytes_single_node,
                    "smallest message size fitted inside one node (default 1K)");
   coll->add_option("--write", args->write, "write the fitted values into this cost-model preset file");
