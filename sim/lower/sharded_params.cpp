@@ -16,7 +16,8 @@ ShardedParamsLowering::ShardedParamsLowering(const LoweringContext& ctx, int sta
     : ctx_(ctx),
       stage_(stage),
       active_(ctx.plan.zero_stage == 3 && (ctx.data_parallel_ranks() > 1 || ctx.expert_data_parallel_ranks() > 1)),
-      per_parameter_(ctx.training.framework == Framework::kDeepSpeed03) {}
+      per_parameter_(ctx.training.framework == Framework::kDeepSpeed03),
+      fsdp2_(ctx.training.framework == Framework::kFsdp2) {}
 
 std::vector<ParamUnit> ShardedParamsLowering::units(int chunk) const {
   std::vector<ParamUnit> out;
@@ -92,6 +93,7 @@ Bytes ShardedParamsLowering::grad_bytes(const ParamUnit& u) const {
 }
 
 TaskId ShardedParamsLowering::issue_gather(Emitter& emit, const ParamUnit& unit) {
+  if (fsdp2_) return fsdp2_issue_gather(emit, unit);
   // All-gather output: the unit's full (TP-local) parameters; the gathered copy lives until released. The host
   // issues it when it reaches the unit before (FSDP's one-unit prefetch and rate limit), so it waits for the
   // compute issued so far to have started... approximated by the last compute task issued so far having ended.
@@ -152,7 +154,11 @@ void ShardedParamsLowering::reduce_per_parameter(Emitter& emit, const ParamUnit&
 TaskId ShardedParamsLowering::gather(Emitter& emit, const std::vector<ParamUnit>& units, std::size_t i, bool backward) {
   if (!active_) return -1;
   // The unit's full gradients accumulate until its reduce-scatter.
-  if (backward) emit.allocate(emit.elementwise("grad_buffer", 0, 0), MemoryKind::kGradients, grad_bytes(units[i]));
+  // (FSDP2's unsharded gradients are bf16, its reduce dtype only from the reduce-scatter copy-in on.)
+  if (backward) {
+    const Bytes grads = fsdp2_ ? sharded_dense(units[i]) * ctx_.param_bytes : grad_bytes(units[i]);
+    emit.allocate(emit.elementwise("grad_buffer", 0, 0), MemoryKind::kGradients, grads);
+  }
   if (per_parameter_) {
     // The backward of a fully recomputed transformer layer gathers twice: for the recomputed forward, then for
     // the backward. The embedding and head sit outside Megatron's checkpointed layers.
@@ -165,9 +171,11 @@ TaskId ShardedParamsLowering::gather(Emitter& emit, const std::vector<ParamUnit>
   if (it != prefetched_.end()) {
     own = it->second;
     prefetched_.erase(it);
-  } else {
+  } else if (!(backward && kept_after_forward(units[i]))) {
     own = issue_gather(emit, units[i]);
   }
+  // FSDP2 copies the gathered parameters out before the unit runs, and the next gather's copy-in waits for that.
+  if (fsdp2_ && own >= 0) own = fsdp2_copy_out(emit, units[i], own);
   const bool has_next = backward ? i > 0 : i + 1 < units.size();
   if (has_next) {
     const ParamUnit& next = backward ? units[i - 1] : units[i + 1];
@@ -177,13 +185,21 @@ TaskId ShardedParamsLowering::gather(Emitter& emit, const std::vector<ParamUnit>
 }
 
 void ShardedParamsLowering::release(Emitter& emit, const ParamUnit& unit) {
-  if (!active_) return;
+  if (!active_ || kept_after_forward(unit)) return;
+  release_params(emit, unit);
+}
+
+void ShardedParamsLowering::release_params(Emitter& emit, const ParamUnit& unit) {
   const TaskId marker = emit.elementwise("param_release", 0, 0);
   emit.builder().free_at_end(marker, MemoryKind::kWeights, param_bytes(unit));
 }
 
 void ShardedParamsLowering::reduce(Emitter& emit, const ParamUnit& unit, TaskId grads_done) {
   if (!active_) return;
+  if (fsdp2_) {
+    fsdp2_reduce(emit, unit, grads_done);
+    return;
+  }
   release(emit, unit);
   PhaseScope scope(emit, Phase::kBackwardWeight);
   if (per_parameter_) {

@@ -56,6 +56,8 @@ class ShardedParamsLowering {
   /// After the backward of a unit, whose last weight-gradient task is `grads_done`: reduce-scatter its full
   /// gradients and free them and its gathered parameters.
   void reduce(Emitter& emit, const ParamUnit& unit, TaskId grads_done);
+  /// fsdp2: the reduce-scatters (and shard accumulations) issued so far, which the optimizer step waits for.
+  const std::vector<TaskId>& reductions() const { return reductions_; }
 
  private:
   // Elements of the unit that ZeRO-3 shards: the dense ones over DP (none when DP has one rank), the routed
@@ -70,11 +72,22 @@ class ShardedParamsLowering {
   TaskId gather_per_parameter(Emitter& emit, const ParamUnit& unit, int passes);
   /// deepspeed-0.3: the per-parameter gradient reduce-scatters of `unit` after `grads_done`, each waited for.
   void reduce_per_parameter(Emitter& emit, const ParamUnit& unit, TaskId grads_done);
+  /// Frees the unit's gathered parameters (reshard).
+  void release_params(Emitter& emit, const ParamUnit& unit);
+  /// fsdp2 (sim/lower/fsdp2.h): the copy-in and all-gather of `unit`; the copy-out into its unsharded parameters
+  /// after `gathered`, on the compute stream; and its reduce-scatter after its backward.
+  TaskId fsdp2_issue_gather(Emitter& emit, const ParamUnit& unit);
+  TaskId fsdp2_copy_out(Emitter& emit, const ParamUnit& unit, TaskId gathered);
+  void fsdp2_reduce(Emitter& emit, const ParamUnit& unit, TaskId grads_done);
+  /// fsdp2: torchtitan's [norm, lm_head] unit stays unsharded from its forward to the end of its backward.
+  bool kept_after_forward(const ParamUnit& unit) const { return fsdp2_ && unit.head; }
 
   const LoweringContext& ctx_;
   int stage_;
   bool active_ = false;
   bool per_parameter_ = false;  // deepspeed-0.3
+  bool fsdp2_ = false;
+  std::vector<TaskId> reductions_;  // fsdp2
   // Gathers issued ahead of their unit (prefetch), by unit identity (layer, head flag).
   std::vector<std::pair<std::pair<int, bool>, TaskId>> prefetched_;
 };

@@ -93,14 +93,15 @@ class StageLowering {
       }
     }
     wait_for_transfers({});
-    dp_.emit_epilogue(emit_, first_uses_, grad_ready_, last_issued_compute());
+    dp_.emit_epilogue(emit_, first_uses_, grad_ready_, last_issued_compute(), sharded_.reductions());
     dp_.set_static_memory(builder_, other_memory(memory));
     builder_.add_static_memory(MemoryKind::kWeights, fp8_weight_cache_bytes(ctx_, stage_));
     return builder_.finish();
   }
 
  private:
-  bool pytorch() const { return ctx_.training.framework == Framework::kPytorch; }
+  // PyTorch eager layer bodies (sim/lower/pytorch_step.h): the pytorch framework, and fsdp2 in its FSDP mode.
+  bool pytorch() const { return is_eager_pytorch(ctx_.training.framework); }
   bool is_last(int chunk) const { return ctx_.layout.holds_head(stage_, chunk); }
 
   // The loss of the step's micro-batch, which its backward through the head starts from.
@@ -428,7 +429,7 @@ class StageLowering {
     if (ctx_.plan.pp > 1) communicators += 2;  // point-to-point with the previous and the next stage
     // PyTorch's max_memory_allocated, which the pytorch framework's figures are held against, counts the caching
     // allocator's tensors (cuBLAS workspaces included) but not the CUDA context.
-    if (pytorch()) return memory.workspace;
+    if (ctx_.training.framework == Framework::kPytorch) return memory.workspace;
     return memory.workspace + communicators * memory.nccl_buffer_per_communicator + memory.framework_overhead;
   }
 

@@ -1,0 +1,56 @@
+#pragma once
+// `training.framework: "megatron-deepspeed"`: Megatron-DeepSpeed (github.com/deepspeedai/Megatron-DeepSpeed), i.e.
+// Megatron-LM's legacy transformer layers (fused kernels, priced as the megatron framework prices them) run by
+// DeepSpeed's engine. What DeepSpeed changes, read from DeepSpeed 0.19.6 (github.com/deepspeedai/DeepSpeed @
+// edaa7221267243c7be7fb49c5d5f5c4fb97b4641):
+//   - ZeRO 0 (fp16/fp32): the engine all-reduces the gradients at the gradient-accumulation boundary in buckets of
+//     MEMORY_OPT_ALLREDUCE_SIZE = 5e8 elements (runtime/engine.py, allreduce_gradients -> buffered_allreduce_fallback
+//     -> allreduce_no_retain: a bucket closes once its elements exceed 5e8), in parameter (forward) order.
+//   - ZeRO 0 in bf16: gradients accumulate in the model dtype (engine.py get_data_types: grad_accum_dtype
+//     defaults to it), all-reduced as above; with a pipeline the engine picks BF16_Optimizer
+//     (_do_optimizer_sanity_check; runtime/bf16_optimizer.py), which partitions the fp32 master weights and
+//     moments over DP and all-gathers the bf16 weights after the step (all_gather_dp_groups): 2 + 2 + 12 / N
+//     bytes per parameter; without one, DDP_BFLOAT16's unpartitioned fp32 state, 2 + 2 + 12.
+//   - ZeRO 1: DeepSpeedZeroOptimizer (runtime/zero/stage_1_and_2.py) reduces at the boundary (reduce_gradients, in
+//     parameter order) through its contiguous buckets of reduce_bucket_size = 5e8 elements (runtime/zero/config.py):
+//     a bucket is reduced before the parameter that would overflow it is added
+//     (reduce_independent_p_g_buckets_and_remove_grads); each bucket is divided by the DP size on the compute
+//     stream, then its slices are reduced to their owners (average_tensor, priced as one reduce-scatter of the
+//     bucket). After the step the owners' updated 16-bit parameters are all-gathered: one all_gather_into_tensor
+//     of the flat group (runtime/utils.py all_gather_dp_groups; allgather_bucket_size only applies without it).
+//   - ZeRO 2: the same buckets, filled and reduced by the gradient hooks in every micro-batch's backward.
+//   - overlap_comm defaults to false for stages 0-2 (config.py overlap_comm_valid: true only for stage 3): the
+//     reductions run on the compute stream, so nothing overlaps them; `parallel.overlap_grad_reduce: true` is
+//     DeepSpeed's overlap_comm. Gradients are reduced in the 16-bit parameter dtype (communication_data_type
+//     unset), so ZeRO's 2 + 2 + 12 bytes per parameter.
+//   - the pipeline engine (runtime/pipe/engine.py, schedule.py TrainSchedule, p2p.py): one model chunk per stage
+//     (no interleaving), the 1F1B order (num_pipe_buffers = min(stages - stage_id, micro_batches)), and
+//     blocking dist.send / dist.recv of whole activations (p2p.py asserts async_op False): compute does not
+//     overlap a transfer. It refuses ZeRO 2 and 3 ("ZeRO-2 and ZeRO-3 are incompatible with pipeline
+//     parallelism", engine.py). The engine sends each step's output at the start of the next step, before that
+//     step's receive; Orrery posts them together and waits for both (Megatron's blocking p2p), the same stall.
+// Not modelled: ZeRO 3 under this framework (`deepspeed-0.3` lowers the 2021 ZeRO-3), the weight-decay split of the parameter
+// groups (buckets run over all parameters in one order), pipe_partitioned activations with tp > 1.
+// Host cost profile (for the engine's host-issue timeline being added elsewhere): Megatron legacy Python modules.
+
+#include <cstdint>
+#include <vector>
+
+namespace orrery {
+
+/// DeepSpeed's default reduce_bucket_size and the engine's MEMORY_OPT_ALLREDUCE_SIZE, in elements
+/// (runtime/zero/config.py, runtime/engine.py @ edaa722).
+inline constexpr std::int64_t kDeepSpeedBucketElements = 500'000'000;
+
+/// How a DeepSpeed reduction closes its buckets.
+enum class DeepSpeedBucketRule {
+  kFlushBeforeOverflow,  // ZeRO 1/2 ipg buckets: reduce before adding a tensor that would exceed the size
+  kCloseAfterExceeding,  // engine allreduce_no_retain (ZeRO 0): close once the elements exceed the size
+};
+
+/// Splits tensors of `elements` (in reduction order) into DeepSpeed's buckets of `bucket` elements; returns the
+/// indexes of each bucket's tensors, in order. A tensor larger than a bucket is a bucket of its own (kFlush...).
+std::vector<std::vector<std::size_t>> deepspeed_buckets(const std::vector<std::int64_t>& elements, std::int64_t bucket,
+                                                        DeepSpeedBucketRule rule);
+
+}  // namespace orrery
