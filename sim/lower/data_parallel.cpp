@@ -127,8 +127,9 @@ void DataParallelLowering::emit_bucket_reduction(Emitter& emit, const std::vecto
   const auto kind = distributed_optimizer_ ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
   for (const auto& [after, b] : order) {
     const Bytes bytes = buckets_[b].elements * ctx_.grad_bytes;
-    if (deepspeed_ && reduce_) {
-      emit_deepspeed_reduction(emit, bytes, after, done);
+    if (deepspeed_) {
+      // (Dense buckets only: reduce_ is also true for an expert-DP group of several ranks, here one of TP ranks.)
+      if (ctx_.data_parallel_ranks() > 1) emit_deepspeed_reduction(emit, bytes, after, done);
       continue;
     }
     TaskId t = emit.collective("grad_reduce", Stream::kDpReduce, group_of(buckets_[b]), kind, bytes, {after});
@@ -345,7 +346,7 @@ void DataParallelLowering::emit_epilogue(Emitter& emit, const std::vector<ParamU
   done.insert(done.end(), extra_done.begin(), extra_done.end());
   // DeepSpeed's ipg bucket (reduce_bucket_size elements of the gradient dtype) lives while ZeRO 1 reduces at the
   // boundary (stage_1_and_2.py backward / reduce_gradients allocate it; ZeRO 2 is counted per backward step).
-  if (deepspeed_ && zero_stage_ == 1 && first_deepspeed_reduction_ >= 0) {
+  if (deepspeed_ && zero_stage_ == 1 && first_deepspeed_reduction_ >= 0 && last_deepspeed_reduction_ >= 0) {
     const Bytes buffer = kDeepSpeedBucketElements * ctx_.grad_bytes;
     emit.builder().alloc_at_start(first_deepspeed_reduction_, MemoryKind::kOther, buffer);
     emit.builder().free_at_end(last_deepspeed_reduction_, MemoryKind::kOther, buffer);

@@ -29,8 +29,11 @@
 //     overlap a transfer. It refuses ZeRO 2 and 3 ("ZeRO-2 and ZeRO-3 are incompatible with pipeline
 //     parallelism", engine.py). The engine sends each step's output at the start of the next step, before that
 //     step's receive; Orrery posts them together and waits for both (Megatron's blocking p2p), the same stall.
-// Not modelled: ZeRO 3 under this framework (`deepspeed-0.3` lowers the 2021 ZeRO-3), the weight-decay split of the parameter
-// groups (buckets run over all parameters in one order), pipe_partitioned activations with tp > 1.
+//   - with tp > 1 the pipeline engine partitions what it sends over the TP group (pipe_partitioned and
+//     grad_partitioned, runtime/config.py: true): 1/tp of each activation or gradient per rank, and after the
+//     receive an all-gather over TP rebuilds it (PartitionedTensor.full(), engine.py), before the compute.
+// Not modelled: ZeRO 3 under this framework (`deepspeed-0.3` lowers the 2021 ZeRO-3), the weight-decay split
+// of the parameter groups (buckets run over all parameters in one order), the engine's input clone per forward.
 // Host cost profile (for the engine's host-issue timeline being added elsewhere): Megatron legacy Python modules.
 
 #include <cstdint>

@@ -164,8 +164,18 @@ class StageLowering {
     emit_.at(step.microbatch, step.chunk, -1, forward ? Phase::kForward : Phase::kBackwardInput);
     const TaskId host = ctx_.plan.overlap_p2p_comm ? -1 : last_issued_compute();
     const Transfer in = transfer(step.chunk, forward, false);
-    return emit_.p2p(forward ? "activation" : "gradient", in.stream, in.group, hidden_bytes_, {host});
+    const TaskId received = emit_.p2p(forward ? "activation" : "gradient", in.stream, in.group, p2p_bytes(), {host});
+    if (!pipe_partitioned() || received < 0) return received;
+    // PartitionedTensor.full() (runtime/pipe/engine.py @ edaa722): an all-gather over the TP group, blocking.
+    return emit_.collective("pipe_partition_gather", Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather,
+                            hidden_bytes_, {received});
   }
+
+  // Megatron-DeepSpeed's pipeline engine with tp > 1: pipe_partitioned and grad_partitioned (true by default,
+  // runtime/config.py @ edaa722) send each TP rank's 1/tp of the activation or gradient (PartitionedTensor over
+  // the slice-parallel group, the TP group), and the receiver gathers it back.
+  bool pipe_partitioned() const { return ctx_.training.framework == Framework::kMegatronDeepSpeed && ctx_.tp > 1; }
+  Bytes p2p_bytes() const { return pipe_partitioned() ? hidden_bytes_ / ctx_.tp : hidden_bytes_; }
 
   struct Transfer {
     Stream stream;
@@ -212,7 +222,7 @@ class StageLowering {
     // Posted by the host after the step's compute, with the next slot's receives.
     const TaskId host = ctx_.plan.overlap_p2p_comm ? -1 : last_issued_compute();
     const Transfer out = transfer(chunk, activation, true);
-    const TaskId sent = emit_.p2p(activation ? "activation" : "gradient", out.stream, out.group, hidden_bytes_, {data, host});
+    const TaskId sent = emit_.p2p(activation ? "activation" : "gradient", out.stream, out.group, p2p_bytes(), {data, host});
     if (!ctx_.plan.overlap_p2p_comm) pending_sends_.push_back(sent);
   }
 
