@@ -289,3 +289,29 @@ TEST_CASE("Megatron-DeepSpeed's pipeline engine sends 1/tp of each activation an
   CHECK(sends == 4 * m);
   CHECK(gathers == 2 * m);  // one per receive
 }
+
+TEST_CASE("FSDP2 gathers one unit ahead: the next block's all-gather overlaps this block's forward",
+          "[sim][frameworks][fsdp2]") {
+  // _fsdp_param_group.py @ 62a45b6f: a unit's copy-in waits for the previous unit's copy-out (all_gather_state),
+  // and the gather runs on its own streams while the previous unit computes. So in the first forward, layer 1's
+  // all-gather starts after layer 0's copy-out has ended and before layer 0's compute has.
+  const Prediction p = predict(test::scenario(fsdp2(8, 3, 1)));
+  const Program& prog = p.graph.programs[0];
+  const auto& tm = p.run.instances[0].timings;
+  std::vector<std::size_t> gathers, copy_outs;
+  Nanoseconds layer0_end = 0;
+  for (std::size_t i = 0; i < prog.tasks.size(); ++i) {
+    const Task& t = prog.tasks[i];
+    if (t.phase != Phase::kForward) continue;
+    const std::string label = t.label;
+    if (label == "param_gather") gathers.push_back(i);
+    if (label == "fsdp_all_gather_copy_out") copy_outs.push_back(i);
+    if (t.layer == 0 && t.is_compute() && t.kind != TaskKind::kCommCopy) layer0_end = std::max(layer0_end, tm[i].end);
+  }
+  // Forward gathers in issue order: embedding, layers 0, 1, 2, head; copy-outs likewise.
+  REQUIRE(gathers.size() == 5);
+  REQUIRE(copy_outs.size() == 5);
+  const std::size_t layer1_gather = gathers[2], layer0_copy_out = copy_outs[1];
+  CHECK(tm[layer1_gather].start >= tm[layer0_copy_out].end);
+  CHECK(tm[layer1_gather].start < layer0_end);
+}
