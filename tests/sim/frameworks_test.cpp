@@ -111,7 +111,8 @@ TEST_CASE("FSDP2 keeps 16 bytes per parameter sharded: fp32 parameter, fp32 grad
   const Scenario s = test::scenario(fsdp2(n, 2, 1));
   const double psi = static_cast<double>(2 * kLayer + kEmbedding + kHead);
   CHECK(static_cast<double>(count_parameters(s.model).total) == psi);
-  const auto& m = test::lowered(s).programs[0].static_memory;
+  const WorkloadGraph g = test::lowered(s);
+  const auto& m = g.programs[0].static_memory;
   CHECK(static_cast<double>(m[static_cast<std::size_t>(MemoryKind::kWeights)]) == Approx(4 * psi / n));
   CHECK(static_cast<double>(m[static_cast<std::size_t>(MemoryKind::kGradients)]) == Approx(4 * psi / n));
   CHECK(static_cast<double>(m[static_cast<std::size_t>(MemoryKind::kOptimizer)]) == Approx(8 * psi / n));
