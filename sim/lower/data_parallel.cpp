@@ -275,7 +275,8 @@ TaskId DataParallelLowering::emit_optimizer(Emitter& emit, const std::vector<Tas
   // alive beside the low-precision shard until the step ends: the "4_grads_32bit" of its estimator,
   // estimate_zero2_model_states_mem_needs, 2 + 18 / N bytes per parameter (DeepSpeed PR #5099).
   Bytes fp32_grads = 0;
-  if (zero_stage_ == 2 && ctx_.grad_bytes < 4) {
+  // So does Megatron-DeepSpeed's ZeRO 1, the same DeepSpeedZeroOptimizer (sim/lower/megatron_deepspeed.h).
+  if ((zero_stage_ == 2 || (deepspeed_ && zero_stage_ == 1)) && ctx_.grad_bytes < 4) {
     fp32_grads = n * 4;
     last = emit.optimizer("grads_to_fp32", grads, fp32_grads, {last});
     emit.allocate(last, MemoryKind::kGradients, fp32_grads);

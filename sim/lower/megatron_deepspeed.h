@@ -18,7 +18,8 @@
 //     stream, then its slices are reduced to their owners (average_tensor, priced as one reduce-scatter of the
 //     bucket). After the step the owners' updated 16-bit parameters are all-gathered: one all_gather_into_tensor
 //     of the flat group (runtime/utils.py all_gather_dp_groups; allgather_bucket_size only applies without it).
-//   - ZeRO 2: the same buckets, filled and reduced by the gradient hooks in every micro-batch's backward.
+//   - ZeRO 2: the same buckets, filled and reduced by the gradient hooks in every micro-batch's backward. ZeRO 1
+//     and 2 step on an fp32 copy of the owned gradient shard (single_partition_of_fp32_groups[i].grad).
 //   - overlap_comm defaults to false for stages 0-2 (config.py overlap_comm_valid: true only for stage 3): the
 //     reductions run on the compute stream, so nothing overlaps them; `parallel.overlap_grad_reduce: true` is
 //     DeepSpeed's overlap_comm. Gradients are reduced in the 16-bit parameter dtype (communication_data_type

@@ -316,3 +316,17 @@ TEST_CASE("FSDP2 gathers one unit ahead: the next block's all-gather overlaps th
   CHECK(tm[layer1_gather].start >= tm[layer0_copy_out].end);
   CHECK(tm[layer1_gather].start < layer0_end);
 }
+
+TEST_CASE("Megatron-DeepSpeed ZeRO-1 holds the ZeRO paper's (2 + 2 + 12 / N) bytes per parameter",
+          "[sim][frameworks][megatron-deepspeed][memory]") {
+  // ZeRO (arXiv:1910.02054) Figure 1, P_os: 16-bit parameters and gradients on every rank, fp32 master weights and
+  // Adam moments (K = 12) sharded over N. DeepSpeed reduces in the 16-bit dtype, unlike Megatron's fp32 buffer.
+  const int n = 8;
+  const Scenario s = test::scenario(megatron_deepspeed(n, 1, 1, 4, 1));
+  const double psi = static_cast<double>(count_parameters(s.model).total);
+  const WorkloadGraph g = test::lowered(s);
+  const auto& m = g.programs[0].static_memory;
+  CHECK(static_cast<double>(m[static_cast<std::size_t>(MemoryKind::kWeights)]) == Approx(2 * psi));
+  CHECK(static_cast<double>(m[static_cast<std::size_t>(MemoryKind::kGradients)]) == Approx(2 * psi));
+  CHECK(static_cast<double>(m[static_cast<std::size_t>(MemoryKind::kOptimizer)]) == Approx(12 * psi / n).epsilon(1e-6));
+}
