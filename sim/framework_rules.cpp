@@ -42,8 +42,9 @@ void check_eager_model(const Scenario& s) {
 void check_fsdp2(const Scenario& s) {
   const ParallelPlan& p = s.parallel;
   const std::string rule = "training.framework \"fsdp2\" ";
-  require(p.zero_stage == 3, "parallel.zero_stage", std::to_string(p.zero_stage),
-          "must be 3 with " + rule + "(fully_shard shards parameters, gradients and optimizer state)");
+  require(p.zero_stage == 3 || p.zero_stage == 2, "parallel.zero_stage", std::to_string(p.zero_stage),
+          "must be 3 (fully_shard, resharding each block after its forward) or 2 (fsdp_reshard_after_forward "
+          "\"never\") with " + rule);
   if (p.tp * p.pp * p.cp * p.ep != 1) {
     throw Error::not_modelled("parallel", fmt::format("tp {} pp {} cp {} ep {}", p.tp, p.pp, p.cp, p.ep),
                               rule + "lowers FSDP over the data-parallel ranks only (tp, pp, cp and ep 1)");

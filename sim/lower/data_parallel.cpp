@@ -26,6 +26,8 @@ DataParallelLowering::DataParallelLowering(const LoweringContext& ctx, int stage
   distributed_optimizer_ = zero_stage_ >= 1 || (ctx.training.framework == Framework::kMegatronDeepSpeed &&
                                                 ctx.training.precision == Precision::kBf16 && ctx.plan.pp > 1);
   reduce_ = ctx.data_parallel_ranks() > 1 || ctx.expert_data_parallel_ranks() > 1;
+  // FSDP2 keeps its parameters sharded between uses at either stage (sim/lower/fsdp2.h).
+  params_sharded_ = zero_stage_ >= 3 || ctx.training.framework == Framework::kFsdp2;
   chunk_reductions_.resize(static_cast<std::size_t>(ctx.layout.vpp));
   for (const ParamGroup& g : groups_) {
     local_params_ += g.elements;
@@ -88,7 +90,7 @@ std::size_t DataParallelLowering::find_group(const ParamUse& use) const {
 
 void DataParallelLowering::emit_prologue(Emitter& emit, const std::vector<int>& chunk_order) {
   // ZeRO-3 gathers per unit as it runs; ZeRO-1 and 2 refresh the replicated parameters by bucket.
-  if (!distributed_optimizer_ || zero_stage_ == 3 || !reduce_ || !ctx_.plan.overlap_param_gather) return;
+  if (!distributed_optimizer_ || params_sharded_ || !reduce_ || !ctx_.plan.overlap_param_gather) return;
   emit.at(-1, -1, -1, Phase::kForward);
   // Forward order: chunks as the schedule first runs them, and within a chunk the bucket of the first layers first.
   for (int chunk : chunk_order) {
@@ -198,7 +200,7 @@ void DataParallelLowering::emit_gradient_reduction(Emitter& emit, const std::vec
 }
 
 void DataParallelLowering::after_backward_step(Emitter& emit, int chunk, const std::vector<ParamUse>& grads) {
-  if (zero_stage_ != 2 || !reduce_) return;
+  if (zero_stage_ != 2 || params_sharded_ || !reduce_) return;
   const Phase phase = emit.phase();
   emit.set_phase(Phase::kBackwardWeight);
   std::vector<TaskId> done;
@@ -360,7 +362,7 @@ void DataParallelLowering::emit_epilogue(Emitter& emit, const std::vector<ParamU
                     local_params_ * ctx_.param_bytes, {step});
     return;
   }
-  if (distributed_optimizer_ && zero_stage_ < 3 && reduce_ && !ctx_.plan.overlap_param_gather) {
+  if (distributed_optimizer_ && !params_sharded_ && reduce_ && !ctx_.plan.overlap_param_gather) {
     emit.at(-1, -1, -1, Phase::kOptimizer);
     for (auto it = buckets_.rbegin(); it != buckets_.rend(); ++it) {
       emit.collective("param_gather", Stream::kDp, group_of(*it), CollectiveKind::kAllGather,
@@ -379,7 +381,7 @@ void DataParallelLowering::set_static_memory(ProgramBuilder& builder, Bytes othe
   // PyTorch allocates .grad in the backward and frees it at zero_grad(set_to_none): no static gradients.
   const Bytes grads = ctx_.training.framework == Framework::kPytorch ? 0
                                                                       : (zero_stage_ >= 2 ? owned : local_params_) * ctx_.grad_bytes;
-  const Bytes weights = (zero_stage_ >= 3 ? owned : local_params_) * ctx_.resident_param_bytes;
+  const Bytes weights = (params_sharded_ ? owned : local_params_) * ctx_.resident_param_bytes;
   builder.set_static_memory(MemoryKind::kWeights, weights);
   builder.set_static_memory(MemoryKind::kGradients, grads);
   builder.set_static_memory(MemoryKind::kOptimizer, optimizer);

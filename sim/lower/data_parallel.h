@@ -98,6 +98,7 @@ class DataParallelLowering {
   int zero_stage_ = 0;
   bool distributed_optimizer_ = false;  // optimizer state sharded (ZeRO >= 1)
   bool reduce_ = false;  // more than one data-parallel rank
+  bool params_sharded_ = false;  // ZeRO-3, or FSDP2 at stage 2 or 3: parameters gathered per unit
   bool deepspeed_ = false;  // training.framework megatron-deepspeed
   TaskId first_deepspeed_reduction_ = -1, last_deepspeed_reduction_ = -1;  // ZeRO 1's ipg bucket lifetime
   std::vector<TaskId> step_reductions_;  // ZeRO-2 reduce-scatters issued after backward steps

@@ -4,7 +4,9 @@
 // (_fsdp_collectives.py @ 8fc2039d, _fsdp_param_group.py @ 62a45b6f):
 //   - units (torchtitan distributed/fsdp.py apply_fsdp_to_decoder): tok_embeddings; [norm, lm_head] as one unit,
 //     not resharded after forward (reshard_after_forward = policy == "always"); each TransformerBlock, resharded
-//     after forward (policy "default": not pp_enabled); the root holds no parameters of its own.
+//     after forward (policy "default": not pp_enabled); the root holds no parameters of its own. `zero_stage` 3
+//     is that; 2 is policy "never" (reshard_after_forward False for every unit): each unit is gathered in its
+//     forward and kept unsharded until its backward ends (ZeRO-2-like), so only the forward gathers.
 //   - MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32) (config/configs.py mixed_precision_param,
 //     mixed_precision_reduce): the sharded parameters stay fp32 (the model is built in training.dtype float32),
 //     all-gathers move bf16 (unit elements x 2 bytes), reduce-scatters fp32 (unit elements x 4 bytes), every

@@ -15,7 +15,8 @@ constexpr std::int64_t kPersistenceThreshold = 100000;
 ShardedParamsLowering::ShardedParamsLowering(const LoweringContext& ctx, int stage)
     : ctx_(ctx),
       stage_(stage),
-      active_(ctx.plan.zero_stage == 3 && (ctx.data_parallel_ranks() > 1 || ctx.expert_data_parallel_ranks() > 1)),
+      active_((ctx.plan.zero_stage == 3 || ctx.training.framework == Framework::kFsdp2) &&
+              (ctx.data_parallel_ranks() > 1 || ctx.expert_data_parallel_ranks() > 1)),
       per_parameter_(ctx.training.framework == Framework::kDeepSpeed03),
       fsdp2_(ctx.training.framework == Framework::kFsdp2) {}
 
@@ -176,7 +177,8 @@ TaskId ShardedParamsLowering::gather(Emitter& emit, const std::vector<ParamUnit>
   }
   // FSDP2 copies the gathered parameters out before the unit runs, and the next gather's copy-in waits for that.
   if (fsdp2_ && own >= 0) own = fsdp2_copy_out(emit, units[i], own);
-  const bool has_next = backward ? i > 0 : i + 1 < units.size();
+  // (A unit kept unsharded since its forward needs no gather in the backward.)
+  const bool has_next = backward ? i > 0 && !kept_after_forward(units[i - 1]) : i + 1 < units.size();
   if (has_next) {
     const ParamUnit& next = backward ? units[i - 1] : units[i + 1];
     prefetched_.emplace_back(key(next), issue_gather(emit, next));

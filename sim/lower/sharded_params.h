@@ -79,8 +79,11 @@ class ShardedParamsLowering {
   TaskId fsdp2_issue_gather(Emitter& emit, const ParamUnit& unit);
   TaskId fsdp2_copy_out(Emitter& emit, const ParamUnit& unit, TaskId gathered);
   void fsdp2_reduce(Emitter& emit, const ParamUnit& unit, TaskId grads_done);
-  /// fsdp2: torchtitan's [norm, lm_head] unit stays unsharded from its forward to the end of its backward.
-  bool kept_after_forward(const ParamUnit& unit) const { return fsdp2_ && unit.head; }
+  /// fsdp2: torchtitan's [norm, lm_head] unit stays unsharded from its forward to the end of its backward, and at
+  /// zero_stage 2 (fsdp_reshard_after_forward "never") every unit does.
+  bool kept_after_forward(const ParamUnit& unit) const {
+    return fsdp2_ && (unit.head || ctx_.plan.zero_stage == 2);
+  }
 
   const LoweringContext& ctx_;
   int stage_;

@@ -39,10 +39,10 @@ std::vector<Comm> dp_collectives(const WorkloadGraph& g) {
   return out;
 }
 
-std::string fsdp2(int gpus, int layers, int microbatches, const std::string& extra_parallel = "") {
+std::string fsdp2(int gpus, int layers, int microbatches, const std::string& extra_parallel = "", int zero = 3) {
   return R"({"model": {"preset": "llama3-8b", "num_hidden_layers": )" + std::to_string(layers) +
          R"(}, "cluster": {"preset": "dgx-h100", "num_gpus": )" + std::to_string(gpus) +
-         R"(}, "parallel": {"zero_stage": 3)" + extra_parallel + R"(}, "training": {"seq_length": 1024, "global_batch_size": )" +
+         R"(}, "parallel": {"zero_stage": )" + std::to_string(zero) + extra_parallel + R"(}, "training": {"seq_length": 1024, "global_batch_size": )" +
          std::to_string(gpus * microbatches) + R"(, "framework": "fsdp2"}})";
 }
 
@@ -329,4 +329,32 @@ TEST_CASE("Megatron-DeepSpeed ZeRO-1 holds the ZeRO paper's (2 + 2 + 12 / N) byt
   CHECK(static_cast<double>(m[static_cast<std::size_t>(MemoryKind::kWeights)]) == Approx(2 * psi));
   CHECK(static_cast<double>(m[static_cast<std::size_t>(MemoryKind::kGradients)]) == Approx(2 * psi));
   CHECK(static_cast<double>(m[static_cast<std::size_t>(MemoryKind::kOptimizer)]) == Approx(12 * psi / n).epsilon(1e-6));
+}
+
+TEST_CASE("FSDP2 with reshard_after_forward never (zero_stage 2) gathers each unit once per micro-batch",
+          "[sim][frameworks][fsdp2]") {
+  // torchtitan fsdp_reshard_after_forward "never" (distributed/fsdp.py @ b5bcd76): no unit is resharded after its
+  // forward, so the backward gathers nothing; the reduce-scatters are unchanged, and the sharded state too.
+  const int n = 8, mb = 2;
+  const Scenario s = test::scenario(fsdp2(n, 2, mb, "", 2));
+  const WorkloadGraph g = test::lowered(s);
+  std::vector<Bytes> gathers, scatters;
+  for (const Comm& c : dp_collectives(g)) {
+    if (c.kind == CollectiveKind::kAllGather) gathers.push_back(c.bytes);
+    if (c.kind == CollectiveKind::kReduceScatter) scatters.push_back(c.bytes);
+  }
+  std::vector<Bytes> want_gather, want_scatter;
+  for (int m = 0; m < mb; ++m) {
+    for (std::int64_t e : {kEmbedding, kLayer, kLayer, kHead}) want_gather.push_back(e * 2);
+    for (std::int64_t e : {kHead, kLayer, kLayer, kEmbedding}) want_scatter.push_back(e * 4);
+  }
+  CHECK(gathers == want_gather);
+  CHECK(scatters == want_scatter);
+  const double psi = static_cast<double>(2 * kLayer + kEmbedding + kHead);
+  CHECK(static_cast<double>(g.programs[0].static_memory[static_cast<std::size_t>(MemoryKind::kWeights)]) ==
+        Approx(4 * psi / n));
+  // Every unit is unsharded at once at the end of the forward, so the peak is above that of resharding.
+  const Prediction p = predict(s);
+  const Prediction p3 = predict(test::scenario(fsdp2(n, 2, mb)));
+  CHECK(p.report.peak_memory > p3.report.peak_memory);
 }
