@@ -16,6 +16,9 @@
 // flat buffer, the NCCL reduce-scatter, and a wait on it before the gradients are partitioned. So every gather
 // and reduce-scatter sits on the compute path, and each costs dp x cp copy launches: O(ranks) launches per
 // parameter, which is why its time per iteration grows with the data-parallel size (SC21, Fig. 10).
+//
+// training.framework "fsdp2" lowers FSDP2 as torchtitan runs it through the same units, with its copy kernels,
+// dtypes and resharding (sim/lower/fsdp2.h).
 
 #include <vector>
 
