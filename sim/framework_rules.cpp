@@ -65,15 +65,11 @@ void check_fsdp2(const Scenario& s) {
   check_eager_model(s);
 }
 
-// training.framework "megatron-deepspeed": DeepSpeed's engine, ZeRO 0-2 and pipeline engine
+// training.framework "megatron-deepspeed": DeepSpeed's engine, ZeRO 0-3 and pipeline engine
 // (sim/lower/megatron_deepspeed.h). Turns Megatron's overlap switches to DeepSpeed's defaults.
 void check_megatron_deepspeed(Scenario& s) {
   ParallelPlan& p = s.parallel;
   const std::string rule = "training.framework \"megatron-deepspeed\" ";
-  if (p.zero_stage == 3) {
-    throw Error::not_modelled("parallel.zero_stage", "3",
-                              rule + "with today's ZeRO-3 (framework \"deepspeed-0.3\" lowers DeepSpeed 0.3's)");
-  }
   require(p.zero_stage < 2 || p.pp == 1, "parallel.zero_stage", std::to_string(p.zero_stage),
           fmt::format("cannot run with pp {} under {}: DeepSpeed's pipeline engine asserts ZeRO stage < 2 "
                       "(runtime/pipe/engine.py)", p.pp, rule));
@@ -98,8 +94,8 @@ void check_megatron_deepspeed(Scenario& s) {
   refuse(s.training.precision == Precision::kFp8, "training.precision", "fp8", "with FP8 (no Transformer Engine layers)");
   refuse(s.training.cpu_offloading_num_layers > 0 || s.training.optimizer_cpu_offload, "training", "CPU offload",
          "with CPU offload");
-  // DeepSpeed's defaults (runtime/zero/config.py overlap_comm_valid: off below stage 3).
-  if (!p.overlap_requested.grad_reduce) p.overlap_grad_reduce = false;
+  // DeepSpeed's defaults (runtime/zero/config.py overlap_comm_valid: on at stage 3 only).
+  if (!p.overlap_requested.grad_reduce) p.overlap_grad_reduce = p.zero_stage == 3;
   p.overlap_param_gather = false;
   p.tp_comm_overlap = false;
   p.overlap_p2p_comm = false;

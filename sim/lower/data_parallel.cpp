@@ -355,7 +355,7 @@ void DataParallelLowering::emit_epilogue(Emitter& emit, const std::vector<ParamU
     emit.builder().free_at_end(last_deepspeed_reduction_, MemoryKind::kOther, buffer);
   }
   TaskId step = emit_optimizer(emit, done);
-  if (deepspeed_ && distributed_optimizer_ && reduce_) {
+  if (deepspeed_ && distributed_optimizer_ && reduce_ && zero_stage_ < 3) {
     // all_gather_dp_groups (runtime/utils.py @ edaa722): one all_gather_into_tensor of the flat 16-bit group.
     emit.at(-1, -1, -1, Phase::kOptimizer);
     emit.collective("param_gather", Stream::kDp, GroupKind::kDp, CollectiveKind::kAllGather,

@@ -20,6 +20,16 @@
 //     of the flat group (runtime/utils.py all_gather_dp_groups; allgather_bucket_size only applies without it).
 //   - ZeRO 2: the same buckets, filled and reduced by the gradient hooks in every micro-batch's backward. ZeRO 1
 //     and 2 step on an fp32 copy of the owned gradient shard (single_partition_of_fp32_groups[i].grad).
+//   - ZeRO 3 (pp 1), at the granularity of Orrery's units (a layer, the embedding, the head;
+//     sim/lower/deepspeed_zero3.cpp): parameters of at most stage3_param_persistence_threshold = 1e5 elements
+//     stay whole; a unit's 16-bit partitions are all-gathered (all_gather_coalesced) in its forward and backward;
+//     the first stage3_prefetch_bucket_size = 5e7 elements are prefetched while the unit before it runs
+//     (partitioned_param_coordinator.py fetch_sub_module), the rest fetched as it starts and overlapping it;
+//     after its forward a unit stays gathered when it recurs within stage3_max_reuse_distance = 1e9 elements of
+//     the trace (__params_to_release: twice the later units' elements); gradients fill reduce_bucket_size
+//     buckets in backward order, reduce-scattered before one would overflow (stage3.py), every micro-batch, on
+//     the reduction stream (overlap_comm). stage3_max_live_parameters (1e9) does not bind with one unit ahead;
+//     the ipg buffers and the per-module fetch order within a layer are not modelled.
 //   - overlap_comm defaults to false for stages 0-2 (config.py overlap_comm_valid: true only for stage 3): the
 //     reductions run on the compute stream, so nothing overlaps them; `parallel.overlap_grad_reduce: true` is
 //     DeepSpeed's overlap_comm. Gradients are reduced in the 16-bit parameter dtype (communication_data_type
@@ -33,7 +43,7 @@
 //   - with tp > 1 the pipeline engine partitions what it sends over the TP group (pipe_partitioned and
 //     grad_partitioned, runtime/config.py: true): 1/tp of each activation or gradient per rank, and after the
 //     receive an all-gather over TP rebuilds it (PartitionedTensor.full(), engine.py), before the compute.
-// Not modelled: ZeRO 3 under this framework (`deepspeed-0.3` lowers the 2021 ZeRO-3), the weight-decay split
+// Not modelled: the weight-decay split
 // of the parameter groups (buckets run over all parameters in one order), the engine's input clone per forward.
 // Host cost profile (for the engine's host-issue timeline being added elsewhere): Megatron legacy Python modules.
 
@@ -56,5 +66,14 @@ enum class DeepSpeedBucketRule {
 /// indexes of each bucket's tensors, in order. A tensor larger than a bucket is a bucket of its own (kFlush...).
 std::vector<std::vector<std::size_t>> deepspeed_buckets(const std::vector<std::int64_t>& elements, std::int64_t bucket,
                                                         DeepSpeedBucketRule rule);
+
+}  // namespace orrery
+
+namespace orrery {
+
+/// DeepSpeed ZeRO-3 defaults, in elements (runtime/zero/config.py @ edaa722): stage3_prefetch_bucket_size and
+/// stage3_max_reuse_distance. (stage3_max_live_parameters, 1e9, is not reached with one unit prefetched.)
+inline constexpr std::int64_t kDeepSpeedPrefetchElements = 50'000'000;
+inline constexpr std::int64_t kDeepSpeedMaxReuseDistance = 1'000'000'000;
 
 }  // namespace orrery

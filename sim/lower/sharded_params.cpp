@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/lower/megatron_deepspeed.h"
+
 namespace orrery {
 
 namespace {
@@ -18,7 +20,8 @@ ShardedParamsLowering::ShardedParamsLowering(const LoweringContext& ctx, int sta
       active_((ctx.plan.zero_stage == 3 || ctx.training.framework == Framework::kFsdp2) &&
               (ctx.data_parallel_ranks() > 1 || ctx.expert_data_parallel_ranks() > 1)),
       per_parameter_(ctx.training.framework == Framework::kDeepSpeed03),
-      fsdp2_(ctx.training.framework == Framework::kFsdp2) {}
+      fsdp2_(ctx.training.framework == Framework::kFsdp2),
+      ds3_(ctx.training.framework == Framework::kMegatronDeepSpeed && ctx.plan.zero_stage == 3) {}
 
 std::vector<ParamUnit> ShardedParamsLowering::units(int chunk) const {
   std::vector<ParamUnit> out;
@@ -26,6 +29,8 @@ std::vector<ParamUnit> ShardedParamsLowering::units(int chunk) const {
   auto unit = [&](int layer, bool head, const std::vector<ParamGroup>& groups) {
     ParamUnit u{layer, head, 0, 0, {}};
     for (const ParamGroup& g : groups) {
+      // DeepSpeed ZeRO-3 keeps parameters of at most stage3_param_persistence_threshold elements whole.
+      if (ds3_ && g.elements <= kPersistenceThreshold) continue;
       u.elements += g.elements;
       if (g.expert) u.expert_elements += g.elements;
       // A module's weight is its one large tensor; its bias and norm parameters fall under the threshold.
@@ -70,6 +75,7 @@ std::vector<ParamUnit> ShardedParamsLowering::units(int chunk) const {
     }
     out.push_back(head);
   }
+  if (ds3_) ds3_mark_kept(out);
   return out;
 }
 
@@ -169,11 +175,20 @@ TaskId ShardedParamsLowering::gather(Emitter& emit, const std::vector<ParamUnit>
   auto key = [](const ParamUnit& u) { return std::make_pair(u.layer, u.head); };
   TaskId own = -1;
   auto it = std::find_if(prefetched_.begin(), prefetched_.end(), [&](const auto& p) { return p.first == key(units[i]); });
-  if (it != prefetched_.end()) {
+  const bool was_prefetched = it != prefetched_.end();
+  if (was_prefetched) {
     own = it->second;
     prefetched_.erase(it);
   } else if (!(backward && kept_after_forward(units[i]))) {
-    own = issue_gather(emit, units[i]);
+    own = ds3_ ? ds3_gather(emit, sharded_dense(units[i])) : issue_gather(emit, units[i]);
+  }
+  if (ds3_ && was_prefetched) {
+    // DeepSpeed prefetched only the first stage3_prefetch_bucket_size elements; the rest is fetched now.
+    auto part = std::find_if(prefetched_elements_.begin(), prefetched_elements_.end(),
+                             [&](const auto& p) { return p.first == key(units[i]); });
+    const std::int64_t rest = sharded_dense(units[i]) - part->second;
+    prefetched_elements_.erase(part);
+    if (rest > 0) tail_ = ds3_gather(emit, rest);
   }
   // FSDP2 copies the gathered parameters out before the unit runs, and the next gather's copy-in waits for that.
   if (fsdp2_ && own >= 0) own = fsdp2_copy_out(emit, units[i], own);
@@ -181,7 +196,13 @@ TaskId ShardedParamsLowering::gather(Emitter& emit, const std::vector<ParamUnit>
   const bool has_next = backward ? i > 0 && !kept_after_forward(units[i - 1]) : i + 1 < units.size();
   if (has_next) {
     const ParamUnit& next = backward ? units[i - 1] : units[i + 1];
-    prefetched_.emplace_back(key(next), issue_gather(emit, next));
+    if (ds3_) {
+      const std::int64_t part = std::min(kDeepSpeedPrefetchElements, sharded_dense(next));
+      prefetched_elements_.emplace_back(key(next), part);
+      prefetched_.emplace_back(key(next), ds3_gather(emit, part));
+    } else {
+      prefetched_.emplace_back(key(next), issue_gather(emit, next));
+    }
   }
   return own;
 }
@@ -200,6 +221,10 @@ void ShardedParamsLowering::reduce(Emitter& emit, const ParamUnit& unit, TaskId 
   if (!active_) return;
   if (fsdp2_) {
     fsdp2_reduce(emit, unit, grads_done);
+    return;
+  }
+  if (ds3_) {
+    ds3_reduce(emit, unit, grads_done);
     return;
   }
   release(emit, unit);

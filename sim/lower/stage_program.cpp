@@ -233,6 +233,9 @@ class StageLowering {
     const TaskId first = builder_.last() + 1;
     const TaskId out = emit_unit();
     if (gathered >= 0 && builder_.last() >= first) emit_.depend(first, gathered);
+    // DeepSpeed ZeRO-3's parameters beyond its prefetch window arrive while the unit runs; it ends after them.
+    const TaskId tail = sharded_.take_tail();
+    if (tail >= 0 && builder_.last() >= first) emit_.depend(builder_.last(), tail);
     if (backward) {
       sharded_.reduce(emit_, units[i], emit_.last_compute());
     } else {
