@@ -43,7 +43,7 @@ enum class Optimizer { kAdam, kSgd };
 /// weights), plain PyTorch eager on a Hugging Face model (sim/lower/pytorch_step.h), Megatron-DeepSpeed with
 /// the ZeRO stage 3 of DeepSpeed 0.3 (2021), per-parameter and unoverlapped (sim/lower/sharded_params.h), PyTorch
 /// FSDP2 as torchtitan runs it (sim/lower/fsdp2.h), or today's Megatron-DeepSpeed: Megatron's legacy layers on
-/// DeepSpeed's engine, ZeRO 0-2 buckets and blocking pipeline engine (sim/lower/megatron_deepspeed.h).
+/// DeepSpeed's engine, ZeRO 0-3 and blocking pipeline engine (sim/lower/megatron_deepspeed.h).
 enum class Framework { kMegatron, kPytorch, kDeepSpeed03, kFsdp2, kMegatronDeepSpeed };
 /// The scenario names of the frameworks (`training.framework`), for the parser and its error message.
 inline constexpr std::pair<const char*, Framework> kFrameworkNames[] = {

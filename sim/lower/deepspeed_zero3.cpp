@@ -21,6 +21,7 @@ void ShardedParamsLowering::ds3_mark_kept(std::vector<ParamUnit>& units) const {
 TaskId ShardedParamsLowering::ds3_gather(Emitter& emit, std::int64_t elements) {
   // fetch_sub_module: one all_gather_coalesced of the 16-bit partitions on the all-gather stream, issued when the
   // host reaches it (after the compute issued so far).
+  if (elements <= 0) return -1;  // only persistent parameters (a tied head's final norm)
   const Bytes bytes = elements * ctx_.param_bytes;
   const TaskId ag = emit.collective("param_gather", Stream::kDp, GroupKind::kDp, CollectiveKind::kAllGather, bytes,
                                     {emit.last_compute()});
