@@ -77,6 +77,8 @@ const char* to_string(Framework f) {
     case Framework::kMegatron: return "megatron";
     case Framework::kPytorch: return "pytorch";
     case Framework::kDeepSpeed03: return "deepspeed-0.3";
+    case Framework::kFsdp2: return "fsdp2";
+    case Framework::kMegatronDeepSpeed: return "megatron-deepspeed";
   }
   return "?";
 }

@@ -40,9 +40,18 @@ enum class Schedule { k1F1B, kGPipe, kZbH1, kDualPipe, kDualPipeV };  // 1F1B is
 inline bool is_dualpipe(Schedule s) { return s == Schedule::kDualPipe || s == Schedule::kDualPipeV; }
 enum class Optimizer { kAdam, kSgd };
 /// Which software runs the step: Megatron-LM/Megatron-Core (fused kernels, bf16 parameters with fp32 master
-/// weights), plain PyTorch eager on a Hugging Face model (sim/lower/pytorch_step.h), or Megatron-DeepSpeed with
-/// the ZeRO stage 3 of DeepSpeed 0.3 (2021), per-parameter and unoverlapped (sim/lower/sharded_params.h).
-enum class Framework { kMegatron, kPytorch, kDeepSpeed03 };
+/// weights), plain PyTorch eager on a Hugging Face model (sim/lower/pytorch_step.h), Megatron-DeepSpeed with
+/// the ZeRO stage 3 of DeepSpeed 0.3 (2021), per-parameter and unoverlapped (sim/lower/sharded_params.h), PyTorch
+/// FSDP2 as torchtitan runs it (sim/lower/fsdp2.h), or today's Megatron-DeepSpeed: Megatron's legacy layers on
+/// DeepSpeed's engine, ZeRO 0-3 and blocking pipeline engine (sim/lower/megatron_deepspeed.h).
+enum class Framework { kMegatron, kPytorch, kDeepSpeed03, kFsdp2, kMegatronDeepSpeed };
+/// The scenario names of the frameworks (`training.framework`), for the parser and its error message.
+inline constexpr std::pair<const char*, Framework> kFrameworkNames[] = {
+    {"megatron", Framework::kMegatron},           {"pytorch", Framework::kPytorch},
+    {"deepspeed-0.3", Framework::kDeepSpeed03},   {"fsdp2", Framework::kFsdp2},
+    {"megatron-deepspeed", Framework::kMegatronDeepSpeed}};
+/// Frameworks whose layers are PyTorch eager modules (sim/lower/pytorch_step.h): pytorch and fsdp2.
+inline bool is_eager_pytorch(Framework f) { return f == Framework::kPytorch || f == Framework::kFsdp2; }
 /// How context parallelism exchanges keys and values (Megatron-Core `--cp-comm-type`): ring attention, Ulysses
 /// all-to-all, an all-gather of K and V, or hierarchical: all-to-all inside groups of the first
 /// `hierarchical_context_parallel_sizes` entry and a ring across them (sim/lower/context_parallel.h).
@@ -80,7 +89,7 @@ DType activation_dtype(Precision p);
 
 /// Which overlap switches a scenario gave (true) rather than left at their default, for the report's warnings.
 struct OverlapRequests {
-  bool grad_reduce = false, param_gather = false, tp_comm = false;
+  bool grad_reduce = false, param_gather = false, tp_comm = false, p2p = false;
 };
 
 /// Parallel plan. Names follow DESIGN.md: short names for the sizes, Megatron-LM's names for everything else.

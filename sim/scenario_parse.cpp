@@ -133,9 +133,7 @@ TrainingSpec parse_training(const json& value, const ModelSpec& model) {
   static constexpr std::pair<const char*, AttentionBackend> kBackends[] = {
       {"flash", AttentionBackend::kFlash}, {"unfused", AttentionBackend::kUnfused}};
   t.attention_backend = parse_enum(in, "attention_backend", AttentionBackend::kFlash, kBackends);
-  static constexpr std::pair<const char*, Framework> kFrameworks[] = {
-      {"megatron", Framework::kMegatron}, {"pytorch", Framework::kPytorch}, {"deepspeed-0.3", Framework::kDeepSpeed03}};
-  t.framework = parse_enum(in, "framework", Framework::kMegatron, kFrameworks);
+  t.framework = parse_enum(in, "framework", Framework::kMegatron, kFrameworkNames);
   t.grad_reduce_in_fp32 = in.bool_or("grad_reduce_in_fp32", true);
   t.moe_load_imbalance = in.double_or("moe_load_imbalance", 1.0, true);
   if (t.moe_load_imbalance < 1.0) {
@@ -276,8 +274,10 @@ ParallelPlan parse_parallel(const json& value) {
   p.overlap_grad_reduce = grad_reduce.value_or(true);
   p.overlap_param_gather = param_gather.value_or(true);
   p.tp_comm_overlap = tp_overlap.value_or(true);
-  p.overlap_requested = {grad_reduce.has_value(), param_gather.has_value(), tp_overlap.has_value()};
-  p.overlap_p2p_comm = in.bool_or("overlap_p2p_comm", true);
+  const auto p2p_overlap = in.optional_bool("overlap_p2p_comm");
+  p.overlap_requested = {grad_reduce.has_value(), param_gather.has_value(), tp_overlap.has_value(),
+                         p2p_overlap.has_value()};
+  p.overlap_p2p_comm = p2p_overlap.value_or(true);
   p.overlap_moe_expert_parallel_comm = in.bool_or("overlap_moe_expert_parallel_comm", false);
   p.delay_wgrad_compute = in.bool_or("delay_wgrad_compute", false);
   if (auto v = in.optional_int("decoder_first_pipeline_num_layers", 0, limits::kLayers)) p.decoder_first_pipeline_num_layers = static_cast<int>(*v);

@@ -8,6 +8,7 @@
 
 #include "models/error.h"
 #include "models/limits.h"
+#include "sim/framework_rules.h"
 #include "sim/group_placement.h"
 #include "sim/overlap_switches.h"
 #include "sim/pipeline_layout.h"
@@ -350,36 +351,6 @@ void check_grad_dtype(const Scenario& s) {
                       "(ZeRO's 2 + 2 + 12 bytes per parameter)", s.parallel.zero_stage));
 }
 
-// training.framework "pytorch" is the single-GPU recipe of tools/pytorch_train_step.py on a Llama-style model.
-void check_framework(const Scenario& s) {
-  if (s.training.framework != Framework::kPytorch) return;
-  const ParallelPlan& p = s.parallel;
-  const ModelSpec& m = s.model;
-  const auto refuse = [](bool bad, const std::string& field, const std::string& value, const std::string& why) {
-    if (bad) throw Error::not_modelled(field, value, "training.framework \"pytorch\" " + why);
-  };
-  refuse(p.tp * p.pp * p.cp * p.ep * p.dp != 1, "parallel", fmt::format("tp {} pp {} cp {} ep {} dp {}", p.tp, p.pp, p.cp, p.ep, p.dp),
-         "covers one GPU (tp, pp, cp, ep and dp all 1); DDP and FSDP are not lowered");
-  refuse(p.zero_stage != 0, "parallel.zero_stage", std::to_string(p.zero_stage), "runs without ZeRO");
-  refuse(p.schedule != Schedule::k1F1B, "parallel.schedule", "not 1f1b", "runs one plain forward and backward");
-  refuse(s.training.precision != Precision::kBf16, "training.precision",
-         s.training.precision == Precision::kFp8 ? "fp8" : s.training.precision == Precision::kFp16 ? "fp16" : "fp32",
-         "is torch.autocast(bfloat16) over fp32 parameters: precision must be bf16");
-  refuse(s.training.recompute != Recompute::kNone, "training.recompute",
-         s.training.recompute == Recompute::kFull ? "full" : "selective", "runs without activation checkpointing");
-  refuse(s.training.attention_backend != AttentionBackend::kFlash, "training.attention_backend", "unfused",
-         "uses scaled_dot_product_attention (flash)");
-  refuse(s.training.optimizer != Optimizer::kAdam, "training.optimizer", "sgd", "uses AdamW(fused=True)");
-  refuse(m.is_moe() || m.is_mla(), "model", m.name, "lowers dense Llama-style models only (no MoE, no MLA)");
-  refuse(m.norm != NormKind::kRmsNorm || !m.gated_mlp || m.position != PositionKind::kRotary || m.qkv_bias ||
-             m.attention_output_bias || m.mlp_bias || m.qk_norm || m.embedding_norm || m.sliding_window > 0 || m.hidden_dropout > 0 ||
-             m.attention_dropout > 0,
-         "model", m.name, "lowers Llama-style models only: RMSNorm, SwiGLU, RoPE, no biases, qk-norm, sliding window or dropout");
-  refuse(s.training.packed_documents.enabled() || s.training.optimizer_cpu_offload ||
-             s.training.cpu_offloading_num_layers > 0,
-         "training", "packing or offload", "runs without document packing or CPU offload");
-}
-
 // The GPU must run the FP8 recipe's GEMM scaling (GpuSpec::fp8_scaling_fraction throws otherwise).
 void check_fp8_recipe(const Scenario& s) {
   if (s.training.precision == Precision::kFp8) s.cluster.gpu.fp8_scaling_fraction(fp8_scaling(s.training.fp8_recipe));
@@ -409,32 +380,6 @@ void check_recompute_modules(const Scenario& s) {
   }
 }
 
-// training.framework "deepspeed-0.3" is Megatron-DeepSpeed with DeepSpeed 0.3's ZeRO-3 (sim/lower/sharded_params.h).
-void check_deepspeed(const Scenario& s) {
-  if (s.training.framework != Framework::kDeepSpeed03) return;
-  const ParallelPlan& p = s.parallel;
-  const std::string rule = "training.framework \"deepspeed-0.3\" ";
-  if (p.zero_stage != 3) {
-    throw Error::not_modelled("parallel.zero_stage", std::to_string(p.zero_stage),
-                              rule + "lowers DeepSpeed 0.3's ZeRO stage 3 only; use framework megatron for stages 0-2");
-  }
-  // DeepSpeed's PipelineEngine asserts ZeRO stage < 2 (deepspeed/runtime/pipe/engine.py).
-  require(p.pp == 1, "parallel.pp", std::to_string(p.pp), rule + "with ZeRO-3 needs pp 1: DeepSpeed's pipeline engine refuses ZeRO stages 2 and 3");
-  const auto refuse = [&](bool bad, const std::string& field, const std::string& value, const std::string& why) {
-    if (bad) throw Error::not_modelled(field, value, rule + why);
-  };
-  refuse(p.cp != 1, "parallel.cp", std::to_string(p.cp), "has no context parallelism");
-  refuse(s.model.is_moe(), "model", s.model.name, "lowers dense models only");
-  refuse(s.training.precision == Precision::kFp8, "training.precision", "fp8", "predates FP8 training");
-  refuse(p.schedule != Schedule::k1F1B, "parallel.schedule", "not 1f1b", "runs a plain forward and backward per micro-batch");
-  // What came after spring 2021: sequence parallelism (2022), FlashAttention (2022), TE's activation offload.
-  refuse(p.sequence_parallel, "parallel.sequence_parallel", "true", "predates sequence parallelism");
-  refuse(s.training.attention_backend == AttentionBackend::kFlash, "training.attention_backend", "flash",
-         "predates fused flash attention: use \"unfused\"");
-  refuse(s.training.cpu_offloading_num_layers > 0 || s.training.optimizer_cpu_offload, "training", "CPU offload",
-         "models ZeRO-3 without offload");
-}
-
 void check_stragglers(const Scenario& s) {
   std::set<int> seen;
   for (std::size_t i = 0; i < s.stragglers.size(); ++i) {
@@ -461,8 +406,7 @@ void validate_scenario(Scenario& s) {
   check_packing(s);
   check_offload(s);
   check_grad_dtype(s);
-  check_framework(s);
-  check_deepspeed(s);
+  check_framework_rules(s);
   check_recompute_modules(s);
   s.cluster.gpu.peak_for(gemm_dtype(s.training.precision));  // the GPU must have the precision's GEMM path
   check_fp8_recipe(s);

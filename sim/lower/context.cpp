@@ -35,6 +35,14 @@ StateBytes state_bytes(Precision precision, Optimizer optimizer, bool grad_reduc
   return {2, 4, 12};
 }
 
+// FSDP2 as torchtitan runs it (sim/lower/fsdp2.h): the model is built in fp32 (torchtitan config/configs.py
+// training.dtype "float32" @ b5bcd76) and fully_shard keeps fp32 sharded parameters; MixedPrecisionPolicy
+// param_dtype bfloat16 gathers and computes in bf16 (mixed_precision_param), reduce_dtype float32
+// (mixed_precision_reduce) reduce-scatters fp32 gradients into the fp32 sharded .grad; AdamW keeps m and v in the
+// parameter dtype, fp32. So 4 + 4 + 8 = 16 resident bytes per parameter, sharded over the FSDP ranks.
+constexpr Bytes kFsdp2ShardedParamBytes = 4;
+StateBytes fsdp2_state_bytes() { return {2, 4, 8}; }  // gathered param, reduced grad, optimizer (m, v)
+
 }  // namespace
 
 LoweringContext::LoweringContext(const Scenario& s)
@@ -57,16 +65,19 @@ LoweringContext::LoweringContext(const Scenario& s)
   fp8_recipe = training.fp8_recipe;
   act_bytes = dtype_bytes(act_dtype);
   StateBytes sb = state_bytes(training.precision, training.optimizer, training.grad_reduce_in_fp32);
-  if (plan.zero_stage >= 2) {
+  if (plan.zero_stage >= 2 || training.framework == Framework::kMegatronDeepSpeed) {
     // DeepSpeed's ZeRO-2/3 reduce gradients in the training precision and keep fp32 master weights and Adam
-    // moments (ZeRO, arXiv:1910.02054 Section 3.1: 2 + 2 + K bytes per parameter, K = 12).
+    // moments (ZeRO, arXiv:1910.02054 Section 3.1: 2 + 2 + K bytes per parameter, K = 12); so does DeepSpeed's
+    // engine at every stage under Megatron-DeepSpeed (sim/lower/megatron_deepspeed.h).
     const bool adam = training.optimizer == Optimizer::kAdam;
     sb.grad = sb.param;
     sb.optimizer = sb.param == 4 ? (adam ? 8 : 4) : (adam ? 12 : 8);
   }
   // PyTorch's recipe keeps fp32 parameters (they are the master copy) and fp32 gradients under autocast.
   if (training.framework == Framework::kPytorch) sb = state_bytes(Precision::kFp32, training.optimizer, true);
+  if (training.framework == Framework::kFsdp2) sb = fsdp2_state_bytes();
   param_bytes = sb.param;
+  resident_param_bytes = training.framework == Framework::kFsdp2 ? kFsdp2ShardedParamBytes : sb.param;
   grad_bytes = sb.grad;
   optimizer_bytes = sb.optimizer;
   padded_model = model;
@@ -141,9 +152,13 @@ TaskId Emitter::elementwise(const char* label, ElementwiseKernel kernel, Bytes r
 
 TaskId Emitter::comm_copies(const char* label, Bytes read, Bytes written, std::int64_t kernels,
                             std::initializer_list<TaskId> deps) {
+  return comm_copies_on(Stream::kCompute, label, read, written, kernels, deps);
+}
+
+TaskId Emitter::comm_copies_on(Stream stream, const char* label, Bytes read, Bytes written, std::int64_t kernels,
+                               std::initializer_list<TaskId> deps) {
   if (dropped()) return -1;
-  return builder_.add(base(TaskKind::kCommCopy, label, Stream::kCompute), ElementwiseShape{read, written, 0.0, kernels},
-                      deps);
+  return builder_.add(base(TaskKind::kCommCopy, label, stream), ElementwiseShape{read, written, 0.0, kernels}, deps);
 }
 
 TaskId Emitter::optimizer(const char* label, Bytes read, Bytes written, std::initializer_list<TaskId> deps,

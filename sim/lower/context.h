@@ -39,7 +39,10 @@ struct LoweringContext {
   DType gemm_dtype = DType::kBf16;
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // with gemm_dtype kFp8: how FP8 tensors are scaled
   Bytes act_bytes = 2;            // bytes per activation element
-  Bytes param_bytes = 2;          // bytes per model parameter
+  Bytes param_bytes = 2;          // bytes per model parameter (as gathered and computed with)
+  /// Bytes per parameter of the copy that stays resident (sharded under ZeRO-3): param_bytes, except FSDP2's
+  /// fp32 sharded parameters beside its bf16 gathered ones (sim/lower/fsdp2.h).
+  Bytes resident_param_bytes = 2;
   Bytes grad_bytes = 4;           // bytes per gradient element in the reduction buffer
   Bytes optimizer_bytes = 12;     // bytes per parameter of optimizer state, before ZeRO sharding
   ModelSpec padded_model;         // the model with the padded vocabulary (what ranks really hold)
@@ -114,6 +117,9 @@ class Emitter {
   /// chunk copies of a list-based torch.distributed collective); each pays the per-kernel overhead.
   TaskId comm_copies(const char* label, Bytes read, Bytes written, std::int64_t kernels,
                      std::initializer_list<TaskId> deps = {});
+  /// The same on another stream (FSDP2's all-gather copy-in runs on its copy-in stream, sim/lower/fsdp2.h).
+  TaskId comm_copies_on(Stream stream, const char* label, Bytes read, Bytes written, std::int64_t kernels,
+                        std::initializer_list<TaskId> deps = {});
   TaskId optimizer(const char* label, Bytes read, Bytes written, std::initializer_list<TaskId> deps = {},
                    ElementwiseKernel kernel = ElementwiseKernel::kGeneric);
   /// The GPU waiting for the host after a device-to-host synchronisation that follows `deps`.

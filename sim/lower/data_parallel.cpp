@@ -5,6 +5,8 @@
 #include <cstring>
 #include <map>
 
+#include "sim/lower/megatron_deepspeed.h"
+
 namespace orrery {
 
 std::int64_t DataParallelLowering::bucket_size(int data_parallel_ranks) {
@@ -18,12 +20,22 @@ std::int64_t DataParallelLowering::bucket_elements(int data_parallel_ranks) cons
 DataParallelLowering::DataParallelLowering(const LoweringContext& ctx, int stage)
     : ctx_(ctx), stage_(stage), groups_(stage_param_groups(ctx, stage)) {
   zero_stage_ = ctx.plan.zero_stage;
-  distributed_optimizer_ = zero_stage_ >= 1;
+  deepspeed_ = ctx.training.framework == Framework::kMegatronDeepSpeed;
+  // Megatron-DeepSpeed in bf16 at ZeRO 0 with a pipeline runs DeepSpeed's BF16_Optimizer (engine.py
+  // _do_optimizer_sanity_check @ edaa722): master weights and moments partitioned over DP, bf16 weights gathered.
+  distributed_optimizer_ = zero_stage_ >= 1 || (ctx.training.framework == Framework::kMegatronDeepSpeed &&
+                                                ctx.training.precision == Precision::kBf16 && ctx.plan.pp > 1);
   reduce_ = ctx.data_parallel_ranks() > 1 || ctx.expert_data_parallel_ranks() > 1;
+  // FSDP2 keeps its parameters sharded between uses at either stage (sim/lower/fsdp2.h).
+  params_sharded_ = zero_stage_ >= 3 || ctx.training.framework == Framework::kFsdp2;
   chunk_reductions_.resize(static_cast<std::size_t>(ctx.layout.vpp));
   for (const ParamGroup& g : groups_) {
     local_params_ += g.elements;
     if (g.expert) local_expert_params_ += g.elements;
+  }
+  if (deepspeed_) {
+    build_deepspeed_buckets();
+    return;
   }
   // Buckets per chunk, dense and expert apart, filled in backward (reverse) order; a bucket closes once it reaches
   // the bucket size of its group.
@@ -48,6 +60,25 @@ DataParallelLowering::DataParallelLowering(const LoweringContext& ctx, int stage
   }
 }
 
+void DataParallelLowering::build_deepspeed_buckets() {
+  // sim/lower/megatron_deepspeed.h: one chunk, dense parameters only. The hooks (ZeRO 2, or overlap_comm) see the
+  // gradients in backward order; the boundary reductions walk the parameters in forward order.
+  const bool hooks = zero_stage_ == 2 || ctx_.plan.overlap_grad_reduce;
+  std::vector<std::size_t> order(groups_.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = hooks ? order.size() - 1 - i : i;
+  std::vector<std::int64_t> elements;
+  for (std::size_t g : order) elements.push_back(groups_[g].elements);
+  const auto rule = zero_stage_ == 0 ? DeepSpeedBucketRule::kCloseAfterExceeding : DeepSpeedBucketRule::kFlushBeforeOverflow;
+  for (const auto& members : deepspeed_buckets(elements, kDeepSpeedBucketElements, rule)) {
+    GradBucket b;
+    for (std::size_t k : members) {
+      b.groups.push_back(order[k]);
+      b.elements += elements[k];
+    }
+    buckets_.push_back(b);
+  }
+}
+
 std::size_t DataParallelLowering::find_group(const ParamUse& use) const {
   for (std::size_t i = 0; i < groups_.size(); ++i) {
     const ParamGroup& g = groups_[i];
@@ -59,7 +90,7 @@ std::size_t DataParallelLowering::find_group(const ParamUse& use) const {
 
 void DataParallelLowering::emit_prologue(Emitter& emit, const std::vector<int>& chunk_order) {
   // ZeRO-3 gathers per unit as it runs; ZeRO-1 and 2 refresh the replicated parameters by bucket.
-  if (!distributed_optimizer_ || zero_stage_ == 3 || !reduce_ || !ctx_.plan.overlap_param_gather) return;
+  if (!distributed_optimizer_ || params_sharded_ || !reduce_ || !ctx_.plan.overlap_param_gather) return;
   emit.at(-1, -1, -1, Phase::kForward);
   // Forward order: chunks as the schedule first runs them, and within a chunk the bucket of the first layers first.
   for (int chunk : chunk_order) {
@@ -97,13 +128,38 @@ void DataParallelLowering::emit_bucket_reduction(Emitter& emit, const std::vecto
   std::stable_sort(order.begin(), order.end());
   const auto kind = distributed_optimizer_ ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
   for (const auto& [after, b] : order) {
-    TaskId t = emit.collective("grad_reduce", Stream::kDpReduce, group_of(buckets_[b]), kind,
-                               buckets_[b].elements * ctx_.grad_bytes, {after});
+    const Bytes bytes = buckets_[b].elements * ctx_.grad_bytes;
+    if (deepspeed_) {
+      // (Dense buckets only: reduce_ is also true for an expert-DP group of several ranks, here one of TP ranks.)
+      if (ctx_.data_parallel_ranks() > 1) emit_deepspeed_reduction(emit, bytes, after, done);
+      continue;
+    }
+    TaskId t = emit.collective("grad_reduce", Stream::kDpReduce, group_of(buckets_[b]), kind, bytes, {after});
     if (t >= 0) {
       done.push_back(t);
       chunk_reductions_[static_cast<std::size_t>(buckets_[b].chunk)].push_back(t);
     }
   }
+}
+
+void DataParallelLowering::emit_deepspeed_reduction(Emitter& emit, Bytes bytes, TaskId after,
+                                                    std::vector<TaskId>& done) {
+  // ZeRO 1/2 (stage_1_and_2.py @ edaa722): the gradients are copied into the contiguous ipg bucket, which
+  // average_tensor divides by the DP size and reduces to the owners; ZeRO 0 (engine.py allreduce_and_copy):
+  // flatten, all-reduce, copy back. Without overlap_comm they run on the compute stream, which waits for each.
+  const bool zero0 = zero_stage_ == 0;
+  const TaskId copy = emit.elementwise(zero0 ? "grad_flatten" : "grad_bucket_copy", bytes, bytes, {after});
+  const TaskId div = zero0 ? copy : emit.elementwise("grad_predivide", bytes, bytes);
+  const TaskId t = emit.collective("grad_reduce", Stream::kDpReduce, GroupKind::kDp,
+                                   zero0 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter, bytes, {div});
+  if (!ctx_.plan.overlap_grad_reduce) {
+    const TaskId wait = zero0 ? emit.elementwise("grad_unflatten", bytes, bytes, {t})
+                              : emit.elementwise("grad_reduce_wait", 0, 0, {t});
+    done.push_back(wait);
+  }
+  if (first_deepspeed_reduction_ < 0) first_deepspeed_reduction_ = copy;
+  last_deepspeed_reduction_ = t;
+  done.push_back(t);
 }
 
 void DataParallelLowering::emit_mirror_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready,
@@ -144,7 +200,7 @@ void DataParallelLowering::emit_gradient_reduction(Emitter& emit, const std::vec
 }
 
 void DataParallelLowering::after_backward_step(Emitter& emit, int chunk, const std::vector<ParamUse>& grads) {
-  if (zero_stage_ != 2 || !reduce_) return;
+  if (zero_stage_ != 2 || params_sharded_ || !reduce_) return;
   const Phase phase = emit.phase();
   emit.set_phase(Phase::kBackwardWeight);
   std::vector<TaskId> done;
@@ -186,6 +242,7 @@ TaskId DataParallelLowering::emit_optimizer(Emitter& emit, const std::vector<Tas
     emit.deallocate(zero_grad, MemoryKind::kGradients, local_params_ * ctx_.grad_bytes);
     return zero_grad;
   }
+  if (ctx_.training.framework == Framework::kFsdp2) return emit_fsdp2_optimizer(emit, after);
   const std::int64_t n = optimizer_elements();
   const Bytes grads = n * ctx_.grad_bytes;
   emit.at(-1, -1, -1, Phase::kOptimizer);
@@ -220,7 +277,8 @@ TaskId DataParallelLowering::emit_optimizer(Emitter& emit, const std::vector<Tas
   // alive beside the low-precision shard until the step ends: the "4_grads_32bit" of its estimator,
   // estimate_zero2_model_states_mem_needs, 2 + 18 / N bytes per parameter (DeepSpeed PR #5099).
   Bytes fp32_grads = 0;
-  if (zero_stage_ == 2 && ctx_.grad_bytes < 4) {
+  // So does Megatron-DeepSpeed's ZeRO 1, the same DeepSpeedZeroOptimizer (sim/lower/megatron_deepspeed.h).
+  if ((zero_stage_ == 2 || (deepspeed_ && zero_stage_ == 1)) && ctx_.grad_bytes < 4) {
     fp32_grads = n * 4;
     last = emit.optimizer("grads_to_fp32", grads, fp32_grads, {last});
     emit.allocate(last, MemoryKind::kGradients, fp32_grads);
@@ -232,8 +290,26 @@ TaskId DataParallelLowering::emit_optimizer(Emitter& emit, const std::vector<Tas
   return last;
 }
 
+TaskId DataParallelLowering::emit_fsdp2_optimizer(Emitter& emit, const std::vector<TaskId>& after) {
+  // torchtitan trainer.py train_step @ b5bcd76: clip_grad_norm_(foreach=True) (distributed/utils.py): a foreach norm
+  // of the fp32 gradient shards, the DTensor norm's full_tensor() (a scalar all-reduce over the FSDP group), and
+  // clip_grads_with_norm_'s foreach multiply; then AdamW(fused=True) (components/optimizer/optimizer.py,
+  // implementation "fused") over the fp32 shard: reads parameter, gradient, m and v, writes three of them.
+  const std::int64_t n = optimizer_elements();
+  const Bytes grads = n * ctx_.grad_bytes;
+  emit.at(-1, -1, -1, Phase::kOptimizer);
+  const TaskId start = emit.optimizer("optimizer_wait", 0, 0);
+  for (TaskId t : after) emit.depend(start, t);
+  TaskId last = emit.optimizer("grad_norm", grads, 4);
+  last = emit.collective("grad_norm", Stream::kDp, GroupKind::kDp, CollectiveKind::kAllReduce, 4, {last});
+  last = emit.optimizer("clip_grads", grads, grads, {last});
+  const Bytes kept = n * (ctx_.resident_param_bytes + ctx_.optimizer_bytes);
+  return emit.optimizer("adamw", kept + grads, kept, {last}, ElementwiseKernel::kFusedAdamW);
+}
+
 void DataParallelLowering::emit_epilogue(Emitter& emit, const std::vector<ParamUse>& first_uses,
-                                         const std::vector<ParamUse>& grad_ready, TaskId last_backward) {
+                                         const std::vector<ParamUse>& grad_ready, TaskId last_backward,
+                                         const std::vector<TaskId>& extra_done) {
   // The first forward use of each parameter waits for the all-gather of its bucket.
   std::map<std::size_t, TaskId> gather_of_group;
   for (const GradBucket& b : buckets_) {
@@ -270,8 +346,23 @@ void DataParallelLowering::emit_epilogue(Emitter& emit, const std::vector<ParamU
     if (t >= 0) done.push_back(t);
   }
   done.push_back(last_backward);
+  done.insert(done.end(), extra_done.begin(), extra_done.end());
+  // DeepSpeed's ipg bucket (reduce_bucket_size elements of the gradient dtype) lives while ZeRO 1 reduces at the
+  // boundary (stage_1_and_2.py backward / reduce_gradients allocate it; ZeRO 2 is counted per backward step).
+  if (deepspeed_ && zero_stage_ == 1 && first_deepspeed_reduction_ >= 0 && last_deepspeed_reduction_ >= 0) {
+    const Bytes buffer = kDeepSpeedBucketElements * ctx_.grad_bytes;
+    emit.builder().alloc_at_start(first_deepspeed_reduction_, MemoryKind::kOther, buffer);
+    emit.builder().free_at_end(last_deepspeed_reduction_, MemoryKind::kOther, buffer);
+  }
   TaskId step = emit_optimizer(emit, done);
-  if (distributed_optimizer_ && zero_stage_ < 3 && reduce_ && !ctx_.plan.overlap_param_gather) {
+  if (deepspeed_ && distributed_optimizer_ && reduce_ && zero_stage_ < 3) {
+    // all_gather_dp_groups (runtime/utils.py @ edaa722): one all_gather_into_tensor of the flat 16-bit group.
+    emit.at(-1, -1, -1, Phase::kOptimizer);
+    emit.collective("param_gather", Stream::kDp, GroupKind::kDp, CollectiveKind::kAllGather,
+                    local_params_ * ctx_.param_bytes, {step});
+    return;
+  }
+  if (distributed_optimizer_ && !params_sharded_ && reduce_ && !ctx_.plan.overlap_param_gather) {
     emit.at(-1, -1, -1, Phase::kOptimizer);
     for (auto it = buckets_.rbegin(); it != buckets_.rend(); ++it) {
       emit.collective("param_gather", Stream::kDp, group_of(*it), CollectiveKind::kAllGather,
@@ -290,7 +381,7 @@ void DataParallelLowering::set_static_memory(ProgramBuilder& builder, Bytes othe
   // PyTorch allocates .grad in the backward and frees it at zero_grad(set_to_none): no static gradients.
   const Bytes grads = ctx_.training.framework == Framework::kPytorch ? 0
                                                                       : (zero_stage_ >= 2 ? owned : local_params_) * ctx_.grad_bytes;
-  const Bytes weights = (zero_stage_ >= 3 ? owned : local_params_) * ctx_.param_bytes;
+  const Bytes weights = (params_sharded_ ? owned : local_params_) * ctx_.resident_param_bytes;
   builder.set_static_memory(MemoryKind::kWeights, weights);
   builder.set_static_memory(MemoryKind::kGradients, grads);
   builder.set_static_memory(MemoryKind::kOptimizer, optimizer);

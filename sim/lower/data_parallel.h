@@ -42,8 +42,9 @@ class DataParallelLowering {
   /// After the schedule: gradient reduction, embedding and norm synchronisation, optimizer step, and the
   /// non-overlapped parameter all-gathers. `first_uses` and `grad_ready` come from the lowering of the first
   /// forward and last backward pass of each chunk; `last_backward` is the last compute task of the schedule.
+  /// `extra_done`: further tasks the optimizer waits for (FSDP2's per-unit reduce-scatters).
   void emit_epilogue(Emitter& emit, const std::vector<ParamUse>& first_uses, const std::vector<ParamUse>& grad_ready,
-                     TaskId last_backward);
+                     TaskId last_backward, const std::vector<TaskId>& extra_done = {});
   /// Static memory of the stage (weights, gradients, optimizer state), written into the builder.
   void set_static_memory(ProgramBuilder& builder, Bytes other) const;
 
@@ -62,6 +63,14 @@ class DataParallelLowering {
   void emit_gradient_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready, TaskId last_backward,
                                std::vector<TaskId>& done);
   TaskId emit_optimizer(Emitter& emit, const std::vector<TaskId>& after);
+  /// training.framework fsdp2: gradient clipping and fused AdamW over the rank's fp32 shard (sim/lower/fsdp2.h).
+  TaskId emit_fsdp2_optimizer(Emitter& emit, const std::vector<TaskId>& after);
+  /// training.framework megatron-deepspeed: DeepSpeed's buckets over all the stage's parameters
+  /// (sim/lower/megatron_deepspeed.h).
+  void build_deepspeed_buckets();
+  /// One DeepSpeed bucket's reduction of `bytes` after `after`: its copies, the collective, and without
+  /// overlap_comm the compute stream's wait for it; appends what the step must wait for to `done`.
+  void emit_deepspeed_reduction(Emitter& emit, Bytes bytes, TaskId after, std::vector<TaskId>& done);
   /// Of `dense` and `expert` parameters, those whose gradients and optimizer state this rank owns: its shard
   /// (over the data-parallel and expert-data-parallel ranks) with the distributed optimizer, else all.
   std::int64_t owned_elements(std::int64_t dense, std::int64_t expert) const;
@@ -89,6 +98,9 @@ class DataParallelLowering {
   int zero_stage_ = 0;
   bool distributed_optimizer_ = false;  // optimizer state sharded (ZeRO >= 1)
   bool reduce_ = false;  // more than one data-parallel rank
+  bool params_sharded_ = false;  // ZeRO-3, or FSDP2 at stage 2 or 3: parameters gathered per unit
+  bool deepspeed_ = false;  // training.framework megatron-deepspeed
+  TaskId first_deepspeed_reduction_ = -1, last_deepspeed_reduction_ = -1;  // ZeRO 1's ipg bucket lifetime
   std::vector<TaskId> step_reductions_;  // ZeRO-2 reduce-scatters issued after backward steps
   std::vector<std::vector<TaskId>> chunk_reductions_;  // per chunk: its buckets' data-parallel reductions
 };

@@ -17,6 +17,8 @@ PytorchStepLowering::PytorchStepLowering(Emitter& emit) : emit_(emit), ctx_(emit
   d_ = m.head_dim;
   f_ = m.intermediate_size;
   V_ = m.vocab_size;  // Hugging Face does not pad the vocabulary
+  mp_ = ctx_.training.framework == Framework::kFsdp2;
+  r_ = mp_ ? kBf16 : kF32;
 }
 
 Bytes PytorchStepLowering::saved_per_layer() const {
@@ -45,7 +47,9 @@ AttentionShape PytorchStepLowering::attention(bool backward) const {
 
 TaskId PytorchStepLowering::rmsnorm_fwd(TaskId input, bool save_input) {
   // LlamaRMSNorm: x.to(fp32); var = x.pow(2).mean(-1); x * rsqrt(var + eps); weight * that.
-  const Bytes x = kF32 * T_ * h_, row = kF32 * T_;
+  const Bytes x = kF32 * T_ * h_, row = kF32 * T_, xb = kBf16 * T_ * h_;
+  // FSDP mode: x.to(float32) first, and the weight multiply keeps the bf16 normalised x.
+  if (mp_) input = emit_.elementwise("rmsnorm_to_float", ElementwiseKernel::kVectorized, xb, x, {input});
   TaskId t = emit_.elementwise("rmsnorm_pow", ElementwiseKernel::kVectorized, x, x, {input});
   emit_.save(t, (save_input ? x : 0) + x);  // the input (kept by pow and mul); the transient square
   t = emit_.elementwise("rmsnorm_mean", x, row);
@@ -54,22 +58,34 @@ TaskId PytorchStepLowering::rmsnorm_fwd(TaskId input, bool save_input) {
   t = emit_.elementwise("rmsnorm_rsqrt", ElementwiseKernel::kVectorized, row, row);
   emit_.save(t, row);
   t = emit_.elementwise("rmsnorm_mul", ElementwiseKernel::kStrided, x + row, x);  // x * rsqrt: a broadcast row
-  emit_.save(t, x);  // the normalised x, kept by the weight multiply
-  return emit_.elementwise("rmsnorm_weight", ElementwiseKernel::kStrided, x, x);  // a broadcast weight
+  if (!mp_) {
+    emit_.save(t, x);  // the normalised x, kept by the weight multiply
+    return emit_.elementwise("rmsnorm_weight", ElementwiseKernel::kStrided, x, x);  // a broadcast weight
+  }
+  t = emit_.elementwise("rmsnorm_to_bf16", ElementwiseKernel::kVectorized, x, xb);  // .to(input_dtype)
+  emit_.save(t, xb);  // kept by the weight multiply
+  t = emit_.elementwise("rmsnorm_weight", ElementwiseKernel::kStrided, xb, xb);
+  emit_.save(t, xb);  // the output, which the linears after it keep (no autocast copies)
+  return t;
 }
 
 TaskId PytorchStepLowering::rmsnorm_bwd(TaskId grad, bool saved_input) {
   // Autograd's kernels for weight * (x * rsqrt(mean(x^2) + eps)), each a separate launch.
   const Bytes x = kF32 * T_ * h_, row = kF32 * T_;
+  const Bytes xw = mp_ ? kBf16 * T_ * h_ : x;  // the weight multiply's tensors (bf16 in FSDP mode)
   {
     const Phase p = emit_.phase();
     emit_.set_phase(Phase::kBackwardWeight);
-    emit_.elementwise("rmsnorm_weight", ElementwiseKernel::kVectorized, 2 * x, x, {grad});  // dy * normalised
-    const TaskId w = emit_.elementwise("rmsnorm_weight", x, kF32 * h_);   // summed over tokens -> weight .grad
-    if (emit_.microbatch() <= 0) emit_.allocate(w, MemoryKind::kGradients, kF32 * h_);
+    emit_.elementwise("rmsnorm_weight", ElementwiseKernel::kVectorized, 2 * xw, xw, {grad});  // dy * normalised
+    const TaskId w = emit_.elementwise("rmsnorm_weight", xw, r_ * h_);   // summed over tokens -> weight .grad
+    if (!mp_ && emit_.microbatch() <= 0) emit_.allocate(w, MemoryKind::kGradients, kF32 * h_);
     emit_.set_phase(p);
   }
-  TaskId t = emit_.elementwise("rmsnorm_weight", ElementwiseKernel::kStrided, x, x, {grad});  // dy * weight (broadcast)
+  TaskId t = emit_.elementwise("rmsnorm_weight", ElementwiseKernel::kStrided, xw, xw, {grad});  // dy * weight (broadcast)
+  if (mp_) {
+    emit_.release(t, xw);  // the norm's output (its linears have run their backward)
+    t = emit_.elementwise("rmsnorm_to_bf16", ElementwiseKernel::kVectorized, xw, x);  // the cast's backward
+  }
   t = emit_.elementwise("rmsnorm_mul", ElementwiseKernel::kStrided, x + row, x);  // d(normalised) * rsqrt, a broadcast row
   t = emit_.elementwise("rmsnorm_mul", ElementwiseKernel::kVectorized, 2 * x, x);  // d(normalised) * x
   t = emit_.elementwise("rmsnorm_sum", x, row);                          // summed per row -> d rsqrt
@@ -79,12 +95,15 @@ TaskId PytorchStepLowering::rmsnorm_bwd(TaskId grad, bool saved_input) {
   t = emit_.elementwise("rmsnorm_pow", ElementwiseKernel::kVectorized, x, x);  // times 2
   t = emit_.elementwise("rmsnorm_pow", ElementwiseKernel::kVectorized, 2 * x, x);  // times the incoming gradient
   t = emit_.elementwise("rmsnorm_add", ElementwiseKernel::kVectorized, 2 * x, x);  // both paths into dx
-  emit_.release(t, x + row + (saved_input ? x : 0));
+  if (mp_) t = emit_.elementwise("rmsnorm_to_float", ElementwiseKernel::kVectorized, x, xw);  // to the input's bf16
+  emit_.release(t, xw + row + (saved_input ? x : 0));
   return t;
 }
 
 TaskId PytorchStepLowering::linear_fwd(const char* label, TaskId input, std::int64_t n, std::int64_t k, bool cast_input) {
   TaskId x = input;
+  // In FSDP mode the input and the gathered weight are bf16 already.
+  if (mp_) return emit_.gemm(label, GemmShape{T_, n, k, 1, DType::kBf16}, {x});
   if (cast_input) {
     x = emit_.elementwise("autocast_input", ElementwiseKernel::kVectorized, kF32 * T_ * k, kBf16 * T_ * k, {x});
     emit_.save(x, kBf16 * T_ * k);
@@ -98,6 +117,13 @@ TaskId PytorchStepLowering::linear_fwd(const char* label, TaskId input, std::int
 TaskId PytorchStepLowering::linear_bwd(const char* label, TaskId grad, std::int64_t n, std::int64_t k, bool cast_input,
                                        bool release_input) {
   const TaskId dgrad = emit_.gemm(label, GemmShape{T_, k, n, 1, DType::kBf16}, {grad});
+  if (mp_) {
+    // The bf16 weight gradient is FSDP's unsharded gradient; a cast input was the norm's output (freed there).
+    PhaseScope scope(emit_, Phase::kBackwardWeight);
+    const TaskId wgrad = emit_.gemm(label, GemmShape{n, k, T_, 1, DType::kBf16});
+    if (release_input && !cast_input) emit_.release(wgrad, kBf16 * T_ * k);
+    return dgrad;
+  }
   emit_.deallocate(dgrad, MemoryKind::kWeights, kBf16 * n * k);  // the cached bf16 weight
   const Phase p = emit_.phase();
   emit_.set_phase(Phase::kBackwardWeight);
@@ -122,21 +148,23 @@ TaskId PytorchStepLowering::linear_bwd(const char* label, TaskId grad, std::int6
 TaskId PytorchStepLowering::rope(TaskId input, std::int64_t e) {
   // q * cos + rotate_half(q) * sin with fp32 cos/sin: bf16 in, fp32 out. Eager kernels run in stream order, so
   // only the first needs its input as a dependency.
-  emit_.elementwise("rope_mul", ElementwiseKernel::kStridedCast, kBf16 * e, kF32 * e, {input});
+  // In FSDP mode cos and sin take the bf16 hidden states' dtype (HF LlamaRotaryEmbedding): all bf16.
+  const ElementwiseKernel mul = mp_ ? ElementwiseKernel::kStrided : ElementwiseKernel::kStridedCast;
+  emit_.elementwise("rope_mul", mul, kBf16 * e, r_ * e, {input});
   emit_.elementwise("rope_neg", ElementwiseKernel::kStridedHalf, kBf16 * e / 2, kBf16 * e / 2);
   emit_.elementwise("rope_cat", ElementwiseKernel::kCat, kBf16 * e, kBf16 * e);
-  emit_.elementwise("rope_mul", ElementwiseKernel::kStridedCast, kBf16 * e, kF32 * e);
-  return emit_.elementwise("rope_add", ElementwiseKernel::kStrided, 2 * kF32 * e, kF32 * e);
+  emit_.elementwise("rope_mul", mul, kBf16 * e, r_ * e);
+  return emit_.elementwise("rope_add", ElementwiseKernel::kStrided, 2 * r_ * e, r_ * e);
 }
 
 TaskId PytorchStepLowering::rope_bwd(TaskId grad, std::int64_t e) {
   // Backward of q * cos + rotate_half(q) * sin with an fp32 gradient and a bf16 q: each mixed-dtype product's
   // gradient is an fp32 multiply then a cast to bf16; rotate_half's cat and slices scatter into zero-filled
   // tensors; neg; and the two bf16 paths are summed.
-  emit_.elementwise("rope_mul", ElementwiseKernel::kStrided, kF32 * e, kF32 * e, {grad});
-  emit_.elementwise("rope_cast", ElementwiseKernel::kVectorized, kF32 * e, kBf16 * e);
-  emit_.elementwise("rope_mul", ElementwiseKernel::kStrided, kF32 * e, kF32 * e);
-  emit_.elementwise("rope_cast", ElementwiseKernel::kVectorized, kF32 * e, kBf16 * e);
+  emit_.elementwise("rope_mul", ElementwiseKernel::kStrided, r_ * e, r_ * e, {grad});
+  if (!mp_) emit_.elementwise("rope_cast", ElementwiseKernel::kVectorized, kF32 * e, kBf16 * e);
+  emit_.elementwise("rope_mul", ElementwiseKernel::kStrided, r_ * e, r_ * e);
+  if (!mp_) emit_.elementwise("rope_cast", ElementwiseKernel::kVectorized, kF32 * e, kBf16 * e);
   emit_.elementwise("rope_neg", ElementwiseKernel::kStridedHalf, kBf16 * e / 2, kBf16 * e / 2);
   for (int half = 0; half < 2; ++half) {
     emit_.elementwise("rope_slice_zero", ElementwiseKernel::kVectorized, 0, kBf16 * e);
@@ -144,6 +172,18 @@ TaskId PytorchStepLowering::rope_bwd(TaskId grad, std::int64_t e) {
   }
   emit_.elementwise("rope_add", ElementwiseKernel::kVectorized, 2 * kBf16 * e, kBf16 * e);
   return emit_.elementwise("rope_add", ElementwiseKernel::kStridedHalf, 2 * kBf16 * e, kBf16 * e);  // q-strided + contiguous
+}
+
+TaskId PytorchStepLowering::residual_add(TaskId branch) {
+  // fp32 residual + bf16 branch under autocast; both bf16 in FSDP mode.
+  if (mp_) return emit_.elementwise("residual_add", ElementwiseKernel::kVectorized, 2 * kBf16 * T_ * h_, kBf16 * T_ * h_, {branch});
+  return emit_.elementwise("residual_add", ElementwiseKernel::kCast, kF32 * T_ * h_ + kBf16 * T_ * h_, kF32 * T_ * h_, {branch});
+}
+
+TaskId PytorchStepLowering::residual_grad_cast(TaskId grad) {
+  // The bf16 branch of an autocast residual add receives the fp32 gradient cast to bf16; nothing in FSDP mode.
+  if (mp_) return grad;
+  return emit_.elementwise("residual_add", ElementwiseKernel::kVectorized, kF32 * T_ * h_, kBf16 * T_ * h_, {grad});
 }
 
 // ---- the layer ----
@@ -156,15 +196,17 @@ TaskId PytorchStepLowering::layer_forward(TaskId input) {
   const TaskId vp = linear_fwd("v_proj", x, kv, h_, true);
   TaskId qr = rope(qp, T_ * q), kr = rope(kp, T_ * kv);
   // SDPA under autocast casts the fp32 q and k back to bf16.
-  qr = emit_.elementwise("autocast_input", ElementwiseKernel::kVectorized, kF32 * T_ * q, kBf16 * T_ * q, {qr});
-  kr = emit_.elementwise("autocast_input", ElementwiseKernel::kVectorized, kF32 * T_ * kv, kBf16 * T_ * kv, {kr});
+  if (!mp_) {
+    qr = emit_.elementwise("autocast_input", ElementwiseKernel::kVectorized, kF32 * T_ * q, kBf16 * T_ * q, {qr});
+    kr = emit_.elementwise("autocast_input", ElementwiseKernel::kVectorized, kF32 * T_ * kv, kBf16 * T_ * kv, {kr});
+  }
   const AttentionShape a = attention(false);
   // The flash kernel's output is already [b, s, H, d]: transpose(1, 2).reshape copies nothing, and o_proj keeps
   // the same storage SDPA keeps.
   TaskId o = emit_.attention("attention", a, {qr, kr, vp});
   emit_.save(o, kBf16 * T_ * (q + 2 * kv) + kBf16 * T_ * q + kF32 * ctx_.batch * H_ * ctx_.seq);
   o = linear_fwd("o_proj", o, h_, q, false);
-  TaskId r = emit_.elementwise("residual_add", ElementwiseKernel::kCast, kF32 * T_ * h_ + kBf16 * T_ * h_, kF32 * T_ * h_, {o});
+  TaskId r = residual_add(o);
   x = rmsnorm_fwd(r, true);
   const TaskId gate = linear_fwd("gate_proj", x, f_, h_, true);
   const TaskId up = linear_fwd("up_proj", x, f_, h_, true);
@@ -173,13 +215,13 @@ TaskId PytorchStepLowering::layer_forward(TaskId input) {
   TaskId prod = emit_.elementwise("mul", ElementwiseKernel::kVectorized, 2 * kBf16 * T_ * f_, kBf16 * T_ * f_, {s, up});
   emit_.save(prod, 2 * kBf16 * T_ * f_);  // the up output (kept by the product) and the product (down's input)
   const TaskId down = linear_fwd("down_proj", prod, h_, f_, false);
-  return emit_.elementwise("residual_add", ElementwiseKernel::kCast, kF32 * T_ * h_ + kBf16 * T_ * h_, kF32 * T_ * h_, {down});
+  return residual_add(down);
 }
 
 TaskId PytorchStepLowering::layer_backward(TaskId grad) {
   const std::int64_t q = H_ * d_, kv = K_ * d_;
   // Residual add: the bf16 branch receives the fp32 gradient cast to bf16.
-  TaskId g = emit_.elementwise("residual_add", ElementwiseKernel::kVectorized, kF32 * T_ * h_, kBf16 * T_ * h_, {grad});
+  TaskId g = residual_grad_cast(grad);
   g = linear_bwd("down_proj", g, h_, f_, false);
   TaskId ds = emit_.elementwise("mul", ElementwiseKernel::kVectorized, 2 * kBf16 * T_ * f_, kBf16 * T_ * f_, {g});  // d silu = d prod * up
   TaskId du = emit_.elementwise("mul", ElementwiseKernel::kVectorized, 2 * kBf16 * T_ * f_, kBf16 * T_ * f_, {g});  // d up = d prod * silu
@@ -188,11 +230,11 @@ TaskId PytorchStepLowering::layer_backward(TaskId grad) {
   emit_.release(ds, 2 * kBf16 * T_ * f_);  // SiLU's input and output
   const TaskId gg = linear_bwd("gate_proj", ds, f_, h_, true);
   const TaskId gu = linear_bwd("up_proj", du, f_, h_, true);
-  g = emit_.elementwise("grad_add", ElementwiseKernel::kVectorized, 2 * kF32 * T_ * h_, kF32 * T_ * h_, {gg, gu});
+  g = emit_.elementwise("grad_add", ElementwiseKernel::kVectorized, 2 * r_ * T_ * h_, r_ * T_ * h_, {gg, gu});
   g = rmsnorm_bwd(g, true);
-  g = emit_.elementwise("residual_grad_add", ElementwiseKernel::kVectorized, 2 * kF32 * T_ * h_, kF32 * T_ * h_, {g, grad});
+  g = emit_.elementwise("residual_grad_add", ElementwiseKernel::kVectorized, 2 * r_ * T_ * h_, r_ * T_ * h_, {g, grad});
   const TaskId r = g;
-  g = emit_.elementwise("residual_add", ElementwiseKernel::kVectorized, kF32 * T_ * h_, kBf16 * T_ * h_, {g});
+  g = residual_grad_cast(g);
   g = linear_bwd("o_proj", g, h_, q, false, false);
   const AttentionShape a = attention(true);
   g = emit_.attention("attention", a, {g});
@@ -204,23 +246,26 @@ TaskId PytorchStepLowering::layer_backward(TaskId grad) {
     emit_.release(sum, 2 * kBf16 * T_ * q);
     g = sum;
   }
-  TaskId gq = emit_.elementwise("autocast_input", ElementwiseKernel::kCastCopy, kBf16 * T_ * q, kF32 * T_ * q, {g});
-  TaskId gk = emit_.elementwise("autocast_input", ElementwiseKernel::kCastCopy, kBf16 * T_ * kv, kF32 * T_ * kv, {g});
+  TaskId gq = g, gk = g;
+  if (!mp_) {
+    gq = emit_.elementwise("autocast_input", ElementwiseKernel::kCastCopy, kBf16 * T_ * q, kF32 * T_ * q, {g});
+    gk = emit_.elementwise("autocast_input", ElementwiseKernel::kCastCopy, kBf16 * T_ * kv, kF32 * T_ * kv, {g});
+  }
   gq = rope_bwd(gq, T_ * q);
   gk = rope_bwd(gk, T_ * kv);
   const TaskId a1 = linear_bwd("q_proj", gq, q, h_, true);
   const TaskId a2 = linear_bwd("k_proj", gk, kv, h_, true);
   const TaskId a3 = linear_bwd("v_proj", g, kv, h_, true);
-  g = emit_.elementwise("grad_add", ElementwiseKernel::kVectorized, 2 * kF32 * T_ * h_, kF32 * T_ * h_, {a1, a2});
-  g = emit_.elementwise("grad_add", ElementwiseKernel::kVectorized, 2 * kF32 * T_ * h_, kF32 * T_ * h_, {g, a3});
+  g = emit_.elementwise("grad_add", ElementwiseKernel::kVectorized, 2 * r_ * T_ * h_, r_ * T_ * h_, {a1, a2});
+  g = emit_.elementwise("grad_add", ElementwiseKernel::kVectorized, 2 * r_ * T_ * h_, r_ * T_ * h_, {g, a3});
   g = rmsnorm_bwd(g, true);
-  return emit_.elementwise("residual_grad_add", ElementwiseKernel::kVectorized, 2 * kF32 * T_ * h_, kF32 * T_ * h_, {g, r});
+  return emit_.elementwise("residual_grad_add", ElementwiseKernel::kVectorized, 2 * r_ * T_ * h_, r_ * T_ * h_, {g, r});
 }
 
 // ---- embedding, head and loss ----
 
 TaskId PytorchStepLowering::embedding_forward(TaskId after) {
-  return emit_.elementwise("embedding", kF32 * T_ * h_ + 8 * T_, kF32 * T_ * h_, {after});  // fp32 rows
+  return emit_.elementwise("embedding", r_ * T_ * h_ + 8 * T_, r_ * T_ * h_, {after});  // fp32 rows (bf16 in FSDP mode)
 }
 
 TaskId PytorchStepLowering::embedding_backward(TaskId grad) {
@@ -228,11 +273,12 @@ TaskId PytorchStepLowering::embedding_backward(TaskId grad) {
   // (tied to lm_head's, so the gradient memory exists already when the head ran first).
   const Phase p = emit_.phase();
   emit_.set_phase(Phase::kBackwardWeight);
-  TaskId t = emit_.elementwise("embedding", ElementwiseKernel::kVectorized, 0, kF32 * V_ * h_, {grad});
+  TaskId t = emit_.elementwise("embedding", ElementwiseKernel::kVectorized, 0, r_ * V_ * h_, {grad});
   const bool separate = !ctx_.model.tie_word_embeddings && emit_.microbatch() <= 0;
-  if (separate) emit_.allocate(t, MemoryKind::kGradients, kF32 * V_ * h_);
-  t = emit_.elementwise("embedding", kF32 * T_ * h_ + 8 * T_, kF32 * T_ * h_);
-  t = emit_.elementwise("grad_accumulate", ElementwiseKernel::kVectorized, 2 * kF32 * V_ * h_, kF32 * V_ * h_);
+  if (separate && !mp_) emit_.allocate(t, MemoryKind::kGradients, kF32 * V_ * h_);
+  t = emit_.elementwise("embedding", r_ * T_ * h_ + 8 * T_, r_ * T_ * h_);
+  // FSDP mode: the table's bf16 gradient goes to the reduce-scatter as it is.
+  if (!mp_) t = emit_.elementwise("grad_accumulate", ElementwiseKernel::kVectorized, 2 * kF32 * V_ * h_, kF32 * V_ * h_);
   emit_.set_phase(p);
   return t;
 }

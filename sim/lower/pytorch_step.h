@@ -15,6 +15,7 @@
 //     parameter; zero_grad(set_to_none) frees the gradients, so they exist only from the backward to the step.
 // Saved activations are the tensors autograd keeps for those ops (see saved_per_layer()). The model is built with
 // use_cache=False (a training step needs no KV cache; with the config default transformers would build one).
+// Under FSDP2 (training.framework "fsdp2") the same modules run in FSDP mode: see mp_ below and sim/lower/fsdp2.h.
 
 #include <cstdint>
 
@@ -55,11 +56,19 @@ class PytorchStepLowering {
   TaskId linear_bwd(const char* label, TaskId grad, std::int64_t n, std::int64_t k, bool cast_input,
                     bool release_input = true);
   TaskId rope(TaskId input, std::int64_t elements);
+  /// The residual add after a branch, and the gradient's way into the branch.
+  TaskId residual_add(TaskId branch);
+  TaskId residual_grad_cast(TaskId grad);
   TaskId rope_bwd(TaskId grad, std::int64_t elements);
 
   Emitter& emit_;
   const LoweringContext& ctx_;
   std::int64_t T_ = 0, h_ = 0, H_ = 0, K_ = 0, d_ = 0, f_ = 0, V_ = 0;
+  /// FSDP mode (training.framework fsdp2, sim/lower/fsdp2.h): MixedPrecisionPolicy's bf16 parameters instead of
+  /// autocast, so no weight or input casts, bf16 hidden states and residuals, RMSNorm upcasting inside; weight
+  /// gradients stay the bf16 unsharded gradients FSDP reduces (their memory is counted there).
+  bool mp_ = false;
+  Bytes r_ = 4;  // bytes per element of the hidden states and residual stream: fp32 under autocast, bf16 in FSDP mode
 };
 
 }  // namespace orrery

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/lower/megatron_deepspeed.h"
+
 namespace orrery {
 
 namespace {
@@ -15,8 +17,11 @@ constexpr std::int64_t kPersistenceThreshold = 100000;
 ShardedParamsLowering::ShardedParamsLowering(const LoweringContext& ctx, int stage)
     : ctx_(ctx),
       stage_(stage),
-      active_(ctx.plan.zero_stage == 3 && (ctx.data_parallel_ranks() > 1 || ctx.expert_data_parallel_ranks() > 1)),
-      per_parameter_(ctx.training.framework == Framework::kDeepSpeed03) {}
+      active_((ctx.plan.zero_stage == 3 || ctx.training.framework == Framework::kFsdp2) &&
+              (ctx.data_parallel_ranks() > 1 || ctx.expert_data_parallel_ranks() > 1)),
+      per_parameter_(ctx.training.framework == Framework::kDeepSpeed03),
+      fsdp2_(ctx.training.framework == Framework::kFsdp2),
+      ds3_(ctx.training.framework == Framework::kMegatronDeepSpeed && ctx.plan.zero_stage == 3) {}
 
 std::vector<ParamUnit> ShardedParamsLowering::units(int chunk) const {
   std::vector<ParamUnit> out;
@@ -24,6 +29,8 @@ std::vector<ParamUnit> ShardedParamsLowering::units(int chunk) const {
   auto unit = [&](int layer, bool head, const std::vector<ParamGroup>& groups) {
     ParamUnit u{layer, head, 0, 0, {}};
     for (const ParamGroup& g : groups) {
+      // DeepSpeed ZeRO-3 keeps parameters of at most stage3_param_persistence_threshold elements whole.
+      if (ds3_ && g.elements <= kPersistenceThreshold) continue;
       u.elements += g.elements;
       if (g.expert) u.expert_elements += g.elements;
       // A module's weight is its one large tensor; its bias and norm parameters fall under the threshold.
@@ -68,6 +75,7 @@ std::vector<ParamUnit> ShardedParamsLowering::units(int chunk) const {
     }
     out.push_back(head);
   }
+  if (ds3_) ds3_mark_kept(out);
   return out;
 }
 
@@ -92,6 +100,7 @@ Bytes ShardedParamsLowering::grad_bytes(const ParamUnit& u) const {
 }
 
 TaskId ShardedParamsLowering::issue_gather(Emitter& emit, const ParamUnit& unit) {
+  if (fsdp2_) return fsdp2_issue_gather(emit, unit);
   // All-gather output: the unit's full (TP-local) parameters; the gathered copy lives until released. The host
   // issues it when it reaches the unit before (FSDP's one-unit prefetch and rate limit), so it waits for the
   // compute issued so far to have started... approximated by the last compute task issued so far having ended.
@@ -152,7 +161,11 @@ void ShardedParamsLowering::reduce_per_parameter(Emitter& emit, const ParamUnit&
 TaskId ShardedParamsLowering::gather(Emitter& emit, const std::vector<ParamUnit>& units, std::size_t i, bool backward) {
   if (!active_) return -1;
   // The unit's full gradients accumulate until its reduce-scatter.
-  if (backward) emit.allocate(emit.elementwise("grad_buffer", 0, 0), MemoryKind::kGradients, grad_bytes(units[i]));
+  // (FSDP2's unsharded gradients are bf16, its reduce dtype only from the reduce-scatter copy-in on.)
+  if (backward) {
+    const Bytes grads = fsdp2_ ? sharded_dense(units[i]) * ctx_.param_bytes : grad_bytes(units[i]);
+    emit.allocate(emit.elementwise("grad_buffer", 0, 0), MemoryKind::kGradients, grads);
+  }
   if (per_parameter_) {
     // The backward of a fully recomputed transformer layer gathers twice: for the recomputed forward, then for
     // the backward. The embedding and head sit outside Megatron's checkpointed layers.
@@ -162,28 +175,58 @@ TaskId ShardedParamsLowering::gather(Emitter& emit, const std::vector<ParamUnit>
   auto key = [](const ParamUnit& u) { return std::make_pair(u.layer, u.head); };
   TaskId own = -1;
   auto it = std::find_if(prefetched_.begin(), prefetched_.end(), [&](const auto& p) { return p.first == key(units[i]); });
-  if (it != prefetched_.end()) {
+  const bool was_prefetched = it != prefetched_.end();
+  if (was_prefetched) {
     own = it->second;
     prefetched_.erase(it);
-  } else {
-    own = issue_gather(emit, units[i]);
+  } else if (!(backward && kept_after_forward(units[i]))) {
+    own = ds3_ ? ds3_gather(emit, sharded_dense(units[i])) : issue_gather(emit, units[i]);
   }
-  const bool has_next = backward ? i > 0 : i + 1 < units.size();
+  if (ds3_ && was_prefetched) {
+    // DeepSpeed prefetched only the first stage3_prefetch_bucket_size elements; the rest is fetched now.
+    auto part = std::find_if(prefetched_elements_.begin(), prefetched_elements_.end(),
+                             [&](const auto& p) { return p.first == key(units[i]); });
+    const std::int64_t rest = sharded_dense(units[i]) - part->second;
+    prefetched_elements_.erase(part);
+    if (rest > 0) tail_ = ds3_gather(emit, rest);
+  }
+  // FSDP2 copies the gathered parameters out before the unit runs, and the next gather's copy-in waits for that.
+  if (fsdp2_ && own >= 0) own = fsdp2_copy_out(emit, units[i], own);
+  // (A unit kept unsharded since its forward needs no gather in the backward.)
+  const bool has_next = backward ? i > 0 && !kept_after_forward(units[i - 1]) : i + 1 < units.size();
   if (has_next) {
     const ParamUnit& next = backward ? units[i - 1] : units[i + 1];
-    prefetched_.emplace_back(key(next), issue_gather(emit, next));
+    if (ds3_) {
+      const std::int64_t part = std::min(kDeepSpeedPrefetchElements, sharded_dense(next));
+      prefetched_elements_.emplace_back(key(next), part);
+      prefetched_.emplace_back(key(next), ds3_gather(emit, part));
+    } else {
+      prefetched_.emplace_back(key(next), issue_gather(emit, next));
+    }
   }
   return own;
 }
 
 void ShardedParamsLowering::release(Emitter& emit, const ParamUnit& unit) {
-  if (!active_) return;
+  if (!active_ || kept_after_forward(unit)) return;
+  release_params(emit, unit);
+}
+
+void ShardedParamsLowering::release_params(Emitter& emit, const ParamUnit& unit) {
   const TaskId marker = emit.elementwise("param_release", 0, 0);
   emit.builder().free_at_end(marker, MemoryKind::kWeights, param_bytes(unit));
 }
 
 void ShardedParamsLowering::reduce(Emitter& emit, const ParamUnit& unit, TaskId grads_done) {
   if (!active_) return;
+  if (fsdp2_) {
+    fsdp2_reduce(emit, unit, grads_done);
+    return;
+  }
+  if (ds3_) {
+    ds3_reduce(emit, unit, grads_done);
+    return;
+  }
   release(emit, unit);
   PhaseScope scope(emit, Phase::kBackwardWeight);
   if (per_parameter_) {

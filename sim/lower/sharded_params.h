@@ -16,6 +16,9 @@
 // flat buffer, the NCCL reduce-scatter, and a wait on it before the gradients are partitioned. So every gather
 // and reduce-scatter sits on the compute path, and each costs dp x cp copy launches: O(ranks) launches per
 // parameter, which is why its time per iteration grows with the data-parallel size (SC21, Fig. 10).
+//
+// training.framework "fsdp2" lowers FSDP2 as torchtitan runs it through the same units, with its copy kernels,
+// dtypes and resharding (sim/lower/fsdp2.h).
 
 #include <vector>
 
@@ -38,6 +41,8 @@ struct ParamUnit {
   /// head; multi-token prediction: the word embedding its first depth reads); its gradient is reduced once, with
   /// its owner.
   std::int64_t external = 0;
+  /// megatron-deepspeed ZeRO-3: kept gathered from its forward to its backward (within max_reuse_distance).
+  bool ds_kept = false;
 };
 
 class ShardedParamsLowering {
@@ -56,6 +61,16 @@ class ShardedParamsLowering {
   /// After the backward of a unit, whose last weight-gradient task is `grads_done`: reduce-scatter its full
   /// gradients and free them and its gathered parameters.
   void reduce(Emitter& emit, const ParamUnit& unit, TaskId grads_done);
+  /// fsdp2 and megatron-deepspeed ZeRO-3: the reduce-scatters (and shard accumulations) issued so far, which the
+  /// optimizer step waits for.
+  const std::vector<TaskId>& reductions() const { return reductions_; }
+  /// megatron-deepspeed ZeRO-3: the gather of the part of the unit just gathered that was not prefetched, which
+  /// the unit's last task waits for (-1 if none); cleared by the call.
+  TaskId take_tail() {
+    const TaskId t = tail_;
+    tail_ = -1;
+    return t;
+  }
 
  private:
   // Elements of the unit that ZeRO-3 shards: the dense ones over DP (none when DP has one rank), the routed
@@ -70,11 +85,39 @@ class ShardedParamsLowering {
   TaskId gather_per_parameter(Emitter& emit, const ParamUnit& unit, int passes);
   /// deepspeed-0.3: the per-parameter gradient reduce-scatters of `unit` after `grads_done`, each waited for.
   void reduce_per_parameter(Emitter& emit, const ParamUnit& unit, TaskId grads_done);
+  /// Frees the unit's gathered parameters (reshard).
+  void release_params(Emitter& emit, const ParamUnit& unit);
+  /// fsdp2 (sim/lower/fsdp2.h): the copy-in and all-gather of `unit`; the copy-out into its unsharded parameters
+  /// after `gathered`, on the compute stream; and its reduce-scatter after its backward.
+  TaskId fsdp2_issue_gather(Emitter& emit, const ParamUnit& unit);
+  TaskId fsdp2_copy_out(Emitter& emit, const ParamUnit& unit, TaskId gathered);
+  void fsdp2_reduce(Emitter& emit, const ParamUnit& unit, TaskId grads_done);
+  /// fsdp2: torchtitan's [norm, lm_head] unit stays unsharded from its forward to the end of its backward, and at
+  /// zero_stage 2 (fsdp_reshard_after_forward "never") every unit does; megatron-deepspeed ZeRO-3: those within
+  /// DeepSpeed's max_reuse_distance.
+  bool kept_after_forward(const ParamUnit& unit) const {
+    return (fsdp2_ && (unit.head || ctx_.plan.zero_stage == 2)) || (ds3_ && unit.ds_kept);
+  }
+  /// megatron-deepspeed ZeRO-3 (sim/lower/megatron_deepspeed.h): marks the units kept after their forward.
+  void ds3_mark_kept(std::vector<ParamUnit>& units) const;
+  /// The gather of `elements` of `unit` (the first or the rest), after the compute issued so far.
+  TaskId ds3_gather(Emitter& emit, std::int64_t elements);
+  /// Adds the unit's gradients to DeepSpeed's ipg bucket, reduce-scattering it first when they would overflow it,
+  /// and the rest at the step's last unit.
+  void ds3_reduce(Emitter& emit, const ParamUnit& unit, TaskId grads_done);
+  void ds3_flush(Emitter& emit);
 
   const LoweringContext& ctx_;
   int stage_;
   bool active_ = false;
   bool per_parameter_ = false;  // deepspeed-0.3
+  bool fsdp2_ = false;
+  bool ds3_ = false;  // megatron-deepspeed at ZeRO 3
+  std::vector<TaskId> reductions_;  // fsdp2, ds3
+  TaskId tail_ = -1;                // ds3: see take_tail()
+  std::vector<std::pair<std::pair<int, bool>, std::int64_t>> prefetched_elements_;  // ds3: what each prefetch took
+  std::int64_t ds_open_ = 0;        // ds3: elements in the open gradient bucket
+  TaskId ds_last_grads_ = -1;       // ds3: the last gradient task added to it
   // Gathers issued ahead of their unit (prefetch), by unit identity (layer, head flag).
   std::vector<std::pair<std::pair<int, bool>, TaskId>> prefetched_;
 };

@@ -93,14 +93,15 @@ class StageLowering {
       }
     }
     wait_for_transfers({});
-    dp_.emit_epilogue(emit_, first_uses_, grad_ready_, last_issued_compute());
+    dp_.emit_epilogue(emit_, first_uses_, grad_ready_, last_issued_compute(), sharded_.reductions());
     dp_.set_static_memory(builder_, other_memory(memory));
     builder_.add_static_memory(MemoryKind::kWeights, fp8_weight_cache_bytes(ctx_, stage_));
     return builder_.finish();
   }
 
  private:
-  bool pytorch() const { return ctx_.training.framework == Framework::kPytorch; }
+  // PyTorch eager layer bodies (sim/lower/pytorch_step.h): the pytorch framework, and fsdp2 in its FSDP mode.
+  bool pytorch() const { return is_eager_pytorch(ctx_.training.framework); }
   bool is_last(int chunk) const { return ctx_.layout.holds_head(stage_, chunk); }
 
   // The loss of the step's micro-batch, which its backward through the head starts from.
@@ -163,8 +164,18 @@ class StageLowering {
     emit_.at(step.microbatch, step.chunk, -1, forward ? Phase::kForward : Phase::kBackwardInput);
     const TaskId host = ctx_.plan.overlap_p2p_comm ? -1 : last_issued_compute();
     const Transfer in = transfer(step.chunk, forward, false);
-    return emit_.p2p(forward ? "activation" : "gradient", in.stream, in.group, hidden_bytes_, {host});
+    const TaskId received = emit_.p2p(forward ? "activation" : "gradient", in.stream, in.group, p2p_bytes(), {host});
+    if (!pipe_partitioned() || received < 0) return received;
+    // PartitionedTensor.full() (runtime/pipe/engine.py @ edaa722): an all-gather over the TP group, blocking.
+    return emit_.collective("pipe_partition_gather", Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather,
+                            hidden_bytes_, {received});
   }
+
+  // Megatron-DeepSpeed's pipeline engine with tp > 1: pipe_partitioned and grad_partitioned (true by default,
+  // runtime/config.py @ edaa722) send each TP rank's 1/tp of the activation or gradient (PartitionedTensor over
+  // the slice-parallel group, the TP group), and the receiver gathers it back.
+  bool pipe_partitioned() const { return ctx_.training.framework == Framework::kMegatronDeepSpeed && ctx_.tp > 1; }
+  Bytes p2p_bytes() const { return pipe_partitioned() ? hidden_bytes_ / ctx_.tp : hidden_bytes_; }
 
   struct Transfer {
     Stream stream;
@@ -211,7 +222,7 @@ class StageLowering {
     // Posted by the host after the step's compute, with the next slot's receives.
     const TaskId host = ctx_.plan.overlap_p2p_comm ? -1 : last_issued_compute();
     const Transfer out = transfer(chunk, activation, true);
-    const TaskId sent = emit_.p2p(activation ? "activation" : "gradient", out.stream, out.group, hidden_bytes_, {data, host});
+    const TaskId sent = emit_.p2p(activation ? "activation" : "gradient", out.stream, out.group, p2p_bytes(), {data, host});
     if (!ctx_.plan.overlap_p2p_comm) pending_sends_.push_back(sent);
   }
 
@@ -222,6 +233,9 @@ class StageLowering {
     const TaskId first = builder_.last() + 1;
     const TaskId out = emit_unit();
     if (gathered >= 0 && builder_.last() >= first) emit_.depend(first, gathered);
+    // DeepSpeed ZeRO-3's parameters beyond its prefetch window arrive while the unit runs; it ends after them.
+    const TaskId tail = sharded_.take_tail();
+    if (tail >= 0 && builder_.last() >= first) emit_.depend(builder_.last(), tail);
     if (backward) {
       sharded_.reduce(emit_, units[i], emit_.last_compute());
     } else {
@@ -428,7 +442,7 @@ class StageLowering {
     if (ctx_.plan.pp > 1) communicators += 2;  // point-to-point with the previous and the next stage
     // PyTorch's max_memory_allocated, which the pytorch framework's figures are held against, counts the caching
     // allocator's tensors (cuBLAS workspaces included) but not the CUDA context.
-    if (pytorch()) return memory.workspace;
+    if (ctx_.training.framework == Framework::kPytorch) return memory.workspace;
     return memory.workspace + communicators * memory.nccl_buffer_per_communicator + memory.framework_overhead;
   }
 

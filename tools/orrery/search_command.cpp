@@ -176,6 +176,11 @@ Scenario base_scenario(const SearchArgs& a, const Scenario* file) {
   if (!t.is_object()) t = nlohmann::json::object();
   // deepspeed-0.3 runs ZeRO stage 3 only: the base plan keeps it (candidates of other stages are listed invalid).
   if (t.contains("framework") && t["framework"] == "deepspeed-0.3") kept["zero_stage"] = 3;
+  // So does fsdp2, over at least two ranks (sim/lower/fsdp2.h): its base plan keeps the stage on two GPUs.
+  if (t.contains("framework") && t["framework"] == "fsdp2") {
+    kept["zero_stage"] = 3;
+    doc["cluster"]["num_gpus"] = 2;
+  }
   // Settings whose rules need expert parallelism (the flex dispatcher, the expert overlap) cannot validate on the
   // one-GPU base plan: they are read apart and set on the parsed base, and each candidate is checked with them.
   static const char* const kNeedExperts[] = {"moe_token_dispatcher_type", "moe_flex_dispatcher_backend",
