@@ -102,8 +102,6 @@ const std::vector<ComputeKnob>& fitted_compute_knobs() {
        [](C& c, double v) { c.gemm_wave_tail = v; }},
       {"hbm_efficiency", 0.2, 1.0, [](const C& c) { return c.hbm_efficiency; },
        [](C& c, double v) { c.hbm_efficiency = v; }},
-      {"megatron_host_issue_us", 0.0, 100.0, [](const C& c) { return to_us(c.host.megatron); },
-       [](C& c, double v) { c.host.megatron = from_us(v); }},
       // NCCL runs one CTA per channel, up to 32 SMs of 108 (A100) or 132 (H100), and shares HBM bandwidth:
       // compute loses at most about 30% while a collective runs.
       {"overlap_slowdown", 0.0, 0.3, [](const C& c) { return c.overlap_slowdown; },

@@ -37,7 +37,6 @@ CostParams parse_cost_params(const json& value, const std::string& path) {
   p.compute.hbm_efficiency = c.require_double("hbm_efficiency", true);
   p.compute.launch_gap = from_us(c.require_double("launch_gap_us"));
   p.compute.overlap_slowdown = c.require_double("overlap_slowdown");
-  p.compute.host.megatron = from_us(c.require_double("megatron_host_issue_us"));
   p.compute.host.pytorch_forward = from_us(c.require_double("pytorch_forward_host_issue_us"));
   p.compute.host.pytorch_backward = from_us(c.require_double("pytorch_backward_host_issue_us"));
   p.compute.host.pytorch_optimizer = from_us(c.require_double("pytorch_optimizer_host_issue_us"));

@@ -18,13 +18,14 @@ struct GemmTile {
   double relative_efficiency = 1.0;
 };
 
-/// CPU time a rank's host thread spends per kernel or collective it issues, by framework: the framework's Python,
-/// the dispatcher and autograd, and the launch call (the host timeline, sim/engine.h: a kernel starts no earlier
-/// than its host has issued it). Megatron-Core's fused Transformer Engine modules issue each kernel from fewer Python
-/// frames than PyTorch eager autograd; PyTorch eager's costs differ by phase (the forward runs the module's Python,
-/// the backward only the autograd engine's C++, the optimizer its per-step Python over the parameter lists).
+/// CPU time a rank's host thread spends per kernel or collective it issues: the framework's Python, the dispatcher
+/// and autograd, and the launch call (the host timeline, sim/engine.h: a kernel starts no earlier than its host has
+/// issued it). Measured on PyTorch eager, whose costs differ by phase (the forward runs the module's Python, the
+/// backward the autograd engine, the optimizer its per-step Python over the parameter lists): the `pytorch` and
+/// `fsdp2` frameworks take these. Megatron-Core's fused Transformer Engine paths issue from C++ with less Python per
+/// kernel, and its recipes capture parts of the step in CUDA graphs; no Megatron-Core trace is committed to measure
+/// it, so the Megatron frameworks take the launch call alone (`library`), a lower bound.
 struct HostIssueCosts {
-  Seconds megatron = 0;           // Megatron-Core / Megatron-LM, every phase
   Seconds pytorch_forward = 0;    // PyTorch eager, forward (and recomputed forward)
   Seconds pytorch_backward = 0;   // PyTorch eager, backward
   Seconds pytorch_optimizer = 0;  // PyTorch eager, optimizer step

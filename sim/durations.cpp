@@ -49,11 +49,12 @@ Seconds HostIssue::of(TaskKind kind, Phase phase) const {
 
 HostIssue host_issue_costs(const HostIssueCosts& costs, Framework framework) {
   switch (framework) {
-    case Framework::kPytorch:
+    case Framework::kPytorch: case Framework::kFsdp2:
       return {costs.pytorch_forward, costs.pytorch_backward, costs.pytorch_optimizer, costs.library};
-    case Framework::kMegatron: case Framework::kDeepSpeed03: break;
+    case Framework::kMegatron: case Framework::kDeepSpeed03: case Framework::kMegatronDeepSpeed: break;
   }
-  return {costs.megatron, costs.megatron, costs.megatron, costs.library};
+  // Megatron's lower bound (HostIssueCosts): the launch call alone.
+  return {costs.library, costs.library, costs.library, costs.library};
 }
 
 std::int64_t host_launches(const Op& op) {

@@ -30,9 +30,8 @@ struct HostIssue {
   bool any() const { return forward > 0 || backward > 0 || optimizer > 0 || library > 0; }
 };
 
-/// The per-kernel CPU costs of the software that runs the step: Megatron-Core's for its own framework and for the
-/// Megatron-LM of deepspeed-0.3 (the same Python modules around fused kernels), PyTorch eager's per phase for
-/// `pytorch`.
+/// The per-kernel CPU costs of the software that runs the step: PyTorch eager's per phase for `pytorch` and `fsdp2`
+/// (torchtitan's eager modules); the launch call alone, a lower bound, for the Megatron frameworks (HostIssueCosts).
 HostIssue host_issue_costs(const HostIssueCosts& costs, Framework framework);
 
 /// Kernels and collective calls the host launches for `op`: one per kernel (a grouped GEMM's batch, a memory-bound

@@ -30,8 +30,9 @@ TEST_CASE("EP overlap hides the all-to-alls of all but the first forward and the
   const double exposed_merged = merged.report.breakdown.exposed_ep_comm;
   REQUIRE(exposed_plain > 0);
   // 1/8 of the passes stay unmerged; the per-layer host sync of the dropless dispatcher drains the queue once per
-  // forward, so somewhat more than 1/8 remains, but far less than all.
-  CHECK(exposed_merged < 0.3 * exposed_plain);
+  // forward, and the host then issues the rest of both merged passes from the sync on, so somewhat more than 1/8
+  // remains, but far less than all.
+  CHECK(exposed_merged < 0.35 * exposed_plain);
   CHECK(exposed_merged > 0.1 * exposed_plain);
   CHECK(merged.report.iteration_time < plain.report.iteration_time);
   // The GPU still runs one kernel at a time: merging cannot beat the compute alone.

@@ -177,15 +177,17 @@ TEST_CASE("DeepSpeed 0.3's ZeRO-3 overlaps nothing: the step is the sum of its t
 
 TEST_CASE("DeepSpeed 0.3's ZeRO-3 pays one copy launch per rank and chunk, so its step grows with dp",
           "[sim][zero][deepspeed]") {
-  // Doubling dp at a fixed micro-batch per rank adds (gathers + reduce-scatters) x dp launches; after each
-  // synchronize the host issues them one by one, so each costs the larger of its CPU issue time and the GPU's
-  // launch gap. The network time per rank stays about the same (ring volume (n-1)/n of the tensor).
+  // Doubling dp at a fixed micro-batch per rank adds (gathers + reduce-scatters) x dp copy launches. Each costs at
+  // least the GPU's launch gap, and at most that plus the host's issue of it (the host issues them one by one after
+  // each synchronize, partly while the collective before them still runs). The network time per rank stays about
+  // the same (ring volume (n-1)/n of the tensor).
   const double t32 = predict(deepspeed03(32)).report.iteration_time;
   const double t64 = predict(deepspeed03(64)).report.iteration_time;
   const double collectives = (3 * 4 * 2 + 2 * 2 + 2) + (4 * 2 + 2);
   const ComputeParams& c = default_cost_params().compute;
-  const double added = collectives * 32 * std::max(c.host.megatron, c.launch_gap);
-  CHECK(t64 - t32 == Approx(added).epsilon(0.25));
+  const double copies = collectives * 32;
+  CHECK(t64 - t32 > copies * c.launch_gap);
+  CHECK(t64 - t32 < copies * (c.launch_gap + c.host.library));
 }
 
 TEST_CASE("framework deepspeed-0.3 refuses what DeepSpeed 0.3's ZeRO-3 cannot run", "[sim][zero][deepspeed][errors]") {

@@ -2,7 +2,8 @@
 """End-to-end checks of the `orrery` command line: the built-in default, predictions from flags alone, Megatron
 flag spellings, trace and timeline files, `list`, and exit status 2 with a named field for bad input.
 Usage: cli_test.py ORRERY SOURCE_DIR"""
-import json, os, re, subprocess, sys, tempfile
+import json
+import os, re, subprocess, sys, tempfile
 
 problems = []
 
@@ -99,6 +100,23 @@ def main():
         json.dump(doc, f)
     r = run(orrery, "validate", broken, "--max-error", "20")
     expect(r.returncode == 1 and "failed" in r.stderr, f"validate gate over a broken record: exit {r.returncode} {r.stderr[:200]}")
+
+    # validate --explain (no name) names, for each record, the part of its step its error most probably lies in; the
+    # JSON gives each part's seconds and share of the error, which sum to predicted - published.
+    two = [os.path.join(source, "scenarios", "validation", n + ".json")
+           for n in ("kor22-22b-full-recompute", "nemo2407-h100-fp8-llama3-8b-8gpu")]
+    r = run(orrery, "validate", *two, "--explain")
+    rows = [l for l in r.stdout.splitlines() if l.startswith(("kor22-22b", "nemo2407-h100-fp8-llama3-8b"))]
+    expect(r.returncode == 0 and len(rows) == 2 and
+           all(re.search(r"%\s+(compute|host|communication|bubble) \(", l) for l in rows),
+           f"validate --explain rows: {r.returncode} {rows} {r.stderr[:200]}")
+    r = run(orrery, "validate", *two, "--json")
+    for rec in json.loads(r.stdout)["records"]:
+        fig = rec["figures"]["iteration_time_s"]
+        total = sum(p["error_s"] for p in rec["error_parts"].values())
+        expect(abs(total - (fig["predicted"] - fig["published"])) < 1e-9 * fig["published"] + 1e-12,
+               f"{rec['name']}: error parts sum to {total}, not {fig['predicted'] - fig['published']}")
+        expect(rec["dominant_error_part"] in rec["error_parts"], f"{rec['name']}: dominant part {rec['dominant_error_part']}")
 
     r = run(orrery, "list")
     expect(r.returncode == 0 and "llama3.1-405b" in r.stdout and "gb200-nvl72" in r.stdout and "mi300x" in r.stdout,

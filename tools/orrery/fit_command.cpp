@@ -21,7 +21,7 @@ namespace {
 
 struct FitArgs {
   std::string manifest = "tests/data/nccl-tests-logs/manifest.json";
-  std::string min_bytes = "1K";
+  std::string min_bytes = "64M";
   std::string min_bytes_single_node = "1K";
   std::vector<std::string> paths;
   std::vector<std::string> exclude_prefixes;
@@ -94,7 +94,7 @@ void add_fit_command(CLI::App& app, int& exit_code) {
   fit->require_subcommand(1);
   CLI::App* coll = fit->add_subcommand("collectives", "fit network efficiencies to nccl-tests logs");
   coll->add_option("--manifest", args->manifest, "manifest of nccl-tests logs (tests/data/nccl-tests-logs)");
-  coll->add_option("--min-bytes", args->min_bytes, "smallest message size fitted across nodes (default 1K)");
+  coll->add_option("--min-bytes", args->min_bytes, "smallest message size fitted across nodes (default 64M)");
   coll->add_option("--min-bytes-single-node", args->min_bytes_single_node,
                    "smallest message size fitted inside one node (default 1K)");
   coll->add_option("--write", args->write, "write the fitted values into this cost-model preset file");
