@@ -118,6 +118,17 @@ def main():
                f"{rec['name']}: error parts sum to {total}, not {fig['predicted'] - fig['published']}")
         expect(rec["dominant_error_part"] in rec["error_parts"], f"{rec['name']}: dominant part {rec['dominant_error_part']}")
 
+    # calibrate host on a trace without annotated ranges says so and exits 2; on the committed traces it prints the
+    # per-launch costs cost_model.json holds (the C++ test checks the values).
+    empty_trace = os.path.join(tmp, "empty-trace.json")
+    with open(empty_trace, "w") as f:
+        json.dump({"traceEvents": []}, f)
+    r = run(orrery, "calibrate", "host", empty_trace)
+    expect(r.returncode == 2 and "orrery.layer" in r.stderr, f"calibrate host on an empty trace: {r.returncode} {r.stderr[:200]}")
+    r = run(orrery, "validate", two[0], "--explain", "kor22-22b-full-recompute", "--json")
+    expect(r.returncode == 0 and json.loads(r.stdout)["records"][0]["name"] == "kor22-22b-full-recompute",
+           f"validate --explain NAME --json: {r.returncode} {r.stdout[:100]}")
+
     r = run(orrery, "list")
     expect(r.returncode == 0 and "llama3.1-405b" in r.stdout and "gb200-nvl72" in r.stdout and "mi300x" in r.stdout,
            "list lacks presets")

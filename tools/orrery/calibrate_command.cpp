@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -121,10 +122,16 @@ struct HostArgs {
 
 // The CPU time per launch of PyTorch eager's phases, as cost_model.json's pytorch_*_host_issue_us take them.
 void run_host(const HostArgs& a) {
-  require(a.blocked_call_us > 0, "--blocked-call-us", fmt::format("{:g}", a.blocked_call_us), "must be positive");
+  require(a.blocked_call_us > 0 && std::isfinite(a.blocked_call_us), "--blocked-call-us",
+          fmt::format("{:g}", a.blocked_call_us), "must be a positive number of microseconds");
   std::vector<KinetoTrace> traces;
   for (const std::string& f : a.traces) traces.push_back(read_kineto_trace(f));
   const HostIssueRates r = host_issue_rates(traces, a.blocked_call_us * 1e-6);
+  require(r.forward_ranges + r.backward_ranges + r.optimizer_ranges > 0, "traces",
+          fmt::format("{} file(s)", traces.size()),
+          fmt::format("need orrery.layer<N>.forward/backward or Optimizer.step annotations with kernel launches, and "
+                      "at least one such range whose launch calls all took at most --blocked-call-us ({:g} us)",
+                      a.blocked_call_us));
   std::cout << fmt::format("host time per launch, median over ranges without a launch call above {:g} us:\n",
                            a.blocked_call_us);
   const auto line = [](const char* what, Seconds rate, int ranges) {

@@ -211,6 +211,10 @@ int run_validate(const ValidateArgs& a) {
   if (!a.explain.empty()) {
     if (!explained) throw Error::invalid("--explain", a.explain, "is not a record among the given scenarios");
     if (!explained->prediction) throw Error::invalid("--explain", a.explain, explained->result.error);
+    if (a.json) {
+      std::cout << to_json({explained->result}, summarize({explained->result})).dump(2) << "\n";
+      return 0;
+    }
     print_summary(std::cout, *explained->prediction);
     fmt::print("\n");
     print_table({explained->result});
