@@ -44,7 +44,7 @@ void check_fsdp2(const Scenario& s) {
   const std::string rule = "training.framework \"fsdp2\" ";
   require(p.zero_stage == 3 || p.zero_stage == 2, "parallel.zero_stage", std::to_string(p.zero_stage),
           "must be 3 (fully_shard, resharding each block after its forward) or 2 (fsdp_reshard_after_forward "
-          "\"never\") with " + rule);
+          "\"never\") with training.framework \"fsdp2\"; torchtitan shards every parameter");
   if (p.tp * p.pp * p.cp * p.ep != 1) {
     throw Error::not_modelled("parallel", fmt::format("tp {} pp {} cp {} ep {}", p.tp, p.pp, p.cp, p.ep),
                               rule + "lowers FSDP over the data-parallel ranks only (tp, pp, cp and ep 1)");
@@ -71,8 +71,8 @@ void check_megatron_deepspeed(Scenario& s) {
   ParallelPlan& p = s.parallel;
   const std::string rule = "training.framework \"megatron-deepspeed\" ";
   require(p.zero_stage < 2 || p.pp == 1, "parallel.zero_stage", std::to_string(p.zero_stage),
-          fmt::format("cannot run with pp {} under {}: DeepSpeed's pipeline engine asserts ZeRO stage < 2 "
-                      "(runtime/pipe/engine.py)", p.pp, rule));
+          fmt::format("cannot run with pp {} under training.framework \"megatron-deepspeed\": DeepSpeed's pipeline "
+                      "engine asserts ZeRO stage < 2 (runtime/pipe/engine.py)", p.pp));
   require(p.vpp == 1, "parallel.vpp", std::to_string(p.vpp),
           "must be 1 with " + rule + "(DeepSpeed's pipeline engine holds one model chunk per stage)");
   require(p.schedule == Schedule::k1F1B, "parallel.schedule", to_string(p.schedule),
