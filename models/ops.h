@@ -107,7 +107,7 @@ const char* profile_kind(ElementwiseKernel k);
 
 /// A memory-bound kernel (norm, activation, residual, softmax, optimizer update): its HBM traffic and FLOPs.
 /// `kernels` > 1 stands for that many launches sharing the traffic evenly (e.g. the per-chunk copies of a
-/// list-based torch.distributed collective); each launch pays the per-kernel overhead. `kernel` says which kernel
+/// list-based torch.distributed collective); each launch pays the GPU's launch gap. `kernel` says which kernel
 /// family runs it; its bytes count every operand read once and the output written once, whatever the kernel's
 /// own passes (the family's measured rate covers those).
 struct ElementwiseShape {

@@ -114,7 +114,8 @@ class Emitter {
                      std::initializer_list<TaskId> deps = {});
   /// TaskKind::kCommCopy on the compute stream: `kernels` separate memory-bound launches that a collective
   /// library runs around its transfer and that together read `read` and write `written` bytes (e.g. the per-rank
-  /// chunk copies of a list-based torch.distributed collective); each pays the per-kernel overhead.
+  /// chunk copies of a list-based torch.distributed collective); each pays the GPU's launch gap, and its host issue
+  /// costs HostIssueCosts::library (the library's C++ loop).
   TaskId comm_copies(const char* label, Bytes read, Bytes written, std::int64_t kernels,
                      std::initializer_list<TaskId> deps = {});
   /// The same on another stream (FSDP2's all-gather copy-in runs on its copy-in stream, sim/lower/fsdp2.h).
