@@ -108,14 +108,22 @@ class Simulation {
     if (host_on_) {
       issue_prefix_.resize(g.programs.size());
       blocking_.resize(g.programs.size());
+      issue_position_.resize(g.programs.size());
       for (std::size_t p = 0; p < g.programs.size(); ++p) {
         const Program& prog = g.programs[p];
         Nanoseconds total_ns = 0;
         issue_prefix_[p].reserve(prog.tasks.size());
-        for (std::size_t t = 0; t < prog.tasks.size(); ++t) {
+        if (!prog.issue_order.empty()) {
+          issue_position_[p].resize(prog.tasks.size());
+          for (std::size_t k = 0; k < prog.issue_order.size(); ++k) {
+            issue_position_[p][static_cast<std::size_t>(prog.issue_order[k])] = static_cast<std::int32_t>(k);
+          }
+        }
+        for (std::size_t k = 0; k < prog.tasks.size(); ++k) {
+          const std::size_t t = prog.issue_order.empty() ? k : static_cast<std::size_t>(prog.issue_order[k]);
           total_ns += to_nanos(d.issue_seconds[p][t]);
           issue_prefix_[p].push_back(total_ns);
-          if (blocks_host(prog, prog.tasks[t])) blocking_[p].push_back(static_cast<std::int32_t>(t));
+          if (blocks_host(prog, prog.tasks[t])) blocking_[p].push_back(static_cast<std::int32_t>(k));
         }
       }
       host_segment_.assign(n, 0);
@@ -129,6 +137,30 @@ class Simulation {
       lanes_on_ = lanes_on_ || std::any_of(p.tasks.begin(), p.tasks.end(), [](const Task& t) { return is_twin(t.stream); });
     }
     if (lanes_on_) lanes_.resize(n);
+    // A lane of a program with its own issue order is one CUDA stream: its tasks run in issue order, each after
+    // the one issued before it on the lane (Megatron-Core's merged passes share its compute and communication
+    // streams). That order is an extra predecessor of each such task.
+    lane_next_.resize(g.programs.size());
+    for (std::size_t p = 0; lanes_on_ && p < g.programs.size(); ++p) {
+      const Program& prog = g.programs[p];
+      if (prog.issue_order.empty()) continue;
+      lane_next_[p].assign(prog.tasks.size(), -1);
+      std::array<std::int32_t, kNumLanes> last{};
+      last.fill(-1);
+      for (std::int32_t t : prog.issue_order) {
+        const int lane = twin_lane(prog.tasks[static_cast<std::size_t>(t)].stream);
+        if (lane < 0) continue;
+        std::int32_t& before = last[static_cast<std::size_t>(lane)];
+        if (before >= 0) lane_next_[p][static_cast<std::size_t>(before)] = t;
+        before = t;
+      }
+      for (std::size_t i = 0; i < n; ++i) {
+        if (static_cast<std::size_t>(inst.instances[i].program) != p) continue;
+        for (std::int32_t next : lane_next_[p]) {
+          if (next >= 0) ++pending_[static_cast<std::size_t>(offset_[i] + next)];
+        }
+      }
+    }
     communicating_.assign(n, 0);
     if (share_network_) {
       transfers_.resize(n);
@@ -161,7 +193,9 @@ class Simulation {
     for (std::size_t i = 0; i < inst_.instances.size(); ++i) {
       const Program& p = program(i);
       for (std::size_t t = 0; t < p.tasks.size(); ++t) {
-        if (p.in_degree[t] == 0) make_ready(static_cast<std::int32_t>(i), static_cast<std::int32_t>(t), 0);
+        if (pending_[static_cast<std::size_t>(offset_[i]) + t] == 0) {
+          make_ready(static_cast<std::int32_t>(i), static_cast<std::int32_t>(t), 0);
+        }
       }
     }
     while (!events_.empty()) {
@@ -295,13 +329,14 @@ class Simulation {
     const auto i = static_cast<std::size_t>(instance);
     const auto p = static_cast<std::size_t>(inst_.instances[i].program);
     const std::vector<std::int32_t>& blocking = blocking_[p];
-    const auto segment = static_cast<std::int32_t>(std::lower_bound(blocking.begin(), blocking.end(), task) - blocking.begin());
+    const std::int32_t at = issue_position_[p].empty() ? task : issue_position_[p][static_cast<std::size_t>(task)];
+    const auto segment = static_cast<std::int32_t>(std::lower_bound(blocking.begin(), blocking.end(), at) - blocking.begin());
     if (segment > host_segment_[i]) return -1;
     const std::vector<Nanoseconds>& bases = host_bases_[i];
     if (segment < host_segment_[i] && bases.empty()) return 0;
     const Nanoseconds base = segment == host_segment_[i] ? host_base_[i] : (segment > 0 ? bases[static_cast<std::size_t>(segment - 1)] : 0);
     const Nanoseconds before = segment > 0 ? issue_prefix_[p][static_cast<std::size_t>(blocking[static_cast<std::size_t>(segment - 1)])] : 0;
-    return base + issue_prefix_[p][static_cast<std::size_t>(task)] - before;
+    return base + issue_prefix_[p][static_cast<std::size_t>(at)] - before;
   }
 
   // A task's predecessors have ended: it arrives now if its host has issued it, else when it does.
@@ -555,6 +590,11 @@ class Simulation {
       const auto next = static_cast<std::int32_t>(boost::target(*e, p.successors));
       if (--pending_[static_cast<std::size_t>(offset_[i] + next)] == 0) make_ready(instance, next, now);
     }
+    if (const std::vector<std::int32_t>& next = lane_next_[static_cast<std::size_t>(inst_.instances[i].program)];
+        !next.empty()) {
+      const std::int32_t after = next[static_cast<std::size_t>(task)];
+      if (after >= 0 && --pending_[static_cast<std::size_t>(offset_[i] + after)] == 0) make_ready(instance, after, now);
+    }
     const Stream stream = p.tasks[static_cast<std::size_t>(task)].stream;
     if (const int lane = lane_of(stream); lane >= 0) release_lane(instance, lane, side_of(stream), now);
   }
@@ -601,11 +641,13 @@ class Simulation {
   std::vector<std::uint16_t> pending_;
   std::vector<std::vector<Nanoseconds>> base_ns_;
   // The host timeline (host_on_): per program, the cumulative issue time of its tasks and its blocking tasks in
-  // order; per instance, the blocking tasks ended so far, when the last ended, and the ready tasks whose host
+  // issue order (Program::issue_order, else task order); per instance, the blocking tasks ended so far, when the last ended, and the ready tasks whose host
   // waits at a blocking task before them.
   bool host_on_ = false;
-  std::vector<std::vector<Nanoseconds>> issue_prefix_;
-  std::vector<std::vector<std::int32_t>> blocking_;
+  std::vector<std::vector<Nanoseconds>> issue_prefix_;     // by issue position
+  std::vector<std::vector<std::int32_t>> issue_position_;  // task -> issue position; empty: the task index
+  std::vector<std::vector<std::int32_t>> blocking_;        // issue positions of blocking tasks
+  std::vector<std::vector<std::int32_t>> lane_next_;  // per program with an issue order: the next task on its lane
   std::vector<std::int32_t> host_segment_;
   std::vector<Nanoseconds> host_base_;
   std::vector<std::vector<Nanoseconds>> host_bases_;  // recorded instances: each blocking task's end, in order

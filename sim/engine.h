@@ -12,16 +12,18 @@
 // communication stream they stand for. A task that finds its lane busy waits; a complete rendezvous group waits
 // while any member's lane is busy, reserving nothing, so later tasks may overtake it. When a lane frees, it takes
 // the other side's earliest issued waiting task, else the same side's, and only then a waiting group, so the merged
-// passes alternate as Megatron-Core interleaves their layers. Unlike a CUDA stream, a lane stays free while a group
+// passes alternate (DualPipe's overlapped pairs). In a program with its own issue order (Program::issue_order:
+// Megatron-Core's merged passes) a lane is one CUDA stream instead: its tasks run strictly in issue order, each after
+// the one issued before it on the lane. Unlike a CUDA stream, a lane stays free while a group
 // assembles (slightly optimistic; no issue-order deadlock can arise). A task allocates its at_start bytes when it
 // starts and applies its at_end bytes when it ends.
 //
 // The host timeline (with Durations::issue_seconds): each instance's host thread issues its program's tasks in
-// task order (the order the framework's Python calls them), spending each task's issue_seconds, from time 0; a
+// issue order (Program::issue_order, else task order: the order the framework's Python calls them), spending each task's issue_seconds, from time 0; a
 // task becomes ready only once its predecessors have ended *and* it has been issued, so a rank whose host is
 // slower than its GPU leaves the GPU idle, and a rendezvous waits for its last member's host. A kHostSync task
 // (a `.item()`), or a kHostOp of CPU work (HostOpShape::kHostMemory, the CPU optimizer step), blocks its host: the
-// tasks after it are issued from its end on. Otherwise the host runs ahead without limit (CUDA's launch queue of
+// tasks after it in issue order are issued from its end on. Otherwise the host runs ahead without limit (CUDA's launch queue of
 // about a thousand entries is not modelled: only a host that falls behind changes the timeline).
 
 #include <array>

@@ -219,8 +219,53 @@ void ProgramBuilder::free_at_end(TaskId id, MemoryKind kind, Bytes bytes) {
   t.end_bytes -= bytes;
 }
 
+void ProgramBuilder::issue_in_order(TaskId first, const std::vector<TaskId>& order) {
+  const auto begin = static_cast<std::size_t>(first);
+  if (first < 0 || first > last() + 1 || begin < issue_order_.size() || order.size() != tasks_.size() - begin) {
+    throw std::logic_error("workload graph: issue order must cover the tasks from `first` to the last, once");
+  }
+  std::vector<char> seen(order.size(), 0);
+  for (TaskId t : order) {
+    if (t < first || t > last() || seen[static_cast<std::size_t>(t - first)]) {
+      throw std::logic_error("workload graph: issue order is not a permutation of its range");
+    }
+    seen[static_cast<std::size_t>(t - first)] = 1;
+  }
+  for (TaskId t = static_cast<TaskId>(issue_order_.size()); t < first; ++t) issue_order_.push_back(t);
+  issue_order_.insert(issue_order_.end(), order.begin(), order.end());
+  reordered_.emplace_back(first, last());
+}
+
+// Reverts each reordered range in which a dependency points backward in the issue order to task order.
+void ProgramBuilder::keep_forward_issue_order() {
+  std::vector<std::int32_t> position(issue_order_.size());
+  for (std::size_t k = 0; k < issue_order_.size(); ++k) position[static_cast<std::size_t>(issue_order_[k])] = static_cast<std::int32_t>(k);
+  const auto range_of = [&](std::uint32_t t) {
+    const auto it = std::upper_bound(reordered_.begin(), reordered_.end(), static_cast<TaskId>(t),
+                                     [](TaskId v, const std::pair<TaskId, TaskId>& r) { return v < r.first; });
+    return it == reordered_.begin() || static_cast<TaskId>(t) > std::prev(it)->second ? reordered_.end() : std::prev(it);
+  };
+  std::vector<char> backward(reordered_.size(), 0);
+  for (const auto& [from, to] : edges_) {
+    if (to >= position.size() || position[from] < position[to]) continue;
+    const auto r = range_of(to);
+    if (r != reordered_.end()) {
+      backward[static_cast<std::size_t>(r - reordered_.begin())] = 1;
+    }
+  }
+  for (std::size_t k = 0; k < reordered_.size(); ++k) {
+    if (!backward[k]) continue;
+    for (TaskId t = reordered_[k].first; t <= reordered_[k].second; ++t) issue_order_[static_cast<std::size_t>(t)] = t;
+  }
+}
+
 Program ProgramBuilder::finish() {
   Program p;
+  if (!issue_order_.empty()) {
+    for (auto t = static_cast<TaskId>(issue_order_.size()); t <= last(); ++t) issue_order_.push_back(t);
+    keep_forward_issue_order();
+    p.issue_order = std::move(issue_order_);
+  }
   p.stage = stage_;
   // Edges arrive grouped by their target in increasing order, so a stable sort by source keeps both sorted.
   std::stable_sort(edges_.begin(), edges_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

@@ -152,8 +152,9 @@ struct Task {
   MemoryEffect at_end() const { return {end_kind, end_bytes}; }
   bool is_rendezvous() const { return group != GroupKind::kNone; }
   bool is_compute() const { return stream == Stream::kCompute || stream == Stream::kComputeB; }
-  /// Non-compute work that takes SMs from compute (NCCL kernels); PCIe copies run on copy engines and do not.
-  bool contends_for_sms() const { return !is_compute() && kind != TaskKind::kHostOp; }
+  /// Non-compute work that takes SMs from compute (NCCL kernels); PCIe copies run on copy engines and a host's
+  /// wait for a side-stream copy takes none.
+  bool contends_for_sms() const { return !is_compute() && kind != TaskKind::kHostOp && kind != TaskKind::kHostSync; }
 };
 
 /// Successor lists in compressed-sparse-row form, with 32-bit task ids (a program stays below 2^32 tasks).
@@ -168,6 +169,10 @@ struct Program {
   TaskGraph successors;                     // edge u -> v: v may start only after u ends
   std::vector<std::uint16_t> in_degree;     // per task
   std::array<Bytes, kNumMemoryKinds> static_memory{};  // resident from the start: weights, gradients, optimizer, other
+  /// The tasks in the order the host issues them, where that differs from task order (Megatron-Core's merged
+  /// forward-and-backward layers: model_chunk_schedule_plan.py interleaves their sub-modules); empty: task order.
+  /// A permutation of 0..tasks.size()-1; the engine's host timeline walks it.
+  std::vector<std::int32_t> issue_order;
 };
 
 struct WorkloadGraph {
@@ -204,6 +209,12 @@ class ProgramBuilder {
   void set_static_memory(MemoryKind kind, Bytes bytes) { static_memory_[static_cast<std::size_t>(kind)] = bytes; }
   void add_static_memory(MemoryKind kind, Bytes bytes) { static_memory_[static_cast<std::size_t>(kind)] += bytes; }
 
+  /// The host issues tasks first..last() in `order` (a permutation of them) instead of task order. finish() keeps
+  /// the order only if every dependency among those tasks points forward in it (a host that issued a task before
+  /// one it waits for could deadlock a stream), else the range keeps task order. Later calls must start after the
+  /// previous range. Throws std::logic_error if `order` is not such a permutation.
+  void issue_in_order(TaskId first, const std::vector<TaskId>& order);
+
   /// Capacity hint for the number of tasks.
   void reserve(std::size_t tasks) { tasks_.reserve(tasks); }
 
@@ -219,6 +230,10 @@ class ProgramBuilder {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;
   std::array<TaskId, kNumStreams> last_on_stream_;
   std::array<Bytes, kNumMemoryKinds> static_memory_{};
+  std::vector<TaskId> issue_order_;  // the host's order of tasks 0..issue_order_.size()-1; empty: task order
+  std::vector<std::pair<TaskId, TaskId>> reordered_;  // the ranges (first, last) issue_in_order() reordered
+
+  void keep_forward_issue_order();
 };
 
 }  // namespace orrery

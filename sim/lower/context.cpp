@@ -169,8 +169,12 @@ TaskId Emitter::optimizer(const char* label, Bytes read, Bytes written, std::ini
 }
 
 TaskId Emitter::host_sync(const char* label, std::initializer_list<TaskId> deps) {
+  return host_sync_on(Stream::kCompute, label, deps);
+}
+
+TaskId Emitter::host_sync_on(Stream stream, const char* label, std::initializer_list<TaskId> deps) {
   if (dropped()) return -1;
-  return builder_.add(base(TaskKind::kHostSync, label, Stream::kCompute), HostSyncShape{}, deps);
+  return builder_.add(base(TaskKind::kHostSync, label, stream), HostSyncShape{}, deps);
 }
 
 TaskId Emitter::collective(const char* label, Stream stream, GroupKind group, CollectiveKind kind, Bytes bytes,

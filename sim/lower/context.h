@@ -100,6 +100,10 @@ class Emitter {
   void set_weight_grad_mode(WeightGradMode mode) { weight_grad_mode_ = mode; }
   /// While set, tasks go to the twin streams (overlapped_twin): a backward pass merged with a forward pass.
   void set_overlapped(bool overlapped) { overlapped_ = overlapped; }
+  /// The stream compute tasks go to (kCompute unless a block runs its kernels on a communication stream, as
+  /// Megatron-Core's EP-overlap combine node does; ComputeStreamScope sets it).
+  void set_compute_stream(Stream stream) { compute_stream_ = stream; }
+  Stream compute_stream() const { return compute_stream_; }
   WeightGradMode weight_grad_mode() const { return weight_grad_mode_; }
   int stage() const { return stage_; }
   int microbatch() const { return microbatch_; }
@@ -125,6 +129,9 @@ class Emitter {
                    ElementwiseKernel kernel = ElementwiseKernel::kGeneric);
   /// The GPU waiting for the host after a device-to-host synchronisation that follows `deps`.
   TaskId host_sync(const char* label, std::initializer_list<TaskId> deps = {});
+  /// The same on another stream: a copy on a side stream that the host waits for by its event, which holds the
+  /// host but not the compute stream (Megatron-Core's token counts on cuda_dtoh_stream).
+  TaskId host_sync_on(Stream stream, const char* label, std::initializer_list<TaskId> deps = {});
   /// A collective of `group` on `stream`; `bytes` as nccl-tests sizes it (collective_cost.h). Returns -1 and adds
   /// nothing when the group has one rank.
   TaskId collective(const char* label, Stream stream, GroupKind group, CollectiveKind kind, Bytes bytes,
@@ -153,7 +160,9 @@ class Emitter {
     if (after >= 0) builder_.depend(after, before);
   }
   /// The last task on the compute stream the emitter currently writes to.
-  TaskId last_compute() const { return builder_.last_on(stream_for(Stream::kCompute)); }
+  TaskId last_compute() const {
+    return builder_.last_on(overlapped_ ? overlapped_twin(Stream::kCompute) : Stream::kCompute);
+  }
   TaskId last_on(Stream stream) const { return builder_.last_on(stream); }
   const LoweringContext& ctx() const { return ctx_; }
   ProgramBuilder& builder() { return builder_; }
@@ -161,7 +170,10 @@ class Emitter {
  private:
   Task base(TaskKind kind, const char* label, Stream stream) const;
   /// The stream a task meant for `stream` goes to: its twin while overlapped.
-  Stream stream_for(Stream stream) const { return overlapped_ ? overlapped_twin(stream) : stream; }
+  Stream stream_for(Stream stream) const {
+    const Stream s = stream == Stream::kCompute ? compute_stream_ : stream;
+    return overlapped_ ? overlapped_twin(s) : s;
+  }
   /// True when the weight-gradient mode drops a task of the current phase.
   bool dropped() const {
     return (weight_grad_mode_ == WeightGradMode::kSkip && phase_ == Phase::kBackwardWeight) ||
@@ -174,6 +186,22 @@ class Emitter {
   Phase phase_ = Phase::kForward;
   WeightGradMode weight_grad_mode_ = WeightGradMode::kInline;
   bool overlapped_ = false;
+  Stream compute_stream_ = Stream::kCompute;
+};
+
+/// Sends a block's compute tasks to `stream` and restores the compute stream when the block ends.
+class ComputeStreamScope {
+ public:
+  ComputeStreamScope(Emitter& emit, Stream stream) : emit_(emit), saved_(emit.compute_stream()) {
+    emit_.set_compute_stream(stream);
+  }
+  ~ComputeStreamScope() { emit_.set_compute_stream(saved_); }
+  ComputeStreamScope(const ComputeStreamScope&) = delete;
+  ComputeStreamScope& operator=(const ComputeStreamScope&) = delete;
+
+ private:
+  Emitter& emit_;
+  Stream saved_;
 };
 
 /// Sets the emitter's phase for a block (a weight gradient, a recompute) and restores it when the block ends.

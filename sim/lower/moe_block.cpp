@@ -137,9 +137,13 @@ TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy,
   // exchange and the device-to-host sync (token_dispatcher.py: cuda_sync_point stays "no_sync").
   TaskId counted = -1;  // the host's read of the counts, which the flex dispatch (on the EP stream) waits for
   if (!gather_dispatch && p.ep > 1 && !ctx_.training.moe_pad_expert_input_to_capacity) {
-    const TaskId counts = emit_.collective("moe_token_counts", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllToAll,
-                                           E * 8, {x});
-    counted = emit_.host_sync("moe_token_counts_item", {counts});
+    // The alltoall dispatcher gathers the counts on the current (compute) stream in its preprocess
+    // (gather_from_sequence_parallel_region); DeepEP and HybridEP exchange them inside the dispatch, on its stream.
+    const TaskId counts = emit_.collective("moe_token_counts", flex ? Stream::kEp : Stream::kCompute, GroupKind::kEp,
+                                           CollectiveKind::kAllToAll, E * 8, {x});
+    // The counts go to the host on a side stream (token_dispatcher.py: cuda_dtoh_stream, non_blocking) and the
+    // host waits for that copy's event (d2h_event.synchronize()), not for the compute stream.
+    counted = emit_.host_sync_on(Stream::kDeviceToHost, "moe_token_counts_item", {counts});
   }
   if (flex) {
     x = emit_.expert_dispatch("moe_dispatch", fb.nvlink, fb.network, {x, counted});
@@ -174,11 +178,16 @@ TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy,
     x = emit_.collective("moe_combine", Stream::kEp, GroupKind::kExpertTp, CollectiveKind::kReduceScatter,
                          z.received * h * act, {x});
   }
+  // With the EP overlap, Megatron-Core's combine node runs its post-processing on the communication stream
+  // (fine_grained_callables.py: the moe_combine node is built on comm_stream), so the other pass's compute does
+  // not queue behind it.
+  const Stream post = combine_post_stream();
   if (flex) {
     // Each token's copies on this rank are summed (weighted by the router) before the combine sends them home,
     // where the combine kernel adds the ranks' partial sums: the output needs no unpermute.
     x = emit_.elementwise("moe_unpermute", z.received * h * act, fb.received, {x});
     x = emit_.expert_dispatch("moe_combine", fb.nvlink, fb.network, {x});
+    ComputeStreamScope on(emit_, post);
     if (shared >= 0) x = emit_.elementwise("moe_add_shared", 2 * z.tokens * h * act, z.tokens * h * act, {x, shared});
     return x;
   }
@@ -190,9 +199,14 @@ TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy,
     x = emit_.elementwise("moe_sort_chunks", z.received / p.etp * h * act, z.received / p.etp * h * act, {x});
     x = emit_.collective("moe_combine", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllToAll, sent, {x});
   }
+  ComputeStreamScope on(emit_, post);
   x = emit_.elementwise("moe_unpermute", z.copies * h * act, z.tokens * h * act, {x});
   if (shared >= 0) x = emit_.elementwise("moe_add_shared", 2 * z.tokens * h * act, z.tokens * h * act, {x, shared});
   return x;
+}
+
+Stream TransformerLayerLowering::combine_post_stream() const {
+  return ctx_.plan.overlap_moe_expert_parallel_comm ? Stream::kEp : Stream::kCompute;
 }
 
 TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* params, bool recompute_activation,
@@ -221,8 +235,12 @@ TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* par
     x = emit_.expert_dispatch("moe_combine", fb.nvlink, fb.network, {x});
     x = emit_.elementwise("moe_unpermute", fb.received, z.received * h * act, {x});
   } else {
-    // Unpermute backward: the gradient of each token goes to its k copies.
-    x = emit_.elementwise("moe_unpermute", z.tokens * h * act, z.copies * h * act, {grad});
+    // Unpermute backward: the gradient of each token goes to its k copies (in the combine node's backward, on
+    // the communication stream with the EP overlap).
+    {
+      ComputeStreamScope on(emit_, combine_post_stream());
+      x = emit_.elementwise("moe_unpermute", z.tokens * h * act, z.copies * h * act, {grad});
+    }
     if (gather_dispatch) {
       x = emit_.collective("moe_combine", Stream::kEp, GroupKind::kEp, CollectiveKind::kAllGather,
                            z.tokens * h * act * p.ep, {x});

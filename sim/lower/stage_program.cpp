@@ -9,6 +9,7 @@
 #include "sim/lower/context_parallel.h"
 #include "sim/lower/embedding_head.h"
 #include "sim/lower/fp8.h"
+#include "sim/lower/merged_issue_order.h"
 #include "sim/lower/mtp.h"
 #include "sim/lower/pytorch_step.h"
 #include "sim/lower/sharded_params.h"
@@ -65,10 +66,13 @@ class StageLowering {
       // Merged, the forward and backward of a slot run together (the backward on the twin streams); the next slot
       // starts when both have been issued and run, as Megatron-Core and DualPipe run one merged pair at a time.
       const TaskId slot_after[] = {builder_.last_on(Stream::kCompute), builder_.last_on(Stream::kComputeB)};
+      const TaskId slot_first = builder_.last() + 1;
+      std::vector<PassTasks> passes;
       for (std::size_t i = begin; i < end; ++i) {
         const ScheduleStep& step = steps[i];
         const TaskId input = received[i - begin];
         const TaskId first = builder_.last() + 1;
+        layer_spans_.clear();
         emit_.set_overlapped(merged && step.kind == StepKind::kBackward);
         if (step.kind == StepKind::kForward) {
           forward(step, input, first_forward[step.chunk] == i ? &first_uses_ : nullptr);
@@ -80,6 +84,7 @@ class StageLowering {
           weight_gradients(step, last_weight[step.chunk] == i ? &grad_ready_ : &step_grads_);
         }
         emit_.set_overlapped(false);
+        passes.push_back({first, builder_.last(), layer_spans_});
         if (merged) {
           const TaskId head = first_compute_from(first);
           for (TaskId before : slot_after) emit_.depend(head, before);
@@ -90,6 +95,16 @@ class StageLowering {
             for (TaskId r : received) emit_.depend(head, r);
           }
         }
+      }
+      // Megatron-Core's host issues a merged pair layer by layer, sub-module by sub-module (DualPipe's overlapped
+      // pairs are left in task order: the reference leaves the interleaving to the model's own overlap code).
+      if (ctx_.plan.overlap_moe_expert_parallel_comm && !dualpipe && end - begin == 2 &&
+          steps[begin].kind != steps[begin + 1].kind && steps[begin].kind != StepKind::kWeight &&
+          steps[begin + 1].kind != StepKind::kWeight) {
+        const bool forward_first = steps[begin].kind == StepKind::kForward;
+        const std::vector<TaskId> order =
+            merged_issue_order(builder_, slot_first, passes[forward_first ? 0 : 1], passes[forward_first ? 1 : 0]);
+        if (!order.empty()) builder_.issue_in_order(slot_first, order);
       }
     }
     wait_for_transfers({});
@@ -288,6 +303,7 @@ class StageLowering {
       const ParamUnit& u = units[i];
       emit_.at(step.microbatch, step.chunk, u.layer, Phase::kForward);
       const TaskId first = builder_.last() + 1;
+      const TaskId unit_first = builder_.last() + 1;
       x = run_unit(units, i, false, [&] {
         if (pytorch()) {
           PytorchStepLowering eager(emit_);
@@ -305,6 +321,7 @@ class StageLowering {
         if (u.layer >= 0) return TransformerLayerLowering(emit_, u.layer).forward(x, save_policy(ctx_.training), params);
         return u.head ? head_forward(edges, x, mtp_out, params) : edges.embedding_forward(x, params);
       });
+      if (u.layer >= 0 && builder_.last() >= unit_first) layer_spans_.push_back({unit_first, builder_.last()});
       if (offloaded(units, i)) {
         // The layer's saved activations are copied to the host once it has run, and their GPU memory freed.
         const Bytes saved = layer_saved_bytes(u.layer);
@@ -366,6 +383,7 @@ class StageLowering {
         return u.head ? head_backward(edges, loss_of(step), mtp_grad, params) : edges.embedding_backward(g, params);
       });
       if (reload[i] >= 0 && builder_.last() >= first) emit_.depend(first, reload[i]);
+      if (u.layer >= 0 && builder_.last() >= first) layer_spans_.push_back({first, builder_.last()});
     }
     emit_.set_weight_grad_mode(WeightGradMode::kInline);
     emit_.at(step.microbatch, step.chunk, -1, Phase::kBackwardInput);
@@ -454,6 +472,7 @@ class StageLowering {
   ShardedParamsLowering sharded_;
   Bytes hidden_bytes_ = 0;
   std::vector<TaskId> pending_sends_;  // blocking sends not yet waited for
+  std::vector<LayerSpan> layer_spans_;  // the current step's layers, for a merged slot's issue order
   std::vector<TaskId> loss_;           // per micro-batch: the last task of its forward through the head
   std::vector<std::array<TaskId, 2>> turned_;  // per micro-batch: DualPipeV's hand-overs at the turn (turned())
   std::map<std::array<int, 3>, TaskId> offload_copy_;  // (micro-batch, chunk, unit): its activations' copy to host

@@ -327,6 +327,8 @@ TaskId TransformerLayerLowering::forward(TaskId input, const SavePolicy& save, s
     record(params, "mlp_up", up, true);
     record(params, "mlp_down", dn, true);
   }
+  // The MLP's residual add is the combine node's last kernel (mlp_bda), on its stream.
+  ComputeStreamScope on(emit_, moe_ ? combine_post_stream() : Stream::kCompute);
   return residual_fwd("mlp_residual", dn, save.modules);
 }
 

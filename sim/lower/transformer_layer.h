@@ -119,6 +119,8 @@ class TransformerLayerLowering {
   Bytes moe_clamp_saved() const;       // the routed experts' clamped up outputs, received rows x 2 width x activation
                                        // bytes (GPT-OSS; 0 without a clamp)
   Bytes moe_router_input_saved() const;  // the pre-MLP norm output the router keeps (0 with shared experts)
+  // Where the MoE combine's post-processing runs: the EP stream with the EP overlap, else the compute stream.
+  Stream combine_post_stream() const;
   Bytes mla_projection_saved() const;
 
   GemmShape linear(std::int64_t m, std::int64_t n, std::int64_t k) const;
