@@ -139,7 +139,8 @@ CollectivePlan NcclCollectiveModel::p2p_plan(const CollectiveOp& op) const {
     const Seconds latency = ring_latency(op, proto) + fill;
     const Seconds time = latency + volume / (ring * p2p_share(proto, multi));
     if (time < best.time) {
-      best = {op.kind == CollectiveKind::kSendRecv ? "p2p" : "ring", nccl::protocol_name(proto), time, latency, 0};
+      // NCCL runs both as grouped ncclSend/ncclRecv (its p2p path), priced here at the ring's latencies.
+      best = {"p2p", nccl::protocol_name(proto), time, latency, 0};
     }
   }
   best.bus_bandwidth = volume / best.time;

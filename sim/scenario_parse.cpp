@@ -321,6 +321,10 @@ Scenario parse_scenario(const json& doc, const std::filesystem::path& base_dir) 
   s.parallel = parse_parallel(parallel ? *parallel : empty);
   const json* training = top.raw("training");
   s.training = parse_training(training ? *training : empty, s.model);
+  // torchtitan's FSDP2 shards every parameter and reshards each block after its forward: ZeRO stage 3 unless the
+  // scenario names a stage.
+  const bool stage_given = parallel && (parallel->contains("zero_stage") || parallel->contains("use_distributed_optimizer"));
+  if (s.training.framework == Framework::kFsdp2 && !stage_given) s.parallel.zero_stage = 3;
   if (const json* expect = top.raw("expect")) s.expect = parse_expect(*expect);
   if (const json* stragglers = top.raw("stragglers")) s.stragglers = parse_stragglers(*stragglers);
   top.reject_unknown();

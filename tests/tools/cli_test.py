@@ -129,6 +129,32 @@ def main():
     expect(r.returncode == 0 and json.loads(r.stdout)["records"][0]["name"] == "kor22-22b-full-recompute",
            f"validate --explain NAME --json: {r.returncode} {r.stdout[:100]}")
 
+    # --explain right before the path: the path is the scenarios, not a record's name; a long name keeps its columns.
+    r = run(orrery, "validate", "--explain", two[1])
+    lines = r.stdout.splitlines()
+    expect(r.returncode == 0 and len(lines) > 1 and lines[1].startswith("nemo2407-h100-fp8-llama3-8b-8gpu ") and
+           lines[0].index("error") > len("nemo2407-h100-fp8-llama3-8b-8gpu"),
+           f"validate --explain PATH: {r.returncode} {lines[:2]} {r.stderr[:200]}")
+
+    # collective --log with --bytes prints only those sizes of the log; a size the log lacks is refused by name.
+    log = os.path.join(source, "tests", "data", "nccl-tests-logs", "01-aws-p5-h100-1x8-allreduce.txt")
+    r = run(orrery, "collective", "--log", log, "--bytes", "1M,64M")
+    sizes = [l.split()[0] for l in r.stdout.splitlines() if l.strip()[:1].isdigit()]
+    expect(r.returncode == 0 and sizes == ["1048576", "67108864"], f"collective --log --bytes: {r.returncode} {sizes} {r.stderr[:200]}")
+    r = run(orrery, "collective", "--log", log, "--bytes", "3000")
+    expect(r.returncode == 2 and "--bytes (3000)" in r.stderr, f"collective --bytes not in the log: {r.returncode} {r.stderr[:200]}")
+    # NCCL runs an all-to-all as grouped send/recv: its row says p2p.
+    r = run(orrery, "collective", "--op", "all_to_all", "--bytes", "1M")
+    expect(r.returncode == 0 and "p2p/" in r.stdout, f"collective all_to_all algorithm: {r.stdout[-200:]}")
+    # FSDP2 without a ZeRO stage runs as torchtitan does: fully sharded, stage 3.
+    fsdp2 = os.path.join(tmp, "fsdp2.json")
+    with open(fsdp2, "w") as f:
+        json.dump({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 8},
+                   "training": {"seq_length": 2048, "global_batch_size": 8, "framework": "fsdp2"}}, f)
+    r = run(orrery, "predict", fsdp2, "--json")
+    expect(r.returncode == 0 and json.loads(r.stdout)["plan"]["zero_stage"] == 3,
+           f"fsdp2 default ZeRO stage: {r.returncode} {r.stdout[:300]} {r.stderr[:200]}")
+
     r = run(orrery, "list")
     expect(r.returncode == 0 and "llama3.1-405b" in r.stdout and "gb200-nvl72" in r.stdout and "mi300x" in r.stdout,
            "list lacks presets")

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -74,9 +75,15 @@ void run_collective(const CollectiveArgs& a) {
   const NcclCollectiveModel model(cluster, default_cost_params().network);
   // Sizes are read before anything is printed, so a bad one leaves only its error.
   std::vector<Bytes> sizes;
-  if (!log) {
-    require(!a.bytes.empty(), "--bytes", "missing", "is required (or give --log)");
-    for (const std::string& b : a.bytes) sizes.push_back(parse_bytes(b, "--bytes"));
+  if (!log) require(!a.bytes.empty(), "--bytes", "missing", "is required (or give --log)");
+  for (const std::string& b : a.bytes) sizes.push_back(parse_bytes(b, "--bytes"));
+  // With a log, --bytes picks its rows: each size must be one the log measured.
+  if (log) {
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      const bool measured = std::any_of(log->rows.begin(), log->rows.end(),
+                                        [&](const NcclTestsRow& r) { return r.bytes == sizes[i]; });
+      require(measured, "--bytes", a.bytes[i], "is not a size the --log measured");
+    }
   }
   fmt::print("{} on {} x {} ({} node(s), tier {})\n", to_string(kind), n, cluster.gpu.display_name,
              (n + cluster.gpus_per_node - 1) / cluster.gpus_per_node, to_string(placement.tier));
@@ -94,7 +101,8 @@ void run_collective(const CollectiveArgs& a) {
   };
   if (log) {
     for (const NcclTestsRow& r : log->rows) {
-      if (r.bytes > 0) row(r.bytes, r.bus_bandwidth > 0 ? std::optional<BytesPerSecond>(r.bus_bandwidth) : std::nullopt);
+      if (r.bytes <= 0 || (!sizes.empty() && std::find(sizes.begin(), sizes.end(), r.bytes) == sizes.end())) continue;
+      row(r.bytes, r.bus_bandwidth > 0 ? std::optional<BytesPerSecond>(r.bus_bandwidth) : std::nullopt);
     }
   } else {
     for (Bytes b : sizes) row(b, std::nullopt);
@@ -110,7 +118,7 @@ void add_collective_command(CLI::App& app) {
   cmd->add_option("--num-gpus", args->num_gpus, "ranks in the group, laid on consecutive GPUs (default: one node)");
   cmd->add_option("--op", args->op, "all_reduce, all_gather, reduce_scatter, all_to_all or send_recv");
   cmd->add_option("--bytes", args->bytes, "message sizes as nccl-tests counts them (1048576, 64M, 1G)")->delimiter(',');
-  cmd->add_option("--log", args->log, "an nccl-tests output to compare with, size by size");
+  cmd->add_option("--log", args->log, "an nccl-tests output to compare with, size by size (--bytes: only those sizes)");
   cmd->callback([args] { run_collective(*args); });
 }
 

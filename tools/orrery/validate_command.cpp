@@ -117,7 +117,9 @@ void print_table(const std::vector<RecordResult>& results) {
 
 // Each record's predicted step by part, and the part its error most probably lies in (attribute_error).
 void print_explanations(const std::vector<RecordResult>& results) {
-  fmt::print("{:<48} {:>7}  {:>8} {:>8} {:>8} {:>8}  {}\n", "record", "error", "compute", "host", "comm", "bubble",
+  std::size_t width = 6;  // the name column fits the longest record name
+  for (const RecordResult& r : results) width = std::max(width, r.name.size());
+  fmt::print("{:<{}} {:>7}  {:>8} {:>8} {:>8} {:>8}  {}\n", "record", width, "error", "compute", "host", "comm", "bubble",
              "dominant part (its share of the error)");
   for (const RecordResult& r : results) {
     if (!r.attribution || !r.iteration_error_pct) continue;
@@ -126,7 +128,7 @@ void print_explanations(const std::vector<RecordResult>& results) {
     for (Seconds s : a.seconds) total += s;
     const auto pct = [&](int p) { return total > 0 ? 100.0 * a.seconds[static_cast<std::size_t>(p)] / total : 0.0; };
     const double share = a.error != 0 ? 100.0 * a.allotted[static_cast<std::size_t>(a.dominant)] / a.error : 100.0;
-    fmt::print("{:<48} {:>+6.1f}%  {:>7.1f}% {:>7.1f}% {:>7.1f}% {:>7.1f}%  {} ({:.0f}%, {:+.3g} s)\n", r.name,
+    fmt::print("{:<{}} {:>+6.1f}%  {:>7.1f}% {:>7.1f}% {:>7.1f}% {:>7.1f}%  {} ({:.0f}%, {:+.3g} s)\n", r.name, width,
                *r.iteration_error_pct, pct(0), pct(1), pct(2), pct(3), to_string(a.dominant), share,
                a.allotted[static_cast<std::size_t>(a.dominant)]);
   }
@@ -261,7 +263,7 @@ int run_validate(const ValidateArgs& a) {
 void add_validate_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<ValidateArgs>();
   CLI::App* cmd = app.add_subcommand("validate", "compare predictions with the published runs in scenario files");
-  cmd->add_option("paths", args->paths, "scenario files or folders (searched recursively)")->required();
+  cmd->add_option("paths", args->paths, "scenario files or folders (searched recursively)");
   cmd->add_flag("--json", args->json, "print records and summary as JSON");
   cmd->add_option("--max-mape", args->max_mape, "exit 1 when the iteration-time MAPE (%) exceeds this");
   cmd->add_option("--max-error", args->max_error, "exit 1 when any record misses by more than this (%)");
@@ -273,6 +275,12 @@ void add_validate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--skip", args->skip, "leave out records whose name contains this text");
   cmd->add_option("--profile", args->profile, "price ops from a measured GPU profile (calibrate/) where it covers them")->check(non_empty_file());
   cmd->callback([args, explain, &exit_code] {
+    // `validate --explain PATH`: --explain takes an optional record name, so a path right after it lands there.
+    if (args->paths.empty() && !args->explain.empty() && fs::exists(args->explain)) {
+      args->paths.push_back(args->explain);
+      args->explain.clear();
+    }
+    if (args->paths.empty()) throw CLI::RequiredError("paths");
     args->explain_all = explain->count() > 0 && args->explain.empty();
     exit_code = run_validate(*args);
   });
