@@ -42,16 +42,7 @@ std::vector<CollectiveSample> load_collective_samples(const std::filesystem::pat
     for (int r = 0; r < nodes * per_node; ++r) members.push_back(r);
     const GroupPlacement placement = place_members(cluster, members);
     const NcclTestsLog log = read_nccl_tests_log(manifest.parent_path() / it.key());
-    Seconds harness = 0;
-    if (log.gpus_per_process > 1) {
-      for (const NcclTestsRow& row : log.rows) {
-        if (row.bytes <= 0) continue;
-        NetworkParams bare{.nvlink_efficiency = 1.0, .nvls_efficiency = 1.0, .nic_efficiency = 1.0};
-        const CollectivePlan tiny = NcclCollectiveModel(cluster, bare).plan(CollectiveOp{kind, row.bytes, placement});
-        harness = std::max(0.0, row.time - tiny.latency);
-        break;
-      }
-    }
+    const Seconds harness = harness_overhead(log, cluster, kind, placement);
     const Bytes smallest =
         placement.tier == Tier::kNvlink && min_bytes_single_node >= 0 ? min_bytes_single_node : min_bytes;
     for (const NcclTestsRow& row : log.rows) {
@@ -60,6 +51,18 @@ std::vector<CollectiveSample> load_collective_samples(const std::filesystem::pat
     }
   }
   return out;
+}
+
+Seconds harness_overhead(const NcclTestsLog& log, const ClusterSpec& cluster, CollectiveKind kind,
+                         const GroupPlacement& placement) {
+  if (log.gpus_per_process <= 1) return 0.0;
+  for (const NcclTestsRow& row : log.rows) {
+    if (row.bytes <= 0) continue;
+    NetworkParams bare{.nvlink_efficiency = 1.0, .nvls_efficiency = 1.0, .nic_efficiency = 1.0};
+    const CollectivePlan tiny = NcclCollectiveModel(cluster, bare).plan(CollectiveOp{kind, row.bytes, placement});
+    return std::max(0.0, row.time - tiny.latency);
+  }
+  return 0.0;
 }
 
 BytesPerSecond predicted_bus_bandwidth(const CollectiveSample& s, const NetworkParams& params) {

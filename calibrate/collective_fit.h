@@ -24,6 +24,11 @@ struct CollectiveSample {
   Seconds harness_overhead = 0;
 };
 
+/// The benchmark's own per-call launch cost in `log` (CollectiveSample::harness_overhead): 0 unless one process
+/// drives several GPUs.
+Seconds harness_overhead(const NcclTestsLog& log, const ClusterSpec& cluster, CollectiveKind kind,
+                         const GroupPlacement& placement);
+
 /// Every row of every log the manifest lists, with at least `min_bytes`, or `min_bytes_single_node` for a log whose
 /// group stays inside one NVLink domain (a negative value: `min_bytes` for those too). The documented fit takes
 /// every row from 1K on both (cost_model.json's `fit` entry): the model prices NCCL's protocols and channel counts

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 
+#include "calibrate/collective_fit.h"
 #include "calibrate/nccl_tests_log.h"
 #include "hardware/collective_cost.h"
 #include "hardware/cost_params.h"
@@ -87,16 +88,23 @@ void run_collective(const CollectiveArgs& a) {
   }
   fmt::print("{} on {} x {} ({} node(s), tier {})\n", to_string(kind), n, cluster.gpu.display_name,
              (n + cluster.gpus_per_node - 1) / cluster.gpus_per_node, to_string(placement.tier));
+  // A log of one process driving several GPUs (nccl-tests -g N) pays its own launch cost per call; the comparison
+  // adds it to each prediction, as `orrery fit collectives` does.
+  const Seconds harness = log ? harness_overhead(*log, cluster, kind, placement) : 0.0;
+  if (harness > 0) {
+    fmt::print("the log's harness drives {} GPUs from one process: {:.1f} us per call added to each prediction\n",
+               log->gpus_per_process, to_us(harness));
+  }
   fmt::print("{:>14} {:>12} {:>12} {:>16}", "bytes", "time us", "busbw GB/s", "algorithm");
   if (log) fmt::print(" {:>12} {:>8}", "measured", "error");
   fmt::print("\n");
   auto row = [&](Bytes bytes, std::optional<BytesPerSecond> measured) {
     const CollectivePlan plan = model.plan(CollectiveOp{kind, bytes, placement});
-    fmt::print("{:>14} {:>12.1f} {:>12.2f} {:>16}", bytes, to_us(plan.time), to_GB_s(plan.bus_bandwidth),
+    const Seconds time = plan.time + harness;
+    const BytesPerSecond bus = plan.bus_bandwidth * plan.time / time;
+    fmt::print("{:>14} {:>12.1f} {:>12.2f} {:>16}", bytes, to_us(time), to_GB_s(bus),
                fmt::format("{}/{}", plan.algorithm, plan.protocol));
-    if (measured) {
-      fmt::print(" {:>12.2f} {:>+7.1f}%", to_GB_s(*measured), 100.0 * (plan.bus_bandwidth - *measured) / *measured);
-    }
+    if (measured) fmt::print(" {:>12.2f} {:>+7.1f}%", to_GB_s(*measured), 100.0 * (bus - *measured) / *measured);
     fmt::print("\n");
   };
   if (log) {
