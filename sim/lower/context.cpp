@@ -150,6 +150,11 @@ TaskId Emitter::elementwise(const char* label, ElementwiseKernel kernel, Bytes r
                       ElementwiseShape{read, written, 0.0, 1, kernel}, deps);
 }
 
+TaskId Emitter::elementwise(const char* label, const ElementwiseShape& shape, std::initializer_list<TaskId> deps) {
+  if (dropped()) return -1;
+  return builder_.add(base(TaskKind::kElementwise, label, Stream::kCompute), shape, deps);
+}
+
 TaskId Emitter::comm_copies(const char* label, Bytes read, Bytes written, std::int64_t kernels,
                             std::initializer_list<TaskId> deps) {
   return comm_copies_on(Stream::kCompute, label, read, written, kernels, deps);

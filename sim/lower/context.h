@@ -116,6 +116,9 @@ class Emitter {
   /// A memory-bound task run by a given kernel family (ElementwiseKernel, models/ops.h), which prices it.
   TaskId elementwise(const char* label, ElementwiseKernel kernel, Bytes read, Bytes written,
                      std::initializer_list<TaskId> deps = {});
+  /// A memory-bound task of a given shape: its traffic shared by `shape.kernels` launches (a Python loop of small
+  /// kernels), each paying the GPU's launch gap and the host's issue cost.
+  TaskId elementwise(const char* label, const ElementwiseShape& shape, std::initializer_list<TaskId> deps = {});
   /// TaskKind::kCommCopy on the compute stream: `kernels` separate memory-bound launches that a collective
   /// library runs around its transfer and that together read `read` and write `written` bytes (e.g. the per-rank
   /// chunk copies of a list-based torch.distributed collective); each pays the GPU's launch gap, and its host issue

@@ -26,6 +26,7 @@
 // probabilities, the expert inputs and activations (FP8 inputs in one byte).
 #include <cmath>
 
+#include "sim/lower/expert_bias.h"
 #include "sim/lower/fp8.h"
 #include "sim/lower/moe_routing.h"
 #include "sim/lower/transformer_layer.h"
@@ -174,6 +175,8 @@ TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy,
   const TaskId down = emit_.gemm("experts", GemmShape{z.rows, h, z.width, z.local_experts, ctx_.gemm_dtype, true}, {x});
   if (save && policy.expert_activation_outputs) emit_.save(down, moe_down_input_saved());
   x = down;
+  // Biased experts (GPT-OSS): the down projection's bias, added per expert in Python (sim/lower/expert_bias.h).
+  if (m.mlp_bias) x = emit_.elementwise("expert_bias", expert_bias_forward(z.received, h, act, z.local_experts), {x});
   if (p.etp > 1) {
     x = emit_.collective("moe_combine", Stream::kEp, GroupKind::kExpertTp, CollectiveKind::kReduceScatter,
                          z.received * h * act, {x});
@@ -253,6 +256,9 @@ TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* par
     x = emit_.collective("moe_combine", Stream::kEp, GroupKind::kExpertTp, CollectiveKind::kAllGather,
                          z.received * h * act, {x});
   }
+  // The bias's backward comes first: autograd reaches the down projection's output (where the moe_act recompute
+  // is hooked) through it.
+  if (m.mlp_bias) x = emit_.elementwise("expert_bias", expert_bias_backward(z.received, h, act, z.local_experts), {x});
   if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", z.received * h, x);
   if (recompute_activation) {
     // Megatron's moe_act recompute, hooked on the down projection's output gradient: the activation runs again

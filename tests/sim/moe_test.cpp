@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <tuple>
 
 #include "sim/rank_layout.h"
@@ -108,6 +109,41 @@ TEST_CASE("local experts run as one grouped GEMM over the tokens they receive", 
     return f;
   };
   CHECK(flops(fwd) == Approx(2.0 * 4096 * 2 * 3 * 4096 * 14336));
+}
+
+TEST_CASE("biased experts add the down projection's bias per expert, as Megatron-Core's TEGroupedMLP does",
+          "[sim][moe]") {
+  // gpt-oss-120b (h 2880, 128 experts, top-4, biased linears), one layer, ep 8 on 8 GPUs, one sequence of 4096: a
+  // rank's 16 local experts receive 4096 x 4 = 16384 token copies, R = 16384 x 2880 x 2 bytes of down outputs.
+  // TEGroupedMLP._apply_bias (megatron/core/transformer/moe/experts.py, core_v0.15.0) runs, per expert, b * p
+  // (writes its rows) and t + b p (reads two row blocks, writes one), then one torch.cat of all rows (reads and
+  // writes R): read 3 R, written 3 R, 2 x 16 + 1 launches. Its autograd backward, per expert: g p and g b (each
+  // reads and writes a block) and their sums to the bias's and the probabilities' shapes (each reads a block), the
+  // bias gradient's accumulation into main_grad; then split's cat of the blocks' gradients (reads and writes R) and
+  // a small one of the probabilities': read 5 R, written 3 R, 5 x 16 + 2 launches.
+  const double R = 16384.0 * 2880 * 2;
+  const WorkloadGraph g = test::lowered(test::scenario(R"({"model": {"preset": "gpt-oss-120b",
+      "num_hidden_layers": 1, "layer_types": ["full_attention"]}, "cluster": {"preset": "dgx-h100", "num_gpus": 8},
+      "parallel": {"ep": 8},
+      "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 8}})"));
+  std::map<Phase, std::vector<ElementwiseShape>> bias;
+  for (const Task& t : g.programs[0].tasks) {
+    if (std::string(t.label) == "expert_bias") {
+      bias[t.phase].push_back(std::get<ElementwiseShape>(g.programs[0].ops[static_cast<std::size_t>(t.op)]));
+    }
+  }
+  REQUIRE(bias[Phase::kForward].size() == 1);
+  CHECK(static_cast<double>(bias[Phase::kForward][0].bytes_read) == Approx(3 * R));
+  CHECK(static_cast<double>(bias[Phase::kForward][0].bytes_written) == Approx(3 * R));
+  CHECK(bias[Phase::kForward][0].kernels == 33);
+  REQUIRE(bias[Phase::kBackwardInput].size() == 1);
+  CHECK(static_cast<double>(bias[Phase::kBackwardInput][0].bytes_read) == Approx(5 * R));
+  CHECK(static_cast<double>(bias[Phase::kBackwardInput][0].bytes_written) == Approx(3 * R));
+  CHECK(bias[Phase::kBackwardInput][0].kernels == 82);
+  // Unbiased experts (Mixtral) have no such task.
+  const WorkloadGraph plain = test::lowered(mixtral(8, 1, 8, 1));
+  const auto& tasks = plain.programs[0].tasks;
+  CHECK(std::none_of(tasks.begin(), tasks.end(), [](const Task& t) { return std::string(t.label) == "expert_bias"; }));
 }
 
 TEST_CASE("expert weights are sharded by EP x ETP, the rest by TP", "[sim][moe][memory]") {
