@@ -184,6 +184,11 @@ void read_llama(FieldReader& in, ModelSpec& m) {
   m.activation = parse_activation(in, "hidden_act", Activation::kSilu);
   m.gated_mlp = true;
   m.position = PositionKind::kRotary;
+  if (const json* scaling = in.raw("rope_scaling"); scaling && scaling->is_object()) {
+    // transformers names the kind rope_type (older configs: type); only YaRN changes how the rotary runs.
+    const auto kind = [&](const char* key) { return scaling->contains(key) && (*scaling)[key] == "yarn"; };
+    m.rope_yarn = kind("rope_type") || kind("type");
+  }
   bool attention_bias = in.bool_or("attention_bias", type == "gpt_oss");
   m.qkv_bias = attention_bias || type == "qwen2" || type == "qwen2_moe";  // Qwen2 always biases q, k, v
   m.attention_output_bias = attention_bias;

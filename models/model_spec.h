@@ -58,6 +58,10 @@ struct ModelSpec {
   Activation activation = Activation::kSilu;
   bool gated_mlp = true;           // SwiGLU-style: gate and up projections
   PositionKind position = PositionKind::kRotary;
+  /// Hugging Face `rope_scaling` of type "yarn" (YaRN, Peng et al., arXiv:2309.00071; GPT-OSS): the rotary cos and
+  /// sin carry an attention scale (mscale) that Transformer Engine's fused RoPE kernel does not apply, so
+  /// Megatron-Bridge runs Megatron-Core's unfused RoPE for it (TrainingSpec::apply_rope_fusion).
+  bool rope_yarn = false;
   bool qkv_bias = false;
   bool attention_output_bias = false;
   bool mlp_bias = false;

@@ -198,6 +198,11 @@ struct TrainingSpec {
   /// Megatron-LM/Transformer Engine --cpu-offloading-num-layers: the saved activations of this many layers of each
   /// model chunk go to host memory after their forward and come back before their backward (0: none).
   int cpu_offloading_num_layers = 0;
+  /// Megatron-Core TransformerConfig.apply_rope_fusion (Megatron-LM --no-rope-fusion turns it off): Transformer
+  /// Engine's fused RoPE kernel. Unset: fused, except for YaRN rotary scaling (ModelSpec::rope_yarn), where
+  /// Megatron-Bridge's validate_rope_fusion_compatibility (src/megatron/bridge/utils/fusions.py, v0.2.0 and v0.3.0)
+  /// turns it off; asked for with YaRN it is turned off with a warning.
+  std::optional<bool> apply_rope_fusion;
   /// Token copies the busiest expert rank processes, as a multiple of the balanced mean.
   double moe_effective_load() const;
   /// Megatron's names of the recomputed modules (empty unless recompute is selective).

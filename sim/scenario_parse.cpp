@@ -145,6 +145,7 @@ TrainingSpec parse_training(const json& value, const ModelSpec& model) {
   if (const json* packing = in.raw("packed_documents")) t.packed_documents = parse_packing(*packing);
   t.optimizer_cpu_offload = in.bool_or("optimizer_cpu_offload", false);
   t.cpu_offloading_num_layers = static_cast<int>(in.int_or("cpu_offloading_num_layers", 0, 0, limits::kLayers));
+  t.apply_rope_fusion = in.optional_bool("apply_rope_fusion");
   if (t.moe_pad_expert_input_to_capacity && !t.moe_expert_capacity_factor) {
     throw Error::invalid(in.field("moe_pad_expert_input_to_capacity"), "true",
                          "needs moe_expert_capacity_factor (padding is to the capacity)");

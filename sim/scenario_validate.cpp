@@ -87,6 +87,17 @@ void resolve_sizes(Scenario& s) {
           fmt::format("must be divisible by micro_batch_size x dp ({} x {} = {})", t.micro_batch_size, p.dp, per_step));
 }
 
+// RoPE fusion as Megatron-Bridge settles it: off for YaRN, whose mscale the fused kernel does not take.
+void check_rope_fusion(Scenario& s) {
+  std::optional<bool>& fused = s.training.apply_rope_fusion;
+  if (!s.model.rope_yarn || s.model.position != PositionKind::kRotary) return;
+  if (fused.value_or(false)) {
+    s.warnings.push_back("apply_rope_fusion (requested) is inactive with YaRN rotary scaling: Transformer Engine's fused "
+                         "RoPE does not apply YaRN's mscale, so Megatron-Bridge runs the unfused RoPE");
+  }
+  fused = false;
+}
+
 void check_tensor_parallel(Scenario& s) {
   const ModelSpec& m = s.model;
   ParallelPlan& p = s.parallel;
@@ -408,6 +419,7 @@ void validate_scenario(Scenario& s) {
   check_grad_dtype(s);
   check_framework_rules(s);
   check_recompute_modules(s);
+  check_rope_fusion(s);
   s.cluster.gpu.peak_for(gemm_dtype(s.training.precision));  // the GPU must have the precision's GEMM path
   check_fp8_recipe(s);
   warn_inactive_overlaps(s);

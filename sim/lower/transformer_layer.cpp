@@ -219,6 +219,29 @@ TaskId TransformerLayerLowering::core_fwd(TaskId input, bool save_inputs, bool s
   return last;
 }
 
+bool TransformerLayerLowering::rope_fused() const { return ctx_.training.apply_rope_fusion.value_or(true); }
+
+// Megatron-Core's unfused RoPE (models/common/embeddings/rope_utils.py, _apply_rotary_pos_emb_bshd @ core_v0.15.0),
+// per tensor t of q and k (B bytes): cos and sin of the frequencies, each times mscale and cast (six small
+// kernels on the [s, 1, 1, d] fp32 frequencies), then t * cos (read B, write B), the rotate-half's negation of its
+// second half (B/2, B/2) and concatenation (B, B), * sin (B, B), the add (2B, B) and the concatenation with the
+// unrotated rest (B, B): 6.5 B read and 5.5 B written in six full kernels. Its autograd backward: g * sin (B, B),
+// the negation's backward (B/2, B/2), the chunk's concatenation (B, B), g * cos (B, B) and the two branches' sum
+// (2B, B): 5.5 B read, 4.5 B written in five kernels.
+TaskId TransformerLayerLowering::rope_fwd(Bytes qk) {
+  if (rope_fused()) return emit_.elementwise("rope", qk, qk);
+  // Per call (q, then k) and per function (cos, sin): the function (read F, write F), * mscale (F, F) and the
+  // cast to the activations' dtype (F, F/2), F the fp32 frequencies of the sequence.
+  const Bytes freqs = ctx_.training.seq_length * ctx_.model.head_dim * 4;
+  const Bytes small_read = 2 * 2 * 3 * freqs, small_written = 2 * 2 * (2 * freqs + freqs / 2);
+  return emit_.elementwise("rope", ElementwiseShape{qk * 13 / 2 + small_read, qk * 11 / 2 + small_written, 0.0, 2 * (6 + 6)});
+}
+
+TaskId TransformerLayerLowering::rope_bwd(Bytes qk, TaskId grad) {
+  if (rope_fused()) return emit_.elementwise("rope", qk, qk, {grad});
+  return emit_.elementwise("rope", ElementwiseShape{qk * 11 / 2, qk * 9 / 2, 0.0, 2 * 5}, {grad});
+}
+
 TaskId TransformerLayerLowering::residual_fwd(const char* label, TaskId input, bool save) {
   const Bytes x = ctx_.tokens_sp * ctx_.model.hidden_size * ctx_.act_bytes;
   TaskId t = emit_.elementwise(label, 2 * x, x + residual_saved(), {input});
@@ -303,7 +326,7 @@ TaskId TransformerLayerLowering::forward(TaskId input, const SavePolicy& save, s
       if (save.modules) emit_.save(q, qk);
       record(params, "qk_norm", q, true);
     }
-    if (m.position == PositionKind::kRotary) q = emit_.elementwise("rope", qk, qk);
+    if (m.position == PositionKind::kRotary) q = rope_fwd(qk);
   }
   TaskId c = core_fwd(q, save.modules && (!mla_ || save.mla_up_outputs), save.attention_internals);
   TaskId o = row_fwd("attention_proj", c, attn_features_, save.modules);
@@ -522,7 +545,7 @@ TaskId TransformerLayerLowering::backward(TaskId grad_output, std::vector<ParamU
     g = mla_bwd(g, params);
   } else {
     const Bytes qk = ctx_.tokens * (m.num_attention_heads + m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
-    if (m.position == PositionKind::kRotary) g = emit_.elementwise("rope", qk, qk, {g});
+    if (m.position == PositionKind::kRotary) g = rope_bwd(qk, g);
     if (m.qk_norm) {
       g = emit_.elementwise("qk_norm", 2 * qk, qk, {g});
       emit_.release(g, qk);

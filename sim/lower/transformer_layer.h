@@ -121,6 +121,11 @@ class TransformerLayerLowering {
   Bytes moe_router_input_saved() const;  // the pre-MLP norm output the router keeps (0 with shared experts)
   // Where the MoE combine's post-processing runs: the EP stream with the EP overlap, else the compute stream.
   Stream combine_post_stream() const;
+  // The rotary embedding of q and k (`qk` bytes together), forward and backward: Transformer Engine's fused kernel,
+  // or Megatron-Core's unfused PyTorch ops (TrainingSpec::apply_rope_fusion false).
+  bool rope_fused() const;
+  TaskId rope_fwd(Bytes qk);
+  TaskId rope_bwd(Bytes qk, TaskId grad);
   Bytes mla_projection_saved() const;
 
   GemmShape linear(std::int64_t m, std::int64_t n, std::int64_t k) const;

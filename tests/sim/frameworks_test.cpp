@@ -139,8 +139,11 @@ TEST_CASE("FSDP2 runs the eager layer bodies without autocast casts, and the opt
 }
 
 TEST_CASE("framework fsdp2 refuses what FSDP2 under torchtitan does not run", "[sim][frameworks][fsdp2][errors]") {
+  // Without a stage FSDP2 shards fully (ZeRO 3, torchtitan's fully_shard); a stage it has no mode for is refused.
+  CHECK(test::scenario(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 8},
+      "training": {"seq_length": 1024, "framework": "fsdp2"}})").parallel.zero_stage == 3);
   CHECK_THAT(test::scenario_error(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 8},
-      "training": {"seq_length": 1024, "framework": "fsdp2"}})"),
+      "parallel": {"zero_stage": 1}, "training": {"seq_length": 1024, "framework": "fsdp2"}})"),
              Catch::Contains("parallel.zero_stage") && Catch::Contains("must be 3"));
   CHECK_THAT(test::scenario_error(fsdp2(8, 2, 1, R"(, "tp_comm_overlap": true)")),
              Catch::Contains("parallel.tp_comm_overlap") && Catch::Contains("fsdp2"));
