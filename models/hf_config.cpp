@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <optional>
 
@@ -172,6 +173,37 @@ void read_mla(FieldReader& in, ModelSpec& m) {
   m.num_kv_heads = m.num_attention_heads;  // MLA's num_key_value_heads is nominal
 }
 
+// Hugging Face rope_scaling: null, or an object whose rope_type (older configs: type) is one of transformers'
+// ROPE_INIT_FUNCTIONS (modeling_rope_utils.py) and whose factor, where given, is positive. Only YaRN changes how
+// Megatron runs the rotary (ModelSpec::rope_yarn); the others change its frequencies, not its cost.
+void read_rope_scaling(FieldReader& in, ModelSpec& m) {
+  const json* scaling = in.raw("rope_scaling");
+  if (!scaling || scaling->is_null()) return;
+  const std::string field = in.field("rope_scaling");
+  if (!scaling->is_object()) throw Error::invalid(field, describe_json(*scaling), "must be an object or null");
+  static constexpr const char* kTypes[] = {"default", "linear", "dynamic", "yarn", "longrope", "llama3"};
+  std::string type;
+  for (const char* key : {"rope_type", "type"}) {
+    if (!scaling->contains(key)) continue;
+    const json& v = (*scaling)[key];
+    const std::string at = field + "." + key;
+    if (!v.is_string()) throw Error::invalid(at, describe_json(v), "must be a string");
+    const std::string t = v.get<std::string>();
+    if (std::find(std::begin(kTypes), std::end(kTypes), t) == std::end(kTypes)) {
+      throw Error::invalid(at, t, "is not a rotary scaling transformers knows (default, linear, dynamic, yarn, longrope, llama3)");
+    }
+    if (!type.empty() && t != type) throw Error::invalid(at, t, fmt::format("contradicts rope_type ({})", type));
+    type = t;
+  }
+  if (scaling->contains("factor")) {
+    const json& f = (*scaling)["factor"];
+    if (!f.is_number() || !(f.get<double>() > 0) || !std::isfinite(f.get<double>())) {
+      throw Error::invalid(field + ".factor", describe_json(f), "must be a positive number");
+    }
+  }
+  m.rope_yarn = type == "yarn";
+}
+
 void read_llama(FieldReader& in, ModelSpec& m) {
   read_common_shape(in, m);
   const std::string& type = m.model_type;
@@ -184,11 +216,7 @@ void read_llama(FieldReader& in, ModelSpec& m) {
   m.activation = parse_activation(in, "hidden_act", Activation::kSilu);
   m.gated_mlp = true;
   m.position = PositionKind::kRotary;
-  if (const json* scaling = in.raw("rope_scaling"); scaling && scaling->is_object()) {
-    // transformers names the kind rope_type (older configs: type); only YaRN changes how the rotary runs.
-    const auto kind = [&](const char* key) { return scaling->contains(key) && (*scaling)[key] == "yarn"; };
-    m.rope_yarn = kind("rope_type") || kind("type");
-  }
+  read_rope_scaling(in, m);
   bool attention_bias = in.bool_or("attention_bias", type == "gpt_oss");
   m.qkv_bias = attention_bias || type == "qwen2" || type == "qwen2_moe";  // Qwen2 always biases q, k, v
   m.attention_output_bias = attention_bias;

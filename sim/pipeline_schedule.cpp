@@ -39,9 +39,7 @@ ScheduleStep interleaved_step(int k, int pp, int vpp, bool forward) {
 
 std::vector<ScheduleStep> interleaved(int pp, int vpp, int stage, int microbatches) {
   const int total = microbatches * vpp;
-  int warmup = (pp - stage - 1) * 2 + (vpp - 1) * pp;
-  if (microbatches == pp) warmup = total;  // Megatron-Core: all-warm-up when micro-batches equal pp
-  warmup = std::min(warmup, total);
+  const int warmup = interleaved_warmup_forwards(pp, vpp, stage, microbatches);
   std::vector<ScheduleStep> steps;
   for (int k = 0; k < warmup; ++k) steps.push_back(interleaved_step(k, pp, vpp, true));
   for (int k = 0; k < total - warmup; ++k) {
@@ -140,6 +138,12 @@ class DualPipeOrder {
 };
 
 }  // namespace
+
+int interleaved_warmup_forwards(int pp, int vpp, int stage, int microbatches) {
+  const int total = microbatches * vpp;
+  if (microbatches == pp) return total;  // Megatron-Core: all-warm-up when micro-batches equal pp
+  return std::min((pp - stage - 1) * 2 + (vpp - 1) * pp, total);
+}
 
 std::vector<ScheduleStep> pipeline_steps(Schedule schedule, int pp, int vpp, int stage, int microbatches) {
   if (schedule == Schedule::kGPipe) return gpipe(microbatches);

@@ -58,4 +58,9 @@ struct ScheduleStep {
 ///   (PP/2 - 1)(F&B + B - 3W) with PP = 2 pp model stages (the DualPipe README's table). Needs m >= 2 pp.
 std::vector<ScheduleStep> pipeline_steps(Schedule schedule, int pp, int vpp, int stage, int microbatches);
 
+/// The interleaved 1F1B schedule's warm-up forwards on rank `stage` (Megatron-Core's
+/// forward_backward_pipelining_with_interleaving): (pp - stage - 1) 2 + (vpp - 1) pp, at most all microbatches x vpp,
+/// and all of them when microbatches == pp. The steady state (one forward and one backward per step) follows them.
+int interleaved_warmup_forwards(int pp, int vpp, int stage, int microbatches);
+
 }  // namespace orrery

@@ -90,7 +90,9 @@ void resolve_sizes(Scenario& s) {
 // RoPE fusion as Megatron-Bridge settles it: off for YaRN, whose mscale the fused kernel does not take.
 void check_rope_fusion(Scenario& s) {
   std::optional<bool>& fused = s.training.apply_rope_fusion;
-  if (!s.model.rope_yarn || s.model.position != PositionKind::kRotary) return;
+  // Multi-head latent attention runs its own rotary (Megatron-Core's MLA rope, fused with YaRN's mscale), and
+  // Megatron-Bridge's check passes it.
+  if (!s.model.rope_yarn || s.model.position != PositionKind::kRotary || s.model.is_mla()) return;
   if (fused.value_or(false)) {
     s.warnings.push_back("apply_rope_fusion (requested) is inactive with YaRN rotary scaling: Transformer Engine's fused "
                          "RoPE does not apply YaRN's mscale, so Megatron-Bridge runs the unfused RoPE");

@@ -155,11 +155,17 @@ class StageLowering {
   std::vector<std::pair<std::size_t, std::size_t>> slots(const std::vector<ScheduleStep>& steps) const {
     std::vector<std::pair<std::size_t, std::size_t>> out;
     const bool merge_without_pipeline = ctx_.plan.overlap_moe_expert_parallel_comm && ctx_.plan.pp == 1;
+    // Only the steady state pairs a forward with the backward after it: with all-warm-up (micro-batches equal to
+    // pp) the last forward and the first backward are separate steps of Megatron-Core's schedule.
+    const bool interleaved = ctx_.plan.vpp > 1 && ctx_.plan.schedule == Schedule::k1F1B;
+    const std::size_t steady = interleaved ? static_cast<std::size_t>(interleaved_warmup_forwards(
+                                                 ctx_.plan.pp, ctx_.plan.vpp, stage_, ctx_.microbatches))
+                                           : 0;
     for (std::size_t i = 0; i < steps.size();) {
       const bool next = i + 1 < steps.size();
       const bool pair = steps[i].paired ||
                         (ctx_.plan.vpp > 1 && next && steps[i].kind == StepKind::kForward &&
-                         steps[i + 1].kind == StepKind::kBackward) ||
+                         steps[i + 1].kind == StepKind::kBackward && i >= steady) ||
                         (merge_without_pipeline && next && steps[i].kind == StepKind::kBackward &&
                          steps[i + 1].kind == StepKind::kForward);
       out.emplace_back(i, i + (pair ? 2 : 1));

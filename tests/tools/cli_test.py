@@ -129,7 +129,10 @@ def main():
     expect(r.returncode == 0 and json.loads(r.stdout)["records"][0]["name"] == "kor22-22b-full-recompute",
            f"validate --explain NAME --json: {r.returncode} {r.stdout[:100]}")
 
-    # --explain right before the path: the path is the scenarios, not a record's name; a long name keeps its columns.
+    # --explain right before the paths: they are the scenarios, not a record's name; a long name keeps its columns.
+    r = run(orrery, "validate", "--explain", two[0], two[1])
+    expect(r.returncode == 0 and sum(l.startswith(("kor22-22b", "nemo2407-h100-fp8-llama3-8b")) for l in r.stdout.splitlines()) == 2,
+           f"validate --explain PATH PATH: {r.returncode} {r.stdout[:200]} {r.stderr[:200]}")
     r = run(orrery, "validate", "--explain", two[1])
     lines = r.stdout.splitlines()
     expect(r.returncode == 0 and len(lines) > 1 and lines[1].startswith("nemo2407-h100-fp8-llama3-8b-8gpu ") and
@@ -143,6 +146,24 @@ def main():
     expect(r.returncode == 0 and sizes == ["1048576", "67108864"], f"collective --log --bytes: {r.returncode} {sizes} {r.stderr[:200]}")
     r = run(orrery, "collective", "--log", log, "--bytes", "3000")
     expect(r.returncode == 2 and "--bytes (3000)" in r.stderr, f"collective --bytes not in the log: {r.returncode} {r.stderr[:200]}")
+    # A flag that contradicts the log's group or collective is refused by name.
+    log64 = os.path.join(source, "tests", "data", "nccl-tests-logs", "10-h100-8x8-ib-allreduce.txt")
+    r = run(orrery, "collective", "--log", log64, "--num-gpus", "8", "--bytes", "1G")
+    expect(r.returncode == 2 and "--num-gpus (8)" in r.stderr and "64 ranks" in r.stderr,
+           f"collective --num-gpus against the log: {r.returncode} {r.stderr[:200]}")
+    r = run(orrery, "collective", "--log", log, "--op", "all_gather", "--bytes", "1M")
+    expect(r.returncode == 2 and "--op (all_gather)" in r.stderr, f"collective --op against the log: {r.returncode} {r.stderr[:200]}")
+    # rope_scaling is checked as transformers defines it.
+    for scaling, field in (('{"rope_type": "yarnn"}', "model.rope_scaling.rope_type (yarnn)"),
+                           ('"yarn"', "model.rope_scaling"),
+                           ('{"rope_type": "yarn", "factor": 0}', "model.rope_scaling.factor (0)"),
+                           ('{"rope_type": "yarn", "type": "linear"}', "model.rope_scaling.type (linear)")):
+        bad_rope = os.path.join(tmp, "rope.json")
+        with open(bad_rope, "w") as f:
+            f.write('{"model": {"preset": "llama3-8b", "num_hidden_layers": 2, "rope_scaling": ' + scaling +
+                    '}, "cluster": {"preset": "dgx-h100", "num_gpus": 8}, "training": {"seq_length": 2048}}')
+        r = run(orrery, "predict", bad_rope)
+        expect(r.returncode == 2 and field in r.stderr, f"rope_scaling {scaling}: {r.returncode} {r.stderr[:200]}")
     # NCCL runs an all-to-all as grouped send/recv: its row says p2p.
     r = run(orrery, "collective", "--op", "all_to_all", "--bytes", "1M")
     expect(r.returncode == 0 and "p2p/" in r.stdout, f"collective all_to_all algorithm: {r.stdout[-200:]}")

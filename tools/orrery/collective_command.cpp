@@ -21,7 +21,7 @@ namespace {
 struct CollectiveArgs {
   std::string cluster = "dgx-h100";
   std::optional<int> num_gpus;
-  std::string op = "all_reduce";
+  std::string op;  // empty: the log's collective, else all_reduce
   std::vector<std::string> bytes;
   std::string log;
 };
@@ -65,11 +65,21 @@ void run_collective(const CollectiveArgs& a) {
   ClusterSpec cluster = parse_cluster(cluster_json, "--cluster");
   std::optional<NcclTestsLog> log;
   if (!a.log.empty()) log = read_nccl_tests_log(a.log);
+  // Against a log, the group and the collective are the log's: a flag that contradicts them is refused.
+  if (log && a.num_gpus && log->ranks > 0 && *a.num_gpus != log->ranks) {
+    throw Error::invalid("--num-gpus", std::to_string(*a.num_gpus),
+                         fmt::format("contradicts the --log, which ran on {} ranks", log->ranks));
+  }
   int n = a.num_gpus.value_or(log && log->ranks > 0 ? log->ranks : cluster.gpus_per_node);
   require(n >= 2, "--num-gpus", std::to_string(n), "must be at least 2");
   cluster.num_gpus = n;
-  CollectiveKind kind = parse_op(a.op);
-  if (log && log->kind && a.op == "all_reduce") kind = *log->kind;
+  CollectiveKind kind = parse_op(a.op.empty() ? "all_reduce" : a.op);
+  if (log && log->kind) {
+    if (!a.op.empty() && kind != *log->kind) {
+      throw Error::invalid("--op", a.op, fmt::format("contradicts the --log, which measured {}", to_string(*log->kind)));
+    }
+    kind = *log->kind;
+  }
   std::vector<int> members;
   for (int r = 0; r < n; ++r) members.push_back(r);
   const GroupPlacement placement = place_members(cluster, members);
@@ -122,9 +132,9 @@ void run_collective(const CollectiveArgs& a) {
 void add_collective_command(CLI::App& app) {
   auto args = std::make_shared<CollectiveArgs>();
   CLI::App* cmd = app.add_subcommand("collective", "predict one collective's time and bus bandwidth");
-  cmd->add_option("--cluster", args->cluster, "cluster preset (default dgx-h100)");
+  cmd->add_option("--cluster", args->cluster, "cluster preset (default dgx-h100; a log does not name its GPUs' preset: give it)");
   cmd->add_option("--num-gpus", args->num_gpus, "ranks in the group, laid on consecutive GPUs (default: one node)");
-  cmd->add_option("--op", args->op, "all_reduce, all_gather, reduce_scatter, all_to_all or send_recv");
+  cmd->add_option("--op", args->op, "all_reduce, all_gather, reduce_scatter, all_to_all or send_recv (default: the --log's, else all_reduce)");
   cmd->add_option("--bytes", args->bytes, "message sizes as nccl-tests counts them (1048576, 64M, 1G)")->delimiter(',');
   cmd->add_option("--log", args->log, "an nccl-tests output to compare with, size by size (--bytes: only those sizes)");
   cmd->callback([args] { run_collective(*args); });

@@ -275,9 +275,9 @@ void add_validate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--skip", args->skip, "leave out records whose name contains this text");
   cmd->add_option("--profile", args->profile, "price ops from a measured GPU profile (calibrate/) where it covers them")->check(non_empty_file());
   cmd->callback([args, explain, &exit_code] {
-    // `validate --explain PATH`: --explain takes an optional record name, so a path right after it lands there.
-    if (args->paths.empty() && !args->explain.empty() && fs::exists(args->explain)) {
-      args->paths.push_back(args->explain);
+    // `validate --explain PATH...`: --explain takes an optional record name, so a path right after it lands there.
+    if (!args->explain.empty() && fs::exists(args->explain)) {
+      args->paths.insert(args->paths.begin(), args->explain);
       args->explain.clear();
     }
     if (args->paths.empty()) throw CLI::RequiredError("paths");
