@@ -13,11 +13,27 @@ using nlohmann::json;
 
 namespace {
 
-// Top-level keys of `overrides` replace those of `base`, except the selector keys themselves.
-json apply_overrides(json base, const json& overrides) {
+// Top-level keys of `overrides` replace those of `base`, except the selector keys themselves. A new layer count
+// without its own layer_types carries the base's per-layer pattern over, cycled to the new count (GPT-OSS's
+// alternating sliding and full attention; transformers' GptOssConfig builds the same alternation by default).
+json apply_overrides(json base, const json& overrides, const std::string& path, std::vector<std::string>* warnings) {
   for (auto it = overrides.begin(); it != overrides.end(); ++it) {
     if (it.key() == "preset" || it.key() == "hf_config") continue;
     base[it.key()] = it.value();
+  }
+  const auto types = base.find("layer_types");
+  const auto layers = base.find("num_hidden_layers");
+  if (overrides.contains("num_hidden_layers") && !overrides.contains("layer_types") && types != base.end() &&
+      types->is_array() && !types->empty() && layers != base.end() && layers->is_number_integer() &&
+      layers->get<std::int64_t>() > 0 && layers->get<std::int64_t>() != static_cast<std::int64_t>(types->size())) {
+    const json pattern = *types;
+    json cycled = json::array();
+    for (std::int64_t i = 0; i < layers->get<std::int64_t>(); ++i) cycled.push_back(pattern[static_cast<std::size_t>(i) % pattern.size()]);
+    *types = std::move(cycled);
+    if (warnings) {
+      warnings->push_back(join_path(path, "layer_types") + " repeats the preset's per-layer pattern over the " +
+                          std::to_string(layers->get<std::int64_t>()) + " layers of num_hidden_layers");
+    }
   }
   return base;
 }
@@ -41,7 +57,7 @@ void check_mtp_spellings(const json& given, const std::string& path) {
 ModelSpec with_overrides(json base, const json& overrides, const std::string& path, std::vector<std::string>* warnings) {
   check_mtp_spellings(overrides, path);
   std::vector<std::string> unread;
-  ModelSpec m = parse_hf_config(apply_overrides(std::move(base), overrides), path, &unread);
+  ModelSpec m = parse_hf_config(apply_overrides(std::move(base), overrides, path, warnings), path, &unread);
   if (warnings) {
     for (const std::string& key : unread) {
       if (overrides.contains(key)) {

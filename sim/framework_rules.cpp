@@ -44,7 +44,8 @@ void check_fsdp2(const Scenario& s) {
   const std::string rule = "training.framework \"fsdp2\" ";
   require(p.zero_stage == 3 || p.zero_stage == 2, "parallel.zero_stage", std::to_string(p.zero_stage),
           "must be 3 (fully_shard, resharding each block after its forward) or 2 (fsdp_reshard_after_forward "
-          "\"never\") with training.framework \"fsdp2\"; torchtitan shards every parameter");
+          "\"never\") with training.framework \"fsdp2\"; torchtitan shards every parameter (use_distributed_optimizer is "
+          "stage 1; leave both out for stage 3)");
   if (p.tp * p.pp * p.cp * p.ep != 1) {
     throw Error::not_modelled("parallel", fmt::format("tp {} pp {} cp {} ep {}", p.tp, p.pp, p.cp, p.ep),
                               rule + "lowers FSDP over the data-parallel ranks only (tp, pp, cp and ep 1)");

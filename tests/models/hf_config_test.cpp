@@ -127,6 +127,15 @@ TEST_CASE("scenario model values: preset, preset with overrides, hf_config path,
       parse_model_input({{"hf_config", "tests/data/hf-configs/Qwen2.5-72B.json"}}, base, "model");
   CHECK(from_file.qkv_bias);
   CHECK(from_file.num_layers == 80);
+  // A preset's per-layer pattern follows a new layer count: GPT-OSS alternates sliding and full attention from its
+  // first layer (openai/gpt-oss-120b config.json), so 5 layers are sliding, full, sliding, full, sliding.
+  std::vector<std::string> warnings;
+  const ModelSpec five = parse_model_input({{"preset", "gpt-oss-120b"}, {"num_hidden_layers", 5}}, base, "model", &warnings);
+  CHECK(five.sliding_window_layers == std::vector<bool>{true, false, true, false, true});
+  CHECK(warnings.size() == 1);
+  CHECK_THROWS_WITH(parse_model_input({{"preset", "gpt-oss-120b"}, {"num_hidden_layers", 2},
+                                       {"layer_types", {"full_attention"}}}, base, "model"),
+                    Catch::Contains("model.layer_types") && Catch::Contains("one entry per layer"));
   CHECK_THROWS_WITH(parse_model_input("llama9-1t", base, "model"), Catch::Contains("model (llama9-1t)"));
   CHECK_THROWS_WITH(parse_model_input({{"hf_config", "nope.json"}}, base, "model"),
                     Catch::Contains("model.hf_config") && Catch::Contains("does not exist"));
