@@ -50,8 +50,8 @@ Bytes parse_bytes(const std::string& text, const std::string& field) {
   if (unit == "K" || unit == "KiB") scale = static_cast<double>(kKiB);
   else if (unit == "M" || unit == "MiB") scale = static_cast<double>(kMiB);
   else if (unit == "G" || unit == "GiB") scale = static_cast<double>(kGiB);
-  else if (!unit.empty() && unit != "B") throw Error::invalid(field, text, "has an unknown unit (use K, M or G)");
-  if (!(value > 0)) throw Error::invalid(field, text, "must be positive");
+  else if (!unit.empty() && unit != "B") throw Error::invalid(field, text, "has an unknown unit (use K, M or G: powers of 1024, as nccl-tests counts)");
+  if (!(value > 0)) throw Error::invalid(field, text, "must be a positive number of bytes");
   // Past 2^63 the conversion to Bytes would wrap; no message or threshold comes near a pebibyte.
   constexpr double kMaxBytes = 1125899906842624.0;  // 2^50
   if (!(value * scale <= kMaxBytes)) throw Error::invalid(field, text, "must be at most 1048576G (2^50 bytes)");
