@@ -108,6 +108,8 @@ Bytes TransformerLayerLowering::moe_router_input_saved() const {
   return z.shared > 0 ? 0 : z.tokens * ctx_.model.hidden_size * ctx_.act_bytes;
 }
 
+// The labels "moe_dispatch", "moe_combine" and "router_topk" also mark the boundaries of Megatron-Core's schedule
+// nodes (attention, dispatch, MLP, combine) for a merged pair's issue order (sim/lower/merged_issue_order.h).
 TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy, std::vector<ParamUse>* params) {
   const bool save = policy.modules;
   const MoeSizes z = moe_sizes(ctx_);
