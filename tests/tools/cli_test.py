@@ -128,6 +128,12 @@ def main():
     r = run(orrery, "validate", two[0], "--explain", "kor22-22b-full-recompute", "--json")
     expect(r.returncode == 0 and json.loads(r.stdout)["records"][0]["name"] == "kor22-22b-full-recompute",
            f"validate --explain NAME --json: {r.returncode} {r.stdout[:100]}")
+    if r.returncode == 0:
+        # With the record's full prediction, whose iteration time is the one the comparison used.
+        doc = json.loads(r.stdout)
+        expect("breakdown_s" in doc.get("prediction", {}) and
+               abs(doc["prediction"]["iteration_time_s"] - doc["records"][0]["figures"]["iteration_time_s"]["predicted"]) < 1e-9,
+               f"validate --explain NAME --json prediction: {list(doc.keys())}")
 
     # --explain right before the paths: they are the scenarios, not a record's name; a long name keeps its columns.
     r = run(orrery, "validate", "--explain", two[0], two[1])

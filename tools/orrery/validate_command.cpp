@@ -214,7 +214,10 @@ int run_validate(const ValidateArgs& a) {
     if (!explained) throw Error::invalid("--explain", a.explain, "is not a record among the given scenarios");
     if (!explained->prediction) throw Error::invalid("--explain", a.explain, explained->result.error);
     if (a.json) {
-      std::cout << to_json({explained->result}, summarize({explained->result})).dump(2) << "\n";
+      // The record's comparison and error split, with its full prediction as `orrery predict --json` prints it.
+      nlohmann::json out = to_json({explained->result}, summarize({explained->result}));
+      out["prediction"] = report_json(*explained->prediction);
+      std::cout << out.dump(2) << "\n";
       return 0;
     }
     print_summary(std::cout, *explained->prediction);
