@@ -31,13 +31,18 @@ void append(std::vector<TaskId>& out, TaskId first, TaskId last) {
   for (TaskId t = first; t <= last; ++t) out.push_back(t);
 }
 
-Parts forward_parts(const ProgramBuilder& b, TaskId first, TaskId last) {
+// A layer without an expert dispatch (dense) goes whole into one part: the forward's attention (first), the
+// backward's attention (last).
+Parts whole_layer(std::size_t part, TaskId first, TaskId last) {
   Parts parts;
+  append(parts[part], first, last);
+  return parts;
+}
+
+Parts forward_parts(const ProgramBuilder& b, TaskId first, TaskId last) {
   const TaskId dispatch = find_from(b, first, last, "moe_dispatch");
-  if (dispatch > last) {
-    append(parts[0], first, last);
-    return parts;
-  }
+  if (dispatch > last) return whole_layer(0, first, last);
+  Parts parts;
   // The token-count sync moves from the dispatch preprocess to the dispatch (token_dispatcher.py syncs at
   // "before_ep_alltoall"; its device-to-host copy was queued at "before_permutation_1").
   for (TaskId t = first; t < dispatch; ++t) {
@@ -52,12 +57,9 @@ Parts forward_parts(const ProgramBuilder& b, TaskId first, TaskId last) {
 }
 
 Parts backward_parts(const ProgramBuilder& b, TaskId first, TaskId last) {
-  Parts parts;
   const TaskId dispatch = find_from(b, first, last, "moe_dispatch");
-  if (dispatch > last) {
-    append(parts[3], first, last);
-    return parts;
-  }
+  if (dispatch > last) return whole_layer(3, first, last);
+  Parts parts;
   TaskId combine_end = first - 1;  // the combine's backward ends with its last communication
   for (TaskId t = first; t < dispatch; ++t) {
     if (labelled(b, t, "moe_combine")) combine_end = t;
