@@ -25,10 +25,10 @@ CollectiveKind parse_kind(const std::string& op, const std::string& field) {
 
 }  // namespace
 
-std::vector<CollectiveSample> load_collective_samples(const std::filesystem::path& manifest, Bytes min_bytes,
+std::vector<BusBandwidthSample> load_collective_samples(const std::filesystem::path& manifest, Bytes min_bytes,
                                                       Bytes min_bytes_single_node) {
   nlohmann::json doc = read_json_file(manifest, "manifest");
-  std::vector<CollectiveSample> out;
+  std::vector<BusBandwidthSample> out;
   for (auto it = doc.at("logs").begin(); it != doc.at("logs").end(); ++it) {
     FieldReader entry(it.value(), "manifest." + it.key());
     const std::string preset = entry.require_string("cluster");
@@ -65,12 +65,12 @@ Seconds harness_overhead(const NcclTestsLog& log, const ClusterSpec& cluster, Co
   return 0.0;
 }
 
-BytesPerSecond predicted_bus_bandwidth(const CollectiveSample& s, const NetworkParams& params) {
+BytesPerSecond predicted_bus_bandwidth(const BusBandwidthSample& s, const NetworkParams& params) {
   const CollectivePlan plan = NcclCollectiveModel(s.cluster, params).plan(s.op);
   return plan.bus_bandwidth * plan.time / (plan.time + s.harness_overhead);
 }
 
-NetworkParams fit_network_params(const std::vector<CollectiveSample>& samples, const NetworkParams& start) {
+NetworkParams fit_network_params(const std::vector<BusBandwidthSample>& samples, const NetworkParams& start) {
   std::vector<FitParameter> params = {
       {"nvlink_efficiency", start.nvlink_efficiency, 0.3, 1.0},
       {"nvls_efficiency", start.nvls_efficiency, 0.2, 1.0},
@@ -94,7 +94,7 @@ NetworkParams fit_network_params(const std::vector<CollectiveSample>& samples, c
     std::vector<double> r;
     // Errors are weighed against the acceptance bar of their kind of log: 15% inside one node, 25% across nodes
     // (multi-node runs vary more with the fabric and NCCL's choices).
-    for (const CollectiveSample& s : samples) {
+    for (const BusBandwidthSample& s : samples) {
       const double bar = s.op.placement.tier == Tier::kNvlink ? 0.15 : 0.25;
       r.push_back(std::log(predicted_bus_bandwidth(s, p) / s.measured) / bar);
     }
@@ -104,7 +104,7 @@ NetworkParams fit_network_params(const std::vector<CollectiveSample>& samples, c
   return unpack(fit.values);
 }
 
-std::vector<BandError> band_errors(const std::vector<CollectiveSample>& samples, const NetworkParams& params) {
+std::vector<BandError> band_errors(const std::vector<BusBandwidthSample>& samples, const NetworkParams& params) {
   struct Band {
     const char* name;
     Bytes from, to;  // [from, to)
@@ -117,7 +117,7 @@ std::vector<BandError> band_errors(const std::vector<CollectiveSample>& samples,
   for (const bool multi : {false, true}) {
     for (const Band& b : bands) {
       BandError e{b.name, multi};
-      for (const CollectiveSample& s : samples) {
+      for (const BusBandwidthSample& s : samples) {
         if ((s.op.placement.tier != Tier::kNvlink) != multi || s.op.bytes < b.from || s.op.bytes >= b.to) continue;
         const double err = 100.0 * (predicted_bus_bandwidth(s, params) / s.measured - 1.0);
         ++e.rows;

@@ -12,22 +12,6 @@
 
 namespace orrery {
 
-/// Values to try per dimension. An empty list means the default of `default_space`.
-struct SearchSpace {
-  std::vector<int> tp, pp, cp, ep, etp, vpp, micro_batch, zero_stage;
-  std::vector<Recompute> recompute;
-  std::vector<Schedule> schedule;
-  std::vector<bool> fp8;
-  int max_tp = 0;  // largest TP inside one NVLink domain (0: the cluster's NVLink domain size)
-  std::vector<struct Candidate> extra;  // points added as they are (a scenario's own plan)
-};
-
-/// The default space of the search issue: TP {1, 2, 4, 8}, PP {1, 2, 4, 8, 16}, CP {1, 2, 4}, VPP every value
-/// >= 2 dividing the layers per stage (and 1), micro-batch {1, 2, 4}, recompute {none, selective, full}, ZeRO
-/// {0, 1, 3}, schedule 1f1b, FP8 off and on where the GPU has FP8 tensor cores; for MoE models EP over the
-/// divisors of the expert count (ETP 1), else EP 1. Dimensions given in `user` replace the defaults.
-SearchSpace default_space(const Scenario& base, const SearchSpace& user = {});
-
 /// One point of the space. Enumerated points have sequence parallelism on whenever TP > 1; an extra point (a
 /// scenario's own plan) may have it off.
 struct Candidate {
@@ -38,6 +22,22 @@ struct Candidate {
   bool sequence_parallel = true;  // applies when tp > 1
   bool operator==(const Candidate&) const = default;
 };
+
+/// Values to try per dimension. An empty list means the default of `default_space`.
+struct SearchSpace {
+  std::vector<int> tp, pp, cp, ep, etp, vpp, micro_batch, zero_stage;
+  std::vector<Recompute> recompute;
+  std::vector<Schedule> schedule;
+  std::vector<bool> fp8;
+  int max_tp = 0;  // largest TP inside one NVLink domain (0: the cluster's NVLink domain size)
+  std::vector<Candidate> extra;  // points added as they are (a scenario's own plan)
+};
+
+/// The default space of the search issue: TP {1, 2, 4, 8}, PP {1, 2, 4, 8, 16}, CP {1, 2, 4}, VPP every value
+/// >= 2 dividing the layers per stage (and 1), micro-batch {1, 2, 4}, recompute {none, selective, full}, ZeRO
+/// {0, 1, 3}, schedule 1f1b, FP8 off and on where the GPU has FP8 tensor cores; for MoE models EP over the
+/// divisors of the expert count (ETP 1), else EP 1. Dimensions given in `user` replace the defaults.
+SearchSpace default_space(const Scenario& base, const SearchSpace& user = {});
 
 /// A short stable key: "tp8-pp4-cp1-ep1-etp1-vpp5-mb1-sel-z1-1f1b-fp8" ("nofp8": the scenario's own precision) ("-nosp" when TP > 1 runs without
 /// sequence parallelism).

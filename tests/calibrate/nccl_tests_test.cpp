@@ -42,7 +42,7 @@ TEST_CASE("collective model against the nccl-tests logs", "[calibrate][nccl-test
   const auto samples = load_collective_samples(logs() / "manifest.json", 1 << 20);
   const NetworkParams& params = default_cost_params().network;
   std::map<std::string, double> worst_large, at_1mb;
-  for (const CollectiveSample& s : samples) {
+  for (const BusBandwidthSample& s : samples) {
     const double error = 100.0 * (predicted_bus_bandwidth(s, params) / s.measured - 1.0);
     if (s.op.bytes == (1 << 20)) at_1mb[s.log] = error;
     if (s.op.bytes >= (64 << 20) && std::fabs(error) > std::fabs(worst_large[s.log])) worst_large[s.log] = error;
@@ -63,7 +63,7 @@ TEST_CASE("small messages inside one node: NCCL's step latencies and the pipelin
   const auto samples = load_collective_samples(logs() / "manifest.json", 1 << 30, 1 << 10);
   const NetworkParams& params = default_cost_params().network;
   std::map<std::string, double> worst;
-  for (const CollectiveSample& s : samples) {
+  for (const BusBandwidthSample& s : samples) {
     if (s.op.placement.tier != Tier::kNvlink || s.op.bytes > (1 << 20)) continue;
     const double error = 100.0 * (predicted_bus_bandwidth(s, params) / s.measured - 1.0);
     if (std::fabs(error) > std::fabs(worst[s.log])) worst[s.log] = error;

@@ -107,7 +107,7 @@ TEST_CASE("at 1 MB the predicted bus bandwidth is near the committed nccl-tests 
   const auto samples = load_collective_samples(test::data_dir() / "nccl-tests-logs" / "manifest.json", 1 << 20, 1 << 20);
   const NetworkParams& params = default_cost_params().network;
   int checked = 0;
-  for (const CollectiveSample& s : samples) {
+  for (const BusBandwidthSample& s : samples) {
     if (s.op.bytes != (1 << 20)) continue;
     const double error = 100.0 * (predicted_bus_bandwidth(s, params) / s.measured - 1.0);
     WARN(s.log << " at 1 MB: " << error << "%");

@@ -65,7 +65,7 @@ void fit_collectives(const FitArgs& a) {
              fitted.nvlink_efficiency, fitted.nvls_efficiency, fitted.nic_efficiency, to_us(fitted.pipeline_fill),
              fill_half_mib, to_us(fitted.network_call_latency));
   std::map<std::string, double> worst;
-  for (const CollectiveSample& s : samples) {
+  for (const BusBandwidthSample& s : samples) {
     const double e = 100.0 * (predicted_bus_bandwidth(s, fitted) / s.measured - 1.0);
     if (std::fabs(e) > std::fabs(worst[s.log])) worst[s.log] = e;
   }
