@@ -37,10 +37,10 @@ Prediction predict(const Scenario& scenario, const PredictOptions& options) {
   for (const Instance& in : p.instances.instances) {
     task_instances += static_cast<double>(p.graph.programs[static_cast<std::size_t>(in.program)].tasks.size());
   }
-  require(task_instances <= static_cast<double>(limits::kTaskInstances), "--expand-ranks",
+  require(task_instances <= options.max_task_instances, "--expand-ranks",
           std::to_string(p.instances.instances.size()) + " ranks",
           fmt::format("would simulate {:.3g} task instances, above the limit of {:.3g}; simulate one rank per stage",
-                      task_instances, static_cast<double>(limits::kTaskInstances)));
+                      task_instances, options.max_task_instances));
   DefaultCostModels models(p.scenario.cluster, params);
   p.durations = price_graph(p.graph, models.models(), host_issue_costs(params.compute.host, p.scenario.training.framework));
   p.run = run_engine(p.graph, p.instances, p.durations, engine_options(params, options.run));

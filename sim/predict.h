@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "hardware/cost_params.h"
+#include "models/limits.h"
 #include "sim/durations.h"
 #include "sim/engine.h"
 #include "sim/instances.h"
@@ -17,6 +18,8 @@ struct PredictOptions {
   Expansion expansion = Expansion::kAuto;
   const CostParams* params = nullptr;  // null: hardware/presets/cost_model.json
   RunOptions run;
+  /// Tasks x simulated ranks above this are refused (Error::invalid) before pricing; the fuzzer lowers it.
+  double max_task_instances = static_cast<double>(limits::kTaskInstances);
 };
 
 /// Everything a prediction produced, for reports and observers (traces, timelines).

@@ -411,7 +411,8 @@ TEST_CASE("a measured profile priced under a lower power cap slows its GEMMs and
   };
   const DefaultCostModels stock = model(R"("h200-sxm")");
   const DefaultCostModels capped = model(R"({"preset": "h200-sxm", "tdp_W": 500})");
-  const GemmSample& g = builtin_gpu_profile("h200")->gemm.front();
+  const auto profile = builtin_gpu_profile("h200");  // owns the sample below
+  const GemmSample& g = profile->gemm.front();
   const GemmShape shape{g.m, g.n, g.k, 1, g.dtype};
   CHECK(stock.compute->gemm(shape) == Approx(g.seconds));
   const double clock = 1765.0 * std::cbrt((500.0 - 78.0) / (700.0 - 78.0));
