@@ -72,28 +72,6 @@ const json& unwrap(const json& value, const std::string& field) {
 
 }  // namespace
 
-json parse_json_text(const std::string& text, const std::string& what) {
-  std::vector<std::set<std::string>> open_objects;
-  std::string repeated;
-  auto check_keys = [&](int, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_start) open_objects.emplace_back();
-    if (event == json::parse_event_t::object_end && !open_objects.empty()) open_objects.pop_back();
-    if (event == json::parse_event_t::key && !open_objects.empty() && repeated.empty()) {
-      if (!open_objects.back().insert(parsed.get<std::string>()).second) repeated = parsed.get<std::string>();
-    }
-    return true;
-  };
-  try {
-    json doc = json::parse(text, check_keys);
-    if (!repeated.empty()) {
-      throw Error::invalid(what, repeated, "has a key given twice in one object (the JSON would keep only the last)");
-    }
-    return doc;
-  } catch (const json::exception& e) {
-    throw Error::invalid(what, "", std::string("is not valid JSON: ") + e.what());
-  }
-}
-
 json read_json_file(const std::filesystem::path& path, const std::string& field) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw Error::invalid(field, path.string(), "does not exist");

@@ -67,8 +67,10 @@ std::string join_path(std::string_view path, std::string_view key);
 /// Short text of a JSON value for error messages (strings unquoted, long or deep values cut).
 std::string describe_json(const nlohmann::json& value);
 
-/// Parses JSON text strictly: a key repeated in one object is an error (the last would silently win).
-/// Errors: Error::invalid naming `what` (a file or field) for malformed JSON, numbers out of range, repeated keys.
+/// Parses JSON text strictly, in time linear in its length (models/json_text.cpp). Errors: Error::invalid naming
+/// `what` (a file or field) and, where known, the byte offset and the field, for malformed JSON, text that is not
+/// UTF-8, numbers out of range, a key repeated in one object (the last would silently win), a NUL character in a
+/// key or string, and nesting deeper than limits::kJsonDepth.
 nlohmann::json parse_json_text(const std::string& text, const std::string& what);
 
 /// Reads and parses a JSON file with parse_json_text. Errors: Error::invalid naming `field` and the path when the
