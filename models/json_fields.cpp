@@ -1,5 +1,6 @@
 #include "models/json_fields.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -161,6 +162,26 @@ double FieldReader::require_double(std::string_view key, bool positive) {
 
 double FieldReader::double_or(std::string_view key, double fallback, bool positive) {
   return optional_double(key, positive).value_or(fallback);
+}
+
+std::optional<double> FieldReader::optional_double(std::string_view key, const bounds::Range& range) {
+  const std::optional<double> value = optional_double(key, false);
+  if (value && !(*value >= range.min && *value <= range.max)) {
+    throw Error::invalid(field(key), fmt::format("{}", *value),
+                         fmt::format("must lie in [{}, {}]{}{} ({})", range.min, range.max, *range.unit ? " " : "",
+                                     range.unit, range.why));
+  }
+  return value;
+}
+
+double FieldReader::require_double(std::string_view key, const bounds::Range& range) {
+  auto value = optional_double(key, range);
+  if (!value) throw Error::invalid(field(key), "missing", "is required");
+  return *value;
+}
+
+double FieldReader::double_or(std::string_view key, double fallback, const bounds::Range& range) {
+  return optional_double(key, range).value_or(fallback);
 }
 
 std::optional<bool> FieldReader::optional_bool(std::string_view key) {

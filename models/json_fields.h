@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "models/physical_bounds.h"
+
 namespace orrery {
 
 /// Reads fields of one JSON object. `path` is the object's dotted path used in errors ("parallel", "cluster.gpu").
@@ -40,6 +42,11 @@ class FieldReader {
   std::optional<double> optional_double(std::string_view key, bool positive = false);
   double require_double(std::string_view key, bool positive = false);
   double double_or(std::string_view key, double fallback, bool positive = false);
+  /// Doubles that must be finite and lie in a physical range (models/physical_bounds.h); the error quotes the
+  /// range, its unit and its reason.
+  std::optional<double> optional_double(std::string_view key, const bounds::Range& range);
+  double require_double(std::string_view key, const bounds::Range& range);
+  double double_or(std::string_view key, double fallback, const bounds::Range& range);
 
   std::optional<bool> optional_bool(std::string_view key);
   bool bool_or(std::string_view key, bool fallback);
