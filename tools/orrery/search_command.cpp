@@ -471,7 +471,8 @@ void run_merge(const MergeArgs& a) {
 void add_search_command(CLI::App& app) {
   auto a = std::make_shared<SearchArgs>();
   CLI::App* cmd = app.add_subcommand("search", "search the parallel plans of a model on a cluster for the best one");
-  cmd->add_option("scenario", a->scenario_file, "scenario JSON whose model, cluster and training to search around");
+  cmd->add_option("scenario", a->scenario_file, "scenario JSON whose model, cluster and training to search around")
+      ->check(non_empty_file());
   cmd->add_option("--model", a->model, "model preset name or path to a Hugging Face config.json");
   cmd->add_option("--cluster", a->cluster, "cluster preset name (default dgx-h100)");
   cmd->add_option("--num-gpus", a->num_gpus, "GPUs (for --objective gpus: the most to consider)");
