@@ -358,7 +358,8 @@ void run_mpi_search(const SearchArgs& a, const Scenario& base, const SearchSpace
   for (int r = 0; r < size; ++r) {
     const std::string text = all.substr(static_cast<std::size_t>(offsets[static_cast<std::size_t>(r)]),
                                         static_cast<std::size_t>(lengths[static_cast<std::size_t>(r)]));
-    shards.push_back(read_search_json(nlohmann::json::parse(text), fmt::format("MPI rank {}", r)));
+    const std::string what = fmt::format("MPI rank {}", r);
+    shards.push_back(read_search_json(parse_json_text(text, what), what));
   }
   const SearchResult merged = merge_searches(shards);
   write_outputs(merged, a.csv_file, a.json_file);
