@@ -12,6 +12,7 @@
 #include "models/error.h"
 #include "models/json_fields.h"
 #include "models/limits.h"
+#include "models/physical_bounds.h"
 
 namespace orrery {
 
@@ -110,22 +111,22 @@ GpuSpec parse_gpu(const json& value, const std::string& path) {
   const json* peaks = in.raw("peak_tflops");
   if (!peaks) throw Error::invalid(in.field("peak_tflops"), "missing", "is required");
   FieldReader p(*peaks, in.field("peak_tflops"));
-  // A precision the GPU lacks is left out; a given peak must be positive.
-  g.peak_fp32 = from_tflops(p.double_or("fp32", 0.0, true));
-  g.peak_tf32 = from_tflops(p.double_or("tf32", 0.0, true));
-  g.peak_fp16 = from_tflops(p.double_or("fp16", 0.0, true));
-  g.peak_bf16 = from_tflops(p.double_or("bf16", 0.0, true));
-  g.peak_fp8 = from_tflops(p.double_or("fp8", 0.0, true));
+  // A precision the GPU lacks is left out; a given peak must lie in the physical range.
+  g.peak_fp32 = from_tflops(p.double_or("fp32", 0.0, bounds::kPeakTflops));
+  g.peak_tf32 = from_tflops(p.double_or("tf32", 0.0, bounds::kPeakTflops));
+  g.peak_fp16 = from_tflops(p.double_or("fp16", 0.0, bounds::kPeakTflops));
+  g.peak_bf16 = from_tflops(p.double_or("bf16", 0.0, bounds::kPeakTflops));
+  g.peak_fp8 = from_tflops(p.double_or("fp8", 0.0, bounds::kPeakTflops));
   p.reject_unknown();
   require(g.peak_fp16 > 0 || g.peak_bf16 > 0, in.field("peak_tflops"), "{}", "needs fp16 or bf16 tensor throughput");
-  g.hbm_capacity = from_GiB(in.require_double("hbm_capacity_GiB", true));
-  g.hbm_bandwidth = from_TB_s(in.require_double("hbm_bandwidth_TB_s", true));
+  g.hbm_capacity = from_GiB(in.require_double("hbm_capacity_GiB", bounds::kHbmCapacityGiB));
+  g.hbm_bandwidth = from_TB_s(in.require_double("hbm_bandwidth_TB_s", bounds::kHbmBandwidthTBs));
   g.sm_count = static_cast<int>(in.require_int("sm_count", 1, 1 << 16));
-  g.l2_cache = from_MiB(in.double_or("l2_cache_MiB", 40.0, true));
-  g.nvlink_bandwidth = from_GB_s(in.require_double("nvlink_bandwidth_GB_s", true));
+  g.l2_cache = from_MiB(in.double_or("l2_cache_MiB", 40.0, bounds::kL2CacheMiB));
+  g.nvlink_bandwidth = from_GB_s(in.require_double("nvlink_bandwidth_GB_s", bounds::kNvlinkGBs));
   in.optional_int("nvlink_links", 0, 1 << 16);
-  g.pcie_bandwidth = from_GB_s(in.double_or("pcie_bandwidth_GB_s", 32.0, true));
-  g.tdp_watts = in.double_or("tdp_W", 700.0, true);
+  g.pcie_bandwidth = from_GB_s(in.double_or("pcie_bandwidth_GB_s", 32.0, bounds::kHostLinkGBs));
+  g.tdp_watts = in.double_or("tdp_W", 700.0, bounds::kBoardPowerW);
   if (const json* attention = in.raw("attention_peak_fraction")) {
     FieldReader a(*attention, in.field("attention_peak_fraction"));
     g.attention_forward_fraction = a.double_or("forward", 0.0, true);
@@ -168,12 +169,11 @@ GpuSpec parse_gpu(const json& value, const std::string& path) {
   if (const json* clock = in.raw("sustained_gemm_clock"); clock && !clock->is_null()) {
     FieldReader c(*clock, in.field("sustained_gemm_clock"));
     c.allow("source");
-    g.sustained_clock_MHz = c.require_double("MHz", true);
-    g.sustained_clock_power_W = c.require_double("power_W", true);
-    g.idle_power_W = c.double_or("idle_W", 0.0);
-    require(g.idle_power_W >= 0, c.field("idle_W"), fmt::format("{}", g.idle_power_W), "must be at least 0");
-    g.peak_clock_MHz = c.require_double("peak_clock_MHz", true);
-    g.max_clock_MHz = c.require_double("max_clock_MHz", true);
+    g.sustained_clock_MHz = c.require_double("MHz", bounds::kClockMHz);
+    g.sustained_clock_power_W = c.require_double("power_W", bounds::kBoardPowerW);
+    g.idle_power_W = c.double_or("idle_W", 0.0, bounds::kIdlePowerW);
+    g.peak_clock_MHz = c.require_double("peak_clock_MHz", bounds::kClockMHz);
+    g.max_clock_MHz = c.require_double("max_clock_MHz", bounds::kClockMHz);
     c.reject_unknown();
     require(g.sustained_clock_MHz > 0 && g.sustained_clock_MHz <= g.max_clock_MHz, c.field("MHz"),
             fmt::format("{}", g.sustained_clock_MHz), fmt::format("must lie in (0, max_clock_MHz ({})]", g.max_clock_MHz));
@@ -231,10 +231,12 @@ ClusterSpec parse_cluster(const json& value, const std::string& path, const std:
   c.nvlink_domain_size = static_cast<int>(in.int_or("nvlink_domain_size", c.gpus_per_node, 1, limits::kGpus));
   c.nvls = in.bool_or("nvls", false);
   c.nics_per_node = static_cast<int>(in.require_int("nics_per_node", 1, limits::kGpusPerNode));
-  c.nic_bandwidth = from_Gbit_s(in.require_double("nic_bandwidth_Gbit_s", true));
-  c.nvlink_latency = from_us(in.double_or("nvlink_latency_us", 0.6, true));
-  c.nic_latency = from_us(in.double_or("nic_latency_us", 5.0, true));
-  if (auto v = in.optional_double("host_memory_bandwidth_GB_s", true)) c.host_memory_bandwidth = from_GB_s(*v);
+  c.nic_bandwidth = from_Gbit_s(in.require_double("nic_bandwidth_Gbit_s", bounds::kNicGbits));
+  c.nvlink_latency = from_us(in.double_or("nvlink_latency_us", 0.6, bounds::kLatencyUs));
+  c.nic_latency = from_us(in.double_or("nic_latency_us", 5.0, bounds::kLatencyUs));
+  if (auto v = in.optional_double("host_memory_bandwidth_GB_s", bounds::kHostMemoryGBs)) {
+    c.host_memory_bandwidth = from_GB_s(*v);
+  }
   if (auto v = in.optional_string("profile")) c.profile = cluster_profile(*v, in.field("profile"), base_dir);
   if (auto v = in.optional_int("segment_nodes", 0, limits::kGpus)) c.segment_nodes = static_cast<int>(*v);
   if (const json* tiers = in.raw("network")) {
@@ -244,10 +246,8 @@ ClusterSpec parse_cluster(const json& value, const std::string& path, const std:
       NetworkTier tier;
       tier.name = t.require_string("tier");
       tier.nodes = static_cast<int>(t.int_or("nodes", 0, 0, limits::kGpus));
-      tier.latency = from_us(t.double_or("latency_us", 1.0, true));
-      tier.oversubscription = t.double_or("oversubscription", 1.0, true);
-      require(tier.oversubscription >= 1.0, t.field("oversubscription"), fmt::format("{}", tier.oversubscription),
-              "must be at least 1 (down:up bandwidth ratio)");
+      tier.latency = from_us(t.double_or("latency_us", 1.0, bounds::kLatencyUs));
+      tier.oversubscription = t.double_or("oversubscription", 1.0, bounds::kOversubscription);
       t.reject_unknown();
       c.network.push_back(tier);
     }

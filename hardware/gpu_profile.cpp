@@ -8,6 +8,8 @@
 #include "models/embedded_file.h"
 #include "models/error.h"
 #include "models/json_fields.h"
+#include "models/physical_bounds.h"
+#include "models/units.h"
 
 namespace orrery {
 
@@ -108,9 +110,14 @@ GpuProfile parse_gpu_profile(const nlohmann::json& doc, const std::string& path)
     s.n = g.require_int("n", 1, INT32_MAX);
     s.k = g.require_int("k", 1, INT32_MAX);
     s.dtype = dtype_named(g.require_string("dtype"), g.field("dtype"));
-    s.seconds = g.require_double("seconds", true);
+    s.seconds = g.require_double("seconds", bounds::kMeasuredSeconds);
     g.allow("tflops");
     g.reject_unknown();
+    // Source: a GEMM of m x n x k does 2mnk FLOPs; faster than the peak bound it was not measured.
+    const double tflops = to_tflops(2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) / s.seconds);
+    require(tflops <= bounds::kPeakTflops.max, g.field("seconds"), fmt::format("{}", s.seconds),
+            fmt::format("would be {:.4g} TFLOP/s (2mnk / seconds), above the GPU peak bound of {} TFLOP/s ({})", tflops,
+                        bounds::kPeakTflops.max, bounds::kPeakTflops.why));
     for (const GemmSample& o : p.gemm) {
       require(!(o.m == s.m && o.n == s.n && o.k == s.k && o.dtype == s.dtype), g.path(), "a repeated shape",
               "measures a GEMM an earlier sample measured");
@@ -125,7 +132,7 @@ GpuProfile parse_gpu_profile(const nlohmann::json& doc, const std::string& path)
     require(is_memory_sample_kind(s.kind), m.field("kind"), s.kind,
             "must be copy, elementwise, reduction or a PyTorch kernel family (pytorch_vectorized, pytorch_cast, ...)");
     s.bytes = m.require_int("bytes", 1, INT64_MAX);
-    s.seconds = m.require_double("seconds", true);
+    s.seconds = m.require_double("seconds", bounds::kMeasuredSeconds);
     m.allow("gb_s");
     m.reject_unknown();
     p.memory.push_back(s);
@@ -136,17 +143,15 @@ GpuProfile parse_gpu_profile(const nlohmann::json& doc, const std::string& path)
     AttentionSample s = read_attention_shape(a);
     s.backward = a.bool_or("backward", false);
     s.dtype = dtype_named(a.require_string("dtype"), a.field("dtype"));
-    s.seconds = a.require_double("seconds", true);
+    s.seconds = a.require_double("seconds", bounds::kMeasuredSeconds);
     a.allow("tflops");
     a.reject_unknown();
     p.attention.push_back(s);
   }
   if (const nlohmann::json* launch = in.raw("launch")) {
     FieldReader l(*launch, in.field("launch"));
-    p.launch_kernel = l.double_or("kernel_s", 0);
-    p.launch_host = l.double_or("host_s", 0);
-    require(p.launch_kernel >= 0 && p.launch_host >= 0, l.field("kernel_s"),
-            fmt::format("{} / {}", p.launch_kernel, p.launch_host), "launch times must not be negative");
+    p.launch_kernel = l.double_or("kernel_s", 0, bounds::kLaunchSeconds);
+    p.launch_host = l.double_or("host_s", 0, bounds::kLaunchSeconds);
     l.reject_unknown();
   }
   const nlohmann::json& fitted = list(in, "fitted");
@@ -169,7 +174,7 @@ GpuProfile parse_gpu_profile(const nlohmann::json& doc, const std::string& path)
     s.ranks = static_cast<int>(c.require_int("ranks", 1, 1 << 20));
     s.nodes = static_cast<int>(c.require_int("nodes", 1, 1 << 20));
     s.bytes = c.require_int("bytes", 1, INT64_MAX);
-    s.seconds = c.require_double("seconds", true);
+    s.seconds = c.require_double("seconds", bounds::kMeasuredSeconds);
     s.source = c.optional_string("source").value_or("");
     c.allow("bus_gb_s");
     c.reject_unknown();

@@ -1,5 +1,7 @@
 #include "models/error.h"
 
+#include "models/utf8.h"
+
 namespace orrery {
 namespace {
 
@@ -19,11 +21,13 @@ std::string compose(ErrorKind kind, const std::string& field, const std::string&
 
 }  // namespace
 
+// The parts are made printable first: a value may quote bytes of a file name or a flag that are not UTF-8, or a NUL
+// that would cut what() short, and messages go into JSON reports.
 Error::Error(ErrorKind kind, std::string field, std::string value, std::string rule)
-    : std::runtime_error(compose(kind, field, value, rule)),
+    : std::runtime_error(compose(kind, printable_utf8(field), printable_utf8(value), printable_utf8(rule))),
       kind_(kind),
-      field_(std::move(field)),
-      value_(std::move(value)),
-      rule_(std::move(rule)) {}
+      field_(printable_utf8(field)),
+      value_(printable_utf8(value)),
+      rule_(printable_utf8(rule)) {}
 
 }  // namespace orrery

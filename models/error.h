@@ -15,7 +15,8 @@ enum class ErrorKind {
 
 /// An input error that names the field, its value and the rule it breaks, e.g.
 /// `Error::invalid("parallel.tp", "6", "must divide num_attention_heads (64)")` has what()
-/// "parallel.tp (6) must divide num_attention_heads (64)".
+/// "parallel.tp (6) must divide num_attention_heads (64)". The parts are kept printable (printable_utf8 in
+/// models/utf8.h): bytes that are not UTF-8 and control characters are written as escapes.
 class Error : public std::runtime_error {
  public:
   Error(ErrorKind kind, std::string field, std::string value, std::string rule);

@@ -1,5 +1,6 @@
 #include "models/json_fields.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -71,28 +72,6 @@ const json& unwrap(const json& value, const std::string& field) {
 }
 
 }  // namespace
-
-json parse_json_text(const std::string& text, const std::string& what) {
-  std::vector<std::set<std::string>> open_objects;
-  std::string repeated;
-  auto check_keys = [&](int, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_start) open_objects.emplace_back();
-    if (event == json::parse_event_t::object_end && !open_objects.empty()) open_objects.pop_back();
-    if (event == json::parse_event_t::key && !open_objects.empty() && repeated.empty()) {
-      if (!open_objects.back().insert(parsed.get<std::string>()).second) repeated = parsed.get<std::string>();
-    }
-    return true;
-  };
-  try {
-    json doc = json::parse(text, check_keys);
-    if (!repeated.empty()) {
-      throw Error::invalid(what, repeated, "has a key given twice in one object (the JSON would keep only the last)");
-    }
-    return doc;
-  } catch (const json::exception& e) {
-    throw Error::invalid(what, "", std::string("is not valid JSON: ") + e.what());
-  }
-}
 
 json read_json_file(const std::filesystem::path& path, const std::string& field) {
   std::error_code ec;
@@ -183,6 +162,26 @@ double FieldReader::require_double(std::string_view key, bool positive) {
 
 double FieldReader::double_or(std::string_view key, double fallback, bool positive) {
   return optional_double(key, positive).value_or(fallback);
+}
+
+std::optional<double> FieldReader::optional_double(std::string_view key, const bounds::Range& range) {
+  const std::optional<double> value = optional_double(key, false);
+  if (value && !(*value >= range.min && *value <= range.max)) {
+    throw Error::invalid(field(key), fmt::format("{}", *value),
+                         fmt::format("must lie in [{}, {}]{}{} ({})", range.min, range.max, *range.unit ? " " : "",
+                                     range.unit, range.why));
+  }
+  return value;
+}
+
+double FieldReader::require_double(std::string_view key, const bounds::Range& range) {
+  auto value = optional_double(key, range);
+  if (!value) throw Error::invalid(field(key), "missing", "is required");
+  return *value;
+}
+
+double FieldReader::double_or(std::string_view key, double fallback, const bounds::Range& range) {
+  return optional_double(key, range).value_or(fallback);
 }
 
 std::optional<bool> FieldReader::optional_bool(std::string_view key) {

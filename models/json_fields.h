@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "models/physical_bounds.h"
+
 namespace orrery {
 
 /// Reads fields of one JSON object. `path` is the object's dotted path used in errors ("parallel", "cluster.gpu").
@@ -40,6 +42,11 @@ class FieldReader {
   std::optional<double> optional_double(std::string_view key, bool positive = false);
   double require_double(std::string_view key, bool positive = false);
   double double_or(std::string_view key, double fallback, bool positive = false);
+  /// Doubles that must be finite and lie in a physical range (models/physical_bounds.h); the error quotes the
+  /// range, its unit and its reason.
+  std::optional<double> optional_double(std::string_view key, const bounds::Range& range);
+  double require_double(std::string_view key, const bounds::Range& range);
+  double double_or(std::string_view key, double fallback, const bounds::Range& range);
 
   std::optional<bool> optional_bool(std::string_view key);
   bool bool_or(std::string_view key, bool fallback);
@@ -67,8 +74,10 @@ std::string join_path(std::string_view path, std::string_view key);
 /// Short text of a JSON value for error messages (strings unquoted, long or deep values cut).
 std::string describe_json(const nlohmann::json& value);
 
-/// Parses JSON text strictly: a key repeated in one object is an error (the last would silently win).
-/// Errors: Error::invalid naming `what` (a file or field) for malformed JSON, numbers out of range, repeated keys.
+/// Parses JSON text strictly, in time linear in its length (models/json_text.cpp). Errors: Error::invalid naming
+/// `what` (a file or field) and, where known, the byte offset and the field, for malformed JSON, text that is not
+/// UTF-8, numbers out of range, a key repeated in one object (the last would silently win), a NUL character in a
+/// key or string, and nesting deeper than limits::kJsonDepth.
 nlohmann::json parse_json_text(const std::string& text, const std::string& what);
 
 /// Reads and parses a JSON file with parse_json_text. Errors: Error::invalid naming `field` and the path when the

@@ -26,5 +26,9 @@ inline constexpr double kSlowdown = 1000.0;  // a straggler's compute slowdown
 inline constexpr std::int64_t kTasks = 150'000'000;            // tasks of one simulation (about 7 GB)
 inline constexpr std::int64_t kTaskInstances = 2'000'000'000;  // tasks x simulated ranks with --expand-ranks
 inline constexpr double kTaskSeconds = 1e6;                    // one task's duration
+// Nesting of objects and arrays in any JSON input. The deepest real inputs (a preset's {"value", "source"} peak
+// under cluster.gpu.peak_tflops, a Kineto trace's event args) are under 10 levels; copying and merging a document
+// (preset overrides) recurse once per level, so a deeper one would only risk the stack.
+inline constexpr int kJsonDepth = 64;
 
 }  // namespace orrery::limits

@@ -61,10 +61,47 @@ bool consistent(const RankLayout& layout, const std::vector<int>& instance_of, c
   return true;
 }
 
+// --expand-ranks: one instance per rank. A group's member list is as long as the group (a stage's ranks for the
+// amax group), so keying every rank's groups by their members, as below, is O(ranks x group size) and never
+// finished at 2^20 GPUs; here each group is told apart by its leader (RankLayout::group_leader) and its members
+// are listed once, for its size. Groups are numbered in the order make_instances numbers them (by instance, then
+// kind), which the engine's results must not depend on but now cannot.
+Instantiation every_rank(const RankLayout& layout, const std::vector<Straggler>& stragglers) {
+  const auto n = static_cast<std::size_t>(layout.num_ranks());
+  Instantiation out;
+  out.instances.reserve(n);
+  for (std::size_t r = 0; r < n; ++r) out.instances.push_back({layout.coord(static_cast<int>(r)).pp, static_cast<int>(r), 1, 1.0});
+  for (const Straggler& s : stragglers) out.instances[static_cast<std::size_t>(s.rank)].compute_slowdown = s.compute_slowdown;
+  std::vector<std::vector<std::int32_t>> id_of_leader(kNumGroupKinds);  // by kind family, then by leader rank
+  out.group_of.assign(n * kNumGroupKinds, -1);
+  for (std::size_t r = 0; r < n; ++r) {
+    for (int k = 1; k < kNumGroupKinds; ++k) {
+      const auto kind = static_cast<GroupKind>(k);
+      const int leader = layout.group_leader(kind, static_cast<int>(r));
+      if (leader < 0) continue;
+      const bool pair = is_pipeline_transfer(kind);
+      // A receive kind follows its send kind in the enum: both name one family.
+      std::vector<std::int32_t>& ids = id_of_leader[static_cast<std::size_t>(pair && !is_pipeline_send(kind) ? k - 1 : k)];
+      if (ids.empty()) ids.assign(n, -1);
+      std::int32_t& id = ids[static_cast<std::size_t>(leader)];
+      if (id < 0) {
+        id = static_cast<std::int32_t>(out.group_size.size());
+        std::vector<int> members = layout.group_members(kind, leader);
+        std::sort(members.begin(), members.end());
+        const auto distinct = std::unique(members.begin(), members.end()) - members.begin();
+        out.group_size.push_back(static_cast<std::int32_t>(pair ? 2 : distinct));
+      }
+      out.group_of[r * kNumGroupKinds + static_cast<std::size_t>(k)] = id;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Instantiation make_instances(const ParallelPlan& plan, const std::vector<Straggler>& stragglers, Expansion expansion) {
   const RankLayout layout(plan);
+  if (expansion == Expansion::kAllRanks) return every_rank(layout, stragglers);
   const int n = layout.num_ranks();
   Instantiation out;
   std::vector<int> instance_of(static_cast<std::size_t>(n));

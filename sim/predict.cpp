@@ -27,20 +27,38 @@ DefaultCostModels::DefaultCostModels(const ClusterSpec& cluster, const CostParam
   }
 }
 
+namespace {
+
+// Errors: Error::invalid naming --expand-ranks when `task_instances` (tasks x simulated ranks) is above
+// limits::kTaskInstances.
+void check_task_instances(double task_instances, int ranks, double limit) {
+  require(task_instances <= limit, "--expand-ranks", std::to_string(ranks) + " ranks",
+          fmt::format("would simulate {:.3g} task instances, above the limit of {:.3g}; simulate one rank per stage",
+                      task_instances, limit));
+}
+
+}  // namespace
+
 Prediction predict(const Scenario& scenario, const PredictOptions& options) {
   const CostParams& params = options.params ? *options.params : default_cost_params();
   Prediction p;
   p.scenario = scenario;
   p.graph = lower(p.scenario, params.memory);
+  // Every rank of a stage runs the stage's program, so the count is known before any per-rank structure is built
+  // (with --expand-ranks, an instance and its groups per rank): a run beyond the limit is refused at once.
+  if (options.expansion == Expansion::kAllRanks) {
+    const ParallelPlan& plan = p.scenario.parallel;
+    const int ranks_per_stage = plan.tp * plan.cp * plan.dp;  // rank_layout.h
+    double task_instances = 0;
+    for (const Program& program : p.graph.programs) task_instances += static_cast<double>(program.tasks.size());
+    check_task_instances(task_instances * ranks_per_stage, ranks_per_stage * plan.pp, options.max_task_instances);
+  }
   p.instances = make_instances(p.scenario.parallel, p.scenario.stragglers, options.expansion);
   double task_instances = 0;
   for (const Instance& in : p.instances.instances) {
     task_instances += static_cast<double>(p.graph.programs[static_cast<std::size_t>(in.program)].tasks.size());
   }
-  require(task_instances <= options.max_task_instances, "--expand-ranks",
-          std::to_string(p.instances.instances.size()) + " ranks",
-          fmt::format("would simulate {:.3g} task instances, above the limit of {:.3g}; simulate one rank per stage",
-                      task_instances, options.max_task_instances));
+  check_task_instances(task_instances, static_cast<int>(p.instances.instances.size()), options.max_task_instances);
   DefaultCostModels models(p.scenario.cluster, params);
   p.durations = price_graph(p.graph, models.models(), host_issue_costs(params.compute.host, p.scenario.training.framework));
   p.run = run_engine(p.graph, p.instances, p.durations, engine_options(params, options.run));

@@ -106,4 +106,47 @@ std::vector<int> RankLayout::group_members(GroupKind kind, int rank) const {
   return out;
 }
 
+int RankLayout::group_leader(GroupKind kind, int rank) const {
+  const RankCoord me = coord(rank);
+  auto with = [&](auto change) {
+    RankCoord c = me;
+    change(c);
+    return this->rank(c);
+  };
+  // Each case sets the coordinates group_members varies to their lowest value over the group (a rank grows with
+  // every coordinate); the p2p cases give group_members' first member, the sender.
+  switch (kind) {
+    case GroupKind::kNone: return -1;
+    case GroupKind::kTp: return with([](RankCoord& c) { c.tp = 0; });
+    case GroupKind::kCp: return with([](RankCoord& c) { c.cp = 0; });
+    case GroupKind::kCpA2a: return with([&](RankCoord& c) { c.cp = me.cp / cp_a2a_ * cp_a2a_; });
+    case GroupKind::kCpP2p: return with([&](RankCoord& c) { c.cp = me.cp % cp_a2a_; });
+    case GroupKind::kEp:
+    case GroupKind::kExpertTp:
+    case GroupKind::kExpertDp: {
+      const int stage_size = tp_ * cp_ * dp_;
+      const int index = rank % stage_size, base = rank - index;
+      const int e_tp = index % etp_, e_ep = (index / etp_) % ep_, e_dp = index / (etp_ * ep_);
+      if (kind == GroupKind::kEp) return base + e_tp + etp_ * ep_ * e_dp;
+      if (kind == GroupKind::kExpertTp) return base + etp_ * (e_ep + ep_ * e_dp);
+      return base + e_tp + etp_ * e_ep;
+    }
+    case GroupKind::kDp: return with([](RankCoord& c) { c.dp = 0, c.cp = 0; });
+    case GroupKind::kAmax: return with([](RankCoord& c) { c.dp = 0, c.cp = 0, c.tp = 0; });
+    case GroupKind::kEmbedding: return with([](RankCoord& c) { c.pp = 0; });
+    case GroupKind::kModelParallel: return with([](RankCoord& c) { c.pp = 0, c.tp = 0; });
+    case GroupKind::kPipelineMirrorLow:
+    case GroupKind::kPipelineMirrorHigh: return with([&](RankCoord& c) { c.pp = std::min(me.pp, pp_ - 1 - me.pp); });
+    case GroupKind::kPpForwardSend:
+    case GroupKind::kPpReverseBackwardSend:
+    case GroupKind::kPpBackwardSend:
+    case GroupKind::kPpReverseForwardSend: return pp_ > 1 ? rank : -1;
+    case GroupKind::kPpForwardRecv:  // prev -> me
+    case GroupKind::kPpReverseBackwardRecv: return pp_ > 1 ? with([&](RankCoord& c) { c.pp = (me.pp + pp_ - 1) % pp_; }) : -1;
+    case GroupKind::kPpBackwardRecv:  // next -> me
+    case GroupKind::kPpReverseForwardRecv: return pp_ > 1 ? with([&](RankCoord& c) { c.pp = (me.pp + 1) % pp_; }) : -1;
+  }
+  return -1;
+}
+
 }  // namespace orrery

@@ -29,6 +29,11 @@ class RankLayout {
   /// Global ranks of the `kind` group that contains `rank`, in group order. For the p2p kinds the group is the
   /// pair (sender, receiver); it is empty when the pair does not exist (pp == 1).
   std::vector<int> group_members(GroupKind kind, int rank) const;
+  /// The rank that names the `kind` group around `rank` in O(1): the lowest of group_members(kind, rank), or for
+  /// the p2p kinds the sender; -1 when there is no group. Two ranks share a group exactly when they share the
+  /// leader (for the p2p kinds: within one send/receive pair of kinds), which lets --expand-ranks tell groups apart
+  /// without building every rank's member list (O(ranks) instead of O(ranks x group size)).
+  int group_leader(GroupKind kind, int rank) const;
 
  private:
   int tp_, cp_, dp_, pp_, ep_, etp_;

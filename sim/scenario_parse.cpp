@@ -9,6 +9,7 @@
 #include "models/error.h"
 #include "models/json_fields.h"
 #include "models/limits.h"
+#include "models/physical_bounds.h"
 #include "models/model_input.h"
 #include "sim/pipeline_layout.h"
 #include "sim/scenario.h"
@@ -157,15 +158,14 @@ TrainingSpec parse_training(const json& value, const ModelSpec& model) {
 Expectation parse_expect(const json& value) {
   FieldReader in(value, "expect");
   Expectation e;
-  e.iteration_time_s = in.optional_double("iteration_time_s", true);
-  e.tokens_per_s_per_gpu = in.optional_double("tokens_per_s_per_gpu", true);
-  e.tflops_per_gpu = in.optional_double("tflops_per_gpu", true);
-  e.mfu = in.optional_double("mfu", true);
-  e.hfu = in.optional_double("hfu", true);
-  e.peak_memory_gib = in.optional_double("peak_memory_gib", true);
-  for (const auto& [key, fraction] : {std::pair{"mfu", e.mfu}, std::pair{"hfu", e.hfu}}) {
-    if (fraction && *fraction > 1.0) throw Error::invalid(in.field(key), fmt::format("{}", *fraction), "must be a fraction at most 1");
-  }
+  // Published figures within physical bounds: the comparison divides by them, so 4.9e-324 or 1e308 would give an
+  // infinite error, and no real run published such a figure.
+  e.iteration_time_s = in.optional_double("iteration_time_s", bounds::kIterationSeconds);
+  e.tokens_per_s_per_gpu = in.optional_double("tokens_per_s_per_gpu", bounds::kTokensPerSecondPerGpu);
+  e.tflops_per_gpu = in.optional_double("tflops_per_gpu", bounds::kAchievedTflops);
+  e.mfu = in.optional_double("mfu", bounds::kUtilization);
+  e.hfu = in.optional_double("hfu", bounds::kUtilization);
+  e.peak_memory_gib = in.optional_double("peak_memory_gib", bounds::kPeakMemoryGiB);
   e.flops_convention = in.optional_string("flops_convention").value_or("");
   if (!e.flops_convention.empty() && e.flops_convention != "megatron-sc21" &&
       e.flops_convention != "full-attention" && e.flops_convention != "causal-halved") {

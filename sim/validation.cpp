@@ -1,8 +1,11 @@
 #include "sim/validation.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
+#include "models/error.h"
 #include "models/model_flops.h"
 #include "sim/lower/context.h"
 
@@ -50,9 +53,16 @@ std::string source_prefix(const std::string& name) {
 
 namespace {
 
+// Errors: Error::invalid naming expect.FIGURE when the comparison is not a finite number (parse_expect bounds the
+// published figure, so only a prediction outside the double range could do it): a report never holds NaN.
 void add(RecordResult& r, const char* figure, double predicted, const std::optional<double>& published) {
   if (!published) return;
   FigureComparison c{figure, predicted, *published, 100.0 * (predicted - *published) / *published};
+  if (!std::isfinite(c.predicted) || !std::isfinite(c.error_pct)) {
+    throw Error::invalid(std::string("expect.") + figure, fmt::format("{}", *published),
+                         fmt::format("cannot be compared: the prediction ({}) gives an error of {}%", predicted,
+                                     c.error_pct));
+  }
   r.figures.push_back(c);
   if (std::string(figure) == "iteration_time_s") r.iteration_error_pct = c.error_pct;
 }

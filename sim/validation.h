@@ -69,7 +69,8 @@ struct ConventionFlops {
 };
 ConventionFlops convention_flops(const Scenario& scenario, const std::string& convention);
 
-/// Compares a finished prediction with the scenario's expectations.
+/// Compares a finished prediction with the scenario's expectations; every figure and error is finite. Errors:
+/// Error::invalid naming expect.FIGURE when a comparison would not be.
 RecordResult compare_with_expectations(const Prediction& prediction, const std::string& file);
 
 /// The source prefix of a record name: the known multi-part prefixes ("sc21-t1", "sc21-t2", "mlm-readme-2020",

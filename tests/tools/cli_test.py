@@ -98,8 +98,14 @@ def main():
     doc["cluster"]["num_gpus"] = 3  # not a multiple of the plan
     with open(os.path.join(broken, "broken.json"), "w") as f:
         json.dump(doc, f)
-    r = run(orrery, "validate", broken, "--max-error", "20")
+    # Beside a record that simulates, the broken one fails the gate (1); alone, nothing was read and simulated:
+    # bad input (2, tests/tools/input_hardening_test.py).
+    r = run(orrery, "validate", broken, os.path.join(source, "scenarios", "validation", "kor22-22b-full-recompute.json"),
+            "--max-error", "20")
     expect(r.returncode == 1 and "failed" in r.stderr, f"validate gate over a broken record: exit {r.returncode} {r.stderr[:200]}")
+    r = run(orrery, "validate", broken, "--max-error", "20")
+    expect(r.returncode == 2 and "none of the 1 record could be read and simulated" in r.stderr,
+           f"validate gate over only a broken record: exit {r.returncode} {r.stderr[:200]}")
 
     # validate --explain (no name) names, for each record, the part of its step its error most probably lies in; the
     # JSON gives each part's seconds and share of the error, which sum to predicted - published.

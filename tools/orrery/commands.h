@@ -20,7 +20,7 @@ void add_predict_command(CLI::App& app);
 /// `orrery list [models|gpus|clusters]`.
 void add_list_command(CLI::App& app);
 /// `orrery validate PATH... [--json] [--max-mape PCT] [--max-error PCT] [--explain NAME]`; sets `exit_code` to 1
-/// when a bar is missed.
+/// when a bar is missed, and to 2 when records were given but none could be read and simulated.
 void add_validate_command(CLI::App& app, int& exit_code);
 /// `orrery collective --cluster C --num-gpus N --op OP --bytes B` or `--log NCCL_TESTS_OUTPUT`.
 void add_collective_command(CLI::App& app);

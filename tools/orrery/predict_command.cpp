@@ -72,7 +72,15 @@ void run_predict(const PredictArgs& a) {
 void add_predict_command(CLI::App& app) {
   auto args = std::make_shared<PredictArgs>();
   CLI::App* cmd = app.add_subcommand("predict", "predict iteration time, throughput, MFU and memory of a training run");
-  cmd->add_option("scenario", args->scenario_file, "scenario JSON file (default: a built-in Llama-3-70B example)");
+  // An empty path (a shell variable left unset) must not read as "no scenario": that predicts the default.
+  static const CLI::Validator named_file(
+      [](std::string& v) {
+        return v.empty() ? std::string("must name a scenario file (\"\" is none; leave it out to predict the built-in default)")
+                         : std::string();
+      },
+      "FILE");
+  cmd->add_option("scenario", args->scenario_file, "scenario JSON file (default: a built-in Llama-3-70B example)")
+      ->check(named_file);
   cmd->add_flag("--json", args->json, "print the report as JSON");
   cmd->add_flag("--expand-ranks", args->expand_ranks, "simulate every rank instead of one per pipeline stage");
   cmd->add_option("--trace", args->trace_file, "write a Chrome-trace / Perfetto timeline to FILE")->check(non_empty_file());

@@ -358,7 +358,8 @@ void run_mpi_search(const SearchArgs& a, const Scenario& base, const SearchSpace
   for (int r = 0; r < size; ++r) {
     const std::string text = all.substr(static_cast<std::size_t>(offsets[static_cast<std::size_t>(r)]),
                                         static_cast<std::size_t>(lengths[static_cast<std::size_t>(r)]));
-    shards.push_back(read_search_json(nlohmann::json::parse(text), fmt::format("MPI rank {}", r)));
+    const std::string what = fmt::format("MPI rank {}", r);
+    shards.push_back(read_search_json(parse_json_text(text, what), what));
   }
   const SearchResult merged = merge_searches(shards);
   write_outputs(merged, a.csv_file, a.json_file);
@@ -471,7 +472,8 @@ void run_merge(const MergeArgs& a) {
 void add_search_command(CLI::App& app) {
   auto a = std::make_shared<SearchArgs>();
   CLI::App* cmd = app.add_subcommand("search", "search the parallel plans of a model on a cluster for the best one");
-  cmd->add_option("scenario", a->scenario_file, "scenario JSON whose model, cluster and training to search around");
+  cmd->add_option("scenario", a->scenario_file, "scenario JSON whose model, cluster and training to search around")
+      ->check(non_empty_file());
   cmd->add_option("--model", a->model, "model preset name or path to a Hugging Face config.json");
   cmd->add_option("--cluster", a->cluster, "cluster preset name (default dgx-h100)");
   cmd->add_option("--num-gpus", a->num_gpus, "GPUs (for --objective gpus: the most to consider)");

@@ -217,7 +217,7 @@ int run_validate(const ValidateArgs& a) {
       // The record's comparison and error split, with its full prediction as `orrery predict --json` prints it.
       nlohmann::json out = to_json({explained->result}, summarize({explained->result}));
       out["prediction"] = report_json(*explained->prediction);
-      std::cout << out.dump(2) << "\n";
+      std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       return 0;
     }
     print_summary(std::cout, *explained->prediction);
@@ -228,7 +228,8 @@ int run_validate(const ValidateArgs& a) {
     return 0;
   }
   if (a.json) {
-    std::cout << to_json(results, summary).dump(2) << "\n";
+    // Record names are file names, which need not be UTF-8: such bytes print as U+FFFD rather than fail the dump.
+    std::cout << to_json(results, summary).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else if (a.explain_all) {
     print_explanations(results);
     print_summary_block(summary);
@@ -237,6 +238,9 @@ int run_validate(const ValidateArgs& a) {
     print_summary_block(summary);
   }
   int status = 0;
+  if (results.empty() && !a.max_mape && !a.max_error) {
+    fmt::print(stderr, "validate: no scenario among the given paths has an expect block: nothing was compared\n");
+  }
   if (a.max_mape || a.max_error) {
     // A gate over nothing, or over records that broke, passes nothing: only "not modelled yet" may be skipped.
     if (summary.records == 0) {
@@ -257,6 +261,17 @@ int run_validate(const ValidateArgs& a) {
     fmt::print(stderr, "validate: {} misses by {:+.1f}%, beyond --max-error {:.1f}%\n", summary.worst,
                summary.worst_error_pct, *a.max_error);
     status = 1;
+  }
+  // Every record broke (unreadable, invalid or failing to simulate): the summary above is of nothing, and a script
+  // must not read it as a result. Records that are only "not modelled yet" are valid input, passed over.
+  const auto broken = std::find_if(results.begin(), results.end(),
+                                   [](const RecordResult& r) { return !r.simulated && !r.not_modelled; });
+  const bool any_simulated =
+      std::any_of(results.begin(), results.end(), [](const RecordResult& r) { return r.simulated; });
+  if (!any_simulated && broken != results.end()) {
+    fmt::print(stderr, "error: validate: none of the {} record{} could be read and simulated (the first: {}: {})\n",
+               results.size(), results.size() == 1 ? "" : "s", broken->name, broken->error);
+    return 2;
   }
   return status;
 }

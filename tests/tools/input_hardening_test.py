@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Bad input through the `orrery` command line (issue 26, "nothing breaks it"): each input below once crashed,
+printed NaN or null, named nothing, or passed silently; each must now exit 2 with a message that names the file or
+field, the value and the rule. Usage: input_hardening_test.py ORRERY"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+problems = []
+
+
+def run(orrery, *args):
+    # Bytes, not text: some of these inputs and messages are what the test checks the encoding of.
+    r = subprocess.run([orrery, *args], capture_output=True, timeout=120)
+    return r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace"), r.stdout
+
+
+def expect(condition, what):
+    if not condition:
+        problems.append(what)
+
+
+def refused(orrery, args, *words, what):
+    """The command exits 2 and its error holds every one of `words`."""
+    code, _, err, _ = run(orrery, *args)
+    expect(code == 2 and all(w in err for w in words), f"{what}: exit {code}, stderr {err[:400]!r}")
+    return err
+
+
+SMALL = {"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 8},
+         "training": {"seq_length": 2048, "global_batch_size": 8}}
+
+
+def write(tmp, name, data):
+    path = os.path.join(tmp, name)
+    with open(path, "wb") as f:
+        f.write(data if isinstance(data, bytes) else json.dumps(data).encode())
+    return path
+
+
+def main():
+    orrery = sys.argv[1]
+    tmp = tempfile.mkdtemp()
+
+    # 1. An override nested 100,000 levels deep once overflowed the stack in the preset merge (a segfault); now the
+    # parser refuses it, naming the file, the depth and the limit, under cluster and model alike.
+    deep = "[" * 100000 + "]" * 100000
+    training = '"training": {"seq_length": 2048, "global_batch_size": 8}'
+    for key, doc in (("cluster", '{"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 8, "notes": ' +
+                      deep + "}, " + training + "}"),
+                     ("model", '{"model": {"preset": "llama3-8b", "notes": ' + deep +
+                      '}, "cluster": {"preset": "dgx-h100", "num_gpus": 8}, ' + training + "}")):
+        path = write(tmp, f"deep-{key}.json", doc.encode())
+        refused(orrery, ["predict", path], f"scenario {path} (depth 65 at byte", f"in {key}.notes[0]",
+                "is nested deeper than 64 levels of objects and arrays", what=f"{key} override 100,000 deep")
+
+    # 2. Numbers beyond physical bounds, once predicted with exit 0.
+    for field, value, words in (
+            ("peak_tflops", {"bf16": 1e300}, "cluster.gpu.peak_tflops.bf16 (1e+300) must lie in [0.1, 150000] TFLOP/s"),
+            ("hbm_capacity_GiB", 1e10, "cluster.gpu.hbm_capacity_GiB (10000000000) must lie in [1, 4096] GiB")):
+        doc = json.loads(json.dumps(SMALL))
+        doc["cluster"]["gpu"] = {"preset": "h100-sxm", field: value}
+        refused(orrery, ["predict", write(tmp, "bound.json", doc)], words, what=f"gpu.{field} {value}")
+
+    # 3. An expect value of 1e308 or 4.9e-324 once made validate --json print null for the MAPE, the worst error and
+    # the per-source MAPE; now the record is refused with the bound, and validate's JSON holds no null.
+    good = json.loads(json.dumps(SMALL))
+    good["expect"] = {"iteration_time_s": 1.0}
+    records = os.path.join(tmp, "records")
+    os.mkdir(records)
+    write(records, "good-run.json", good)
+    for name, value in (("huge-run.json", 1e308), ("tiny-run.json", 4.9e-324)):
+        bad = json.loads(json.dumps(SMALL))
+        bad["expect"] = {"iteration_time_s": value}
+        write(records, name, bad)
+    code, out, err, _ = run(orrery, "validate", records, "--json")
+    expect(code == 0 and "null" not in out and "NaN" not in out, f"validate --json with extreme expect values: exit {code}, "
+           f"null in output: {'null' in out}, {err[:200]!r}")
+    if code == 0:
+        doc = json.loads(out)
+        messages = {r["name"]: r.get("error", "") for r in doc["records"]}
+        expect("expect.iteration_time_s (1e+308) must lie in [1e-06, 1000000] s" in messages.get("huge-run", ""),
+               f"validate: the 1e308 record's error: {messages.get('huge-run')!r}")
+        expect("expect.iteration_time_s (5e-324) must lie in" in messages.get("tiny-run", ""),
+               f"validate: the 4.9e-324 record's error: {messages.get('tiny-run')!r}")
+        expect(doc["summary"]["records"] == 1 and doc["summary"]["not_simulated"] == 2,
+               f"validate summary: {doc['summary']}")
+
+    # 4. Invalid UTF-8 once gave "invalid value in the input: [json.exception.type_error.316] invalid UTF-8 byte at
+    # index 220", naming neither file nor field; a NUL in a key gave just the key's name.
+    latin1 = write(tmp, "latin1.json", json.dumps(SMALL)[:-1].encode() + b', "notes": "caf\xe9"}')
+    refused(orrery, ["predict", latin1], f"scenario {latin1} (notes at byte 144: 0xE9) is not valid UTF-8",
+            what="invalid UTF-8 in a value")
+    broken = os.path.join(tmp, "utf8")
+    os.mkdir(broken)
+    write(broken, "latin1.json", open(latin1, "rb").read()[:-1] + b', "expect": {"iteration_time_s": 1}}')
+    code, out, err, raw = run(orrery, "validate", broken, "--json")
+    try:
+        raw.decode("utf-8")
+        doc = json.loads(out)
+        readable = "is not valid UTF-8" in doc["records"][0]["error"]
+    except (UnicodeDecodeError, ValueError, KeyError, IndexError):
+        readable = False
+    expect(code == 2 and readable and "type_error" not in err,
+           f"validate --json over a non-UTF-8 record: exit {code}, stdout {out[:300]!r}, stderr {err[:300]!r}")
+    nul = write(tmp, "nul.json", json.dumps(SMALL)[:-1].encode() + b', "no\\u0000tes": "x"}')
+    refused(orrery, ["predict", nul], f"scenario {nul} (the key \"no\\u0000tes\" of the top level at byte",
+            "holds a NUL character (\\u0000) in a key", what="NUL in a key")
+
+    # 6. An empty scenario path once predicted the built-in default; validate over nothing but broken records
+    # once exited 0.
+    refused(orrery, ["predict", ""], "scenario", "must name a scenario file", what="predict ''")
+    refused(orrery, ["search", "", "--quiet"], "scenario", "must name a file", what="search ''")
+    refused(orrery, ["validate", broken], "none of the 1 record could be read and simulated", "latin1",
+            what="validate over a broken record only")
+
+    # 7. --expand-ranks of 262,144 GPUs beyond the task-instance limit: refused from the task count, before any
+    # per-rank structure is built (this once took 95 s; the limit is limits::kTaskInstances).
+    refused(orrery, ["predict", "--model", "llama3.1-405b", "--num-gpus", "262144", "--tp", "8", "--pp", "2",
+                     "--sequence-parallel", "--seq-length", "8192", "--micro-batch-size", "1",
+                     "--global-batch-size", "262144", "--expand-ranks"],
+            "--expand-ranks (262144 ranks) would simulate", "task instances, above the limit of 2e+09",
+            what="--expand-ranks at 262,144 GPUs")
+
+    for p in problems:
+        print(p)
+    print(f"input hardening: {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
