@@ -1,11 +1,11 @@
 #include <fmt/format.h>
 
-#include <fstream>
 #include <iostream>
 #include <memory>
 
 #include "models/error.h"
 #include "models/json_fields.h"
+#include "models/output_file.h"
 #include "hardware/gpu_profile.h"
 #include "sim/predict.h"
 #include "tools/orrery/commands.h"
@@ -26,13 +26,10 @@ struct PredictArgs {
   std::string timeline_file;
 };
 
-void write_json(const std::string& path, const nlohmann::json& doc) {
-  std::ofstream out(path);
-  if (!out) throw Error::io(path, "cannot be written");
-  out << doc.dump() << "\n";
-}
-
 void run_predict(const PredictArgs& a) {
+  // Output paths first: a path that cannot be written fails the command before it simulates anything.
+  if (!a.trace_file.empty()) check_output_path("--trace", a.trace_file);
+  if (!a.timeline_file.empty()) check_output_path("--timeline", a.timeline_file);
   nlohmann::json doc;
   std::filesystem::path base = std::filesystem::current_path();
   if (!a.scenario_file.empty()) {
@@ -57,9 +54,9 @@ void run_predict(const PredictArgs& a) {
   const CostParams params = cost_params_with_profile(a.profile_file);
   options.params = &params;
   Prediction p = predict(scenario, options);
-  // Files first: a path that cannot be written fails the command before it reports anything.
-  if (!a.trace_file.empty()) write_json(a.trace_file, chrome_trace(p));
-  if (!a.timeline_file.empty()) write_json(a.timeline_file, timeline_json(p));
+  // Files first, each written whole (OutputFile): a write that fails fails the command before it reports.
+  if (!a.trace_file.empty()) write_file_whole(a.trace_file, chrome_trace(p).dump() + "\n");
+  if (!a.timeline_file.empty()) write_file_whole(a.timeline_file, timeline_json(p).dump() + "\n");
   if (a.json) {
     std::cout << report_json(p).dump(2) << "\n";
   } else {
