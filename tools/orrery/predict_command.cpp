@@ -11,6 +11,7 @@
 #include "tools/orrery/commands.h"
 #include "tools/orrery/outputs.h"
 #include "tools/orrery/scenario_flags.h"
+#include "tools/orrery/trace_options.h"
 
 namespace orrery::cli {
 
@@ -24,12 +25,15 @@ struct PredictArgs {
   std::string trace_file;
   std::string profile_file;
   std::string timeline_file;
+  TraceFlags trace;
 };
 
 void run_predict(const PredictArgs& a) {
   // Output paths first: a path that cannot be written fails the command before it simulates anything.
   if (!a.trace_file.empty()) check_output_path("--trace", a.trace_file);
   if (!a.timeline_file.empty()) check_output_path("--timeline", a.timeline_file);
+  require(a.trace.first_given().empty() || !a.trace_file.empty(), a.trace.first_given(), "given without --trace",
+          "selects what --trace FILE writes: give --trace FILE too");
   nlohmann::json doc;
   std::filesystem::path base = std::filesystem::current_path();
   if (!a.scenario_file.empty()) {
@@ -49,14 +53,24 @@ void run_predict(const PredictArgs& a) {
     doc["name"] = std::filesystem::path(a.scenario_file).stem().string();
   }
   Scenario scenario = parse_scenario(doc, base);
+  const TraceSelection selection = a.trace.selection(scenario);
   PredictOptions options;
   options.expansion = a.expand_ranks ? Expansion::kAllRanks : Expansion::kAuto;
   const CostParams params = cost_params_with_profile(a.profile_file);
   options.params = &params;
   Prediction p = predict(scenario, options);
   // Files first, each written whole (OutputFile): a write that fails fails the command before it reports.
-  if (!a.trace_file.empty()) write_file_whole(a.trace_file, chrome_trace(p).dump() + "\n");
-  if (!a.timeline_file.empty()) write_file_whole(a.timeline_file, timeline_json(p).dump() + "\n");
+  if (!a.trace_file.empty()) {
+    OutputFile out(a.trace_file);
+    const TraceSummary written = write_chrome_trace([&out](std::string_view chunk) { out.write(chunk); }, p, selection);
+    out.commit();
+    warn_about_trace(std::cerr, a.trace_file, written, selection, p);
+  }
+  if (!a.timeline_file.empty()) {
+    OutputFile out(a.timeline_file);
+    write_timeline([&out](std::string_view chunk) { out.write(chunk); }, p);
+    out.commit();
+  }
   if (a.json) {
     std::cout << report_json(p).dump(2) << "\n";
   } else {
@@ -72,7 +86,10 @@ void add_predict_command(CLI::App& app) {
   cmd->add_option("scenario", args->scenario_file, "scenario JSON file (default: a built-in Llama-3-70B example)");
   cmd->add_flag("--json", args->json, "print the report as JSON");
   cmd->add_flag("--expand-ranks", args->expand_ranks, "simulate every rank instead of one per pipeline stage");
-  cmd->add_option("--trace", args->trace_file, "write a Chrome-trace / Perfetto timeline to FILE")->check(non_empty_file());
+  cmd->add_option("--trace", args->trace_file,
+                  "write a Chrome-trace / Perfetto timeline to FILE (select what it holds with --trace-*)")
+      ->check(non_empty_file());
+  args->trace.add_to(*cmd);
   cmd->add_option("--timeline", args->timeline_file, "write the simulated timeline JSON to FILE")->check(non_empty_file());
   cmd->add_option("--profile", args->profile_file, "price GEMMs and copies from a measured GPU profile (calibrate/)")->check(non_empty_file());
   args->flags.add_to(*cmd);
