@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "models/error.h"
+#include "models/output_file.h"
 
 namespace orrery {
 
@@ -48,9 +49,7 @@ void write_fitted_values(const std::string& file, const std::string& section,
     names.push_back(key);
   }
   target["fit"] = {{"command", command}, {"parameters", names}, {"digest", fitted_digest(values)}};
-  std::ofstream out(file);
-  if (!out) throw Error::io(file, "cannot be written");
-  out << doc.dump(2) << "\n";
+  write_file_whole(file, doc.dump(2) + "\n");
 }
 
 }  // namespace orrery

@@ -19,7 +19,8 @@ std::string fitted_digest(const std::vector<std::pair<std::string, double>>& val
 std::string section_digest(const nlohmann::ordered_json& section);
 
 /// Writes `values` (rounded to 4 decimals) into cost_model[0].<section> of the preset file with `note` as their
-/// source, and the section's fit record. Errors: Error::io when the file cannot be read or written.
+/// source, and the section's fit record; the file is replaced whole (models/output_file.h), never left half
+/// written. Errors: Error::io when the file cannot be read or written.
 void write_fitted_values(const std::string& file, const std::string& section,
                          const std::vector<std::pair<std::string, double>>& values, const std::string& note,
                          const std::string& command);

@@ -25,6 +25,7 @@
 #include "calibrate/bench/raw_profile_writer.h"
 #include "calibrate/cuda/gemm_bench.h"
 #include "calibrate/cuda/memory_bench.h"
+#include "models/output_file.h"
 #ifdef ORRERY_WITH_NCCL
 #include "calibrate/cuda/nccl_bench.h"
 #endif
@@ -102,6 +103,11 @@ Args parse(int argc, char** argv) {
   }
   if (a.plan.empty()) usage("--plan is required");
   if (a.out.empty()) usage("--out is required");
+  try {
+    orrery::check_output_path("--out", a.out);  // before the measurement, not after it
+  } catch (const std::exception& e) {
+    usage(e.what());
+  }
   return a;
 }
 
@@ -229,9 +235,7 @@ int main(int argc, char** argv) {
   }
   try {
     const RawProfile raw = measure(args, plan);
-    std::ofstream out(args.out);
-    out << raw_profile_json(raw);
-    if (!out) throw std::runtime_error("cannot write '" + args.out + "'");
+    orrery::write_file_whole(args.out, raw_profile_json(raw));  // whole or not at all (models/output_file.h)
     std::fprintf(stderr, "orrery-calibrate: %zu GEMMs, %zu memory kernels, %zu collectives, %zu skipped -> %s\n",
                  raw.gemm.size(), raw.memory.size(), raw.collectives.size(), raw.skipped.size(), args.out.c_str());
   } catch (const std::exception& e) {

@@ -16,6 +16,7 @@
 #include "calibrate/bench/raw_profile_writer.h"
 #include "calibrate/bench/workload_file.h"
 #include "calibrate/cuda/executor.h"
+#include "models/output_file.h"
 
 namespace {
 
@@ -69,6 +70,13 @@ int main(int argc, char** argv) {
     }
   }
   if (workload.empty() || out.empty()) usage("--workload and --out are required");
+  try {
+    // Before the GPU work: an output that cannot be written is refused now, not after the measurement.
+    orrery::check_output_path("--out", out);
+    if (!trace.empty()) orrery::check_output_path("--trace", trace);
+  } catch (const std::exception& e) {
+    usage(e.what());
+  }
   WorkloadFile w;
   try {
     std::ifstream in(workload);
@@ -102,8 +110,8 @@ int main(int argc, char** argv) {
     tl << "\n ],\n \"memory\": [{\"rank\": 0, \"stage\": 0, \"samples\": [[0, " << statics << "], [" << number(end)
        << ", " << x.peak_bytes << "]]}]}\n";
     ct << "\n]}\n";
-    std::ofstream(out) << tl.str();
-    if (!trace.empty()) std::ofstream(trace) << ct.str();
+    orrery::write_file_whole(out, tl.str());  // whole or not at all (models/output_file.h)
+    if (!trace.empty()) orrery::write_file_whole(trace, ct.str());
     std::fprintf(stderr, "orrery-execute: %zu tasks on %s, iteration %.6f s, peak %.3f GiB -> %s\n", w.tasks.size(),
                  x.gpu.c_str(), end, static_cast<double>(x.peak_bytes) / 1073741824.0, out.c_str());
   } catch (const std::exception& e) {

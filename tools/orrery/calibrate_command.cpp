@@ -7,9 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "calibrate/kineto_trace.h"
 #include "calibrate/calibration_plan.h"
@@ -18,6 +18,7 @@
 #include "calibrate/workload_export.h"
 #include "models/json_fields.h"
 #include "models/error.h"
+#include "models/output_file.h"
 #include "tools/orrery/commands.h"
 
 namespace orrery::cli {
@@ -31,6 +32,7 @@ struct ImportArgs {
 };
 
 void run_import(const ImportArgs& a) {
+  check_output_path("--out", a.out);
   GpuProfile profile;
   if (!a.base.empty()) {
     profile = load_gpu_profile(a.base);
@@ -47,9 +49,7 @@ void run_import(const ImportArgs& a) {
                              samples.empty() ? 0 : samples.front().ranks, samples.empty() ? 0 : samples.front().nodes,
                              samples.size());
   }
-  std::ofstream out(a.out);
-  if (!out) throw Error::io(a.out, "cannot be written");
-  out << gpu_profile_json(profile).dump(1) << "\n";
+  write_file_whole(a.out, gpu_profile_json(profile).dump(1) + "\n");
   std::cout << fmt::format("wrote {} ({} collective samples)\n", a.out, profile.collectives.size());
 }
 
@@ -60,6 +60,7 @@ struct PlanArgs {
 };
 
 void run_plan(const PlanArgs& a) {
+  check_output_path("--out", a.out);
   std::vector<Scenario> scenarios;
   for (const std::string& f : a.scenarios) {
     try {
@@ -76,11 +77,11 @@ void run_plan(const PlanArgs& a) {
   std::vector<std::string> notes;
   const bench::BenchPlan plan = calibration_plan(scenarios, options, &notes);
   for (const std::string& n : notes) std::cout << "note: " << n << "\n";
-  std::ofstream out(a.out);
-  if (!out) throw Error::io(a.out, "cannot be written");
+  std::ostringstream out;
   out << "# orrery calibration plan: orrery calibrate plan" << (a.no_grid ? " --no-grid" : "");
   for (const std::string& f : a.scenarios) out << " " << f;
   out << "\n" << bench::format_bench_plan(plan);
+  write_file_whole(a.out, out.str());
   std::cout << fmt::format("wrote {}: {} GEMMs, {} memory kernels, {} collectives, {} attention shapes\n", a.out,
                            plan.gemm.size(), plan.memory.size(), plan.collectives.size(), plan.attention.size());
 }
@@ -90,14 +91,13 @@ struct FitArgs {
 };
 
 void run_fit(const FitArgs& a) {
+  check_output_path("--out", a.out);
   const nlohmann::json raw = read_json_file(a.raw, "RAW");
   nlohmann::json attention;
   if (!a.attention.empty()) attention = read_json_file(a.attention, "--attention");
   GpuProfile p = fit_raw_profile(raw, a.raw, a.attention.empty() ? nullptr : &attention, a.attention);
   if (!a.pytorch.empty()) add_pytorch_kernels(read_json_file(a.pytorch, "--pytorch"), a.pytorch, p);
-  std::ofstream out(a.out);
-  if (!out) throw Error::io(a.out, "cannot be written");
-  out << gpu_profile_json(p).dump(1) << "\n";
+  write_file_whole(a.out, gpu_profile_json(p).dump(1) + "\n");
   std::cout << fmt::format("{}: {} GEMM shapes, {} memory kernels, {} attention calls, {} collectives\n", p.gpu,
                            p.gemm.size(), p.memory.size(), p.attention.size(), p.collectives.size());
   std::size_t width = 20;  // the longest name: "memory pytorch_log_softmax_backward"
@@ -149,13 +149,14 @@ struct ExportArgs {
 };
 
 void run_export(const ExportArgs& a) {
+  check_output_path("--out", a.out);
   const Scenario scenario = load_scenario(a.scenario);
   const Prediction p = predict(scenario);
   const bench::WorkloadFile w = export_workload(p);
   for (const std::string& warning : p.report.warnings) std::cerr << "warning: " << warning << "\n";
-  std::ofstream out(a.out);
-  if (!out) throw Error::io(a.out, "cannot be written");
+  std::ostringstream out;
   out << "# " << scenario.name << ": orrery calibrate export-workload " << a.scenario << "\n" << bench::format_workload(w);
+  write_file_whole(a.out, out.str());
   std::cout << fmt::format("wrote {}: {} tasks (predicted iteration {:.6f} s, peak {:.3f} GiB)\n", a.out, w.tasks.size(),
                            p.report.iteration_time, static_cast<double>(p.report.peak_memory) / 1073741824.0);
 }

@@ -51,7 +51,9 @@ void run_timeline_compare(const CompareArgs& a) {
   PredictOptions options;
   options.params = &params;
   const Prediction p = predict(scenario, options);
-  Timeline predicted = parse_timeline(timeline_json(p), "prediction");
+  std::string text;  // the same text `predict --timeline` writes, read back
+  write_timeline([&text](std::string_view chunk) { text.append(chunk); }, p);
+  Timeline predicted = parse_timeline(nlohmann::json::parse(text), "prediction");
   predicted.peak_memory = p.report.peak_memory;
   const TimelineComparison c = compare_timelines(predicted, measured, a.misses);
   require(c.matched > 0, "--measured", a.measured,

@@ -5,13 +5,13 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <memory>
 
 #include "calibrate/collective_fit.h"
 #include "calibrate/fit_record.h"
 #include "models/error.h"
+#include "models/output_file.h"
 #include "tools/orrery/commands.h"
 #include "tools/orrery/fit_records.h"
 
@@ -53,6 +53,7 @@ void print_band_errors(const std::string& manifest, const NetworkParams& before,
 }
 
 void fit_collectives(const FitArgs& a) {
+  if (!a.write.empty()) check_output_path("--write", a.write);
   const auto samples = load_collective_samples(a.manifest, parse_bytes(a.min_bytes, "--min-bytes"),
                                                parse_bytes(a.min_bytes_single_node, "--min-bytes-single-node"));
   const NetworkParams start = default_cost_params().network;

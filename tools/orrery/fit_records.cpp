@@ -4,13 +4,13 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <fstream>
 #include <functional>
 #include <map>
 
 #include "calibrate/fit_record.h"
 #include "calibrate/record_fit.h"
 #include "models/error.h"
+#include "models/output_file.h"
 
 namespace orrery::cli {
 
@@ -30,6 +30,7 @@ void print_params(const CostParams& p) {
 
 int fit_records(const std::vector<std::string>& paths, const std::vector<std::string>& exclude,
                 const std::vector<std::string>& skip, const std::string& write) {
+  if (!write.empty()) check_output_path("--write", write);  // before the fit's minutes of simulation
   const auto records = load_fit_records(paths, exclude, skip);
   require(!records.empty(), "fit records", "0 records", "found no scenario with expect.iteration_time_s that simulates");
   const CostParams start = default_cost_params();

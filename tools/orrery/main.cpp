@@ -2,11 +2,30 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
+#include <cstdio>
 #include <iostream>
 #include <stdexcept>
+#include <system_error>
 
 #include "models/error.h"
 #include "tools/orrery/commands.h"
+
+namespace {
+
+// A report that never reached its reader (standard output on a full disk, say) must not exit 0. Buffered output
+// fails only when flushed, so this flushes it before judging.
+void check_standard_output() {
+  errno = 0;
+  std::cout.flush();
+  const bool failed = std::fflush(stdout) != 0 || !std::cout || std::ferror(stdout) != 0;
+  if (!failed) return;
+  const int error = errno;
+  throw orrery::Error::io("standard output", error != 0 ? "cannot be written: " + std::error_code(error, std::generic_category()).message()
+                                                        : "cannot be written");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"orrery: a discrete-event performance simulator for LLM training"};
@@ -29,6 +48,7 @@ int main(int argc, char** argv) {
   }
   try {
     app.parse(argc, argv);
+    check_standard_output();
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? 0 : 2;

@@ -1,16 +1,17 @@
 #include <fmt/format.h>
 
-#include <fstream>
 #include <iostream>
 #include <memory>
 
 #include "models/error.h"
 #include "models/json_fields.h"
+#include "models/output_file.h"
 #include "hardware/gpu_profile.h"
 #include "sim/predict.h"
 #include "tools/orrery/commands.h"
 #include "tools/orrery/outputs.h"
 #include "tools/orrery/scenario_flags.h"
+#include "tools/orrery/trace_options.h"
 
 namespace orrery::cli {
 
@@ -24,15 +25,15 @@ struct PredictArgs {
   std::string trace_file;
   std::string profile_file;
   std::string timeline_file;
+  TraceFlags trace;
 };
 
-void write_json(const std::string& path, const nlohmann::json& doc) {
-  std::ofstream out(path);
-  if (!out) throw Error::io(path, "cannot be written");
-  out << doc.dump() << "\n";
-}
-
 void run_predict(const PredictArgs& a) {
+  // Output paths first: a path that cannot be written fails the command before it simulates anything.
+  if (!a.trace_file.empty()) check_output_path("--trace", a.trace_file);
+  if (!a.timeline_file.empty()) check_output_path("--timeline", a.timeline_file);
+  require(a.trace.first_given().empty() || !a.trace_file.empty(), a.trace.first_given(), "given without --trace",
+          "selects what --trace FILE writes: give --trace FILE too");
   nlohmann::json doc;
   std::filesystem::path base = std::filesystem::current_path();
   if (!a.scenario_file.empty()) {
@@ -52,14 +53,24 @@ void run_predict(const PredictArgs& a) {
     doc["name"] = std::filesystem::path(a.scenario_file).stem().string();
   }
   Scenario scenario = parse_scenario(doc, base);
+  const TraceSelection selection = a.trace.selection(scenario);
   PredictOptions options;
   options.expansion = a.expand_ranks ? Expansion::kAllRanks : Expansion::kAuto;
   const CostParams params = cost_params_with_profile(a.profile_file);
   options.params = &params;
   Prediction p = predict(scenario, options);
-  // Files first: a path that cannot be written fails the command before it reports anything.
-  if (!a.trace_file.empty()) write_json(a.trace_file, chrome_trace(p));
-  if (!a.timeline_file.empty()) write_json(a.timeline_file, timeline_json(p));
+  // Files first, each written whole (OutputFile): a write that fails fails the command before it reports.
+  if (!a.trace_file.empty()) {
+    OutputFile out(a.trace_file);
+    const TraceSummary written = write_chrome_trace([&out](std::string_view chunk) { out.write(chunk); }, p, selection);
+    out.commit();
+    warn_about_trace(std::cerr, a.trace_file, written, selection, p);
+  }
+  if (!a.timeline_file.empty()) {
+    OutputFile out(a.timeline_file);
+    write_timeline([&out](std::string_view chunk) { out.write(chunk); }, p);
+    out.commit();
+  }
   if (a.json) {
     std::cout << report_json(p).dump(2) << "\n";
   } else {
@@ -83,7 +94,10 @@ void add_predict_command(CLI::App& app) {
       ->check(named_file);
   cmd->add_flag("--json", args->json, "print the report as JSON");
   cmd->add_flag("--expand-ranks", args->expand_ranks, "simulate every rank instead of one per pipeline stage");
-  cmd->add_option("--trace", args->trace_file, "write a Chrome-trace / Perfetto timeline to FILE")->check(non_empty_file());
+  cmd->add_option("--trace", args->trace_file,
+                  "write a Chrome-trace / Perfetto timeline to FILE (select what it holds with --trace-*)")
+      ->check(non_empty_file());
+  args->trace.add_to(*cmd);
   cmd->add_option("--timeline", args->timeline_file, "write the simulated timeline JSON to FILE")->check(non_empty_file());
   cmd->add_option("--profile", args->profile_file, "price GEMMs and copies from a measured GPU profile (calibrate/)")->check(non_empty_file());
   args->flags.add_to(*cmd);

@@ -5,15 +5,16 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <numeric>
 #include <span>
+#include <sstream>
 
 #include "hardware/gpu_profile.h"
 #include "models/error.h"
 #include "models/json_fields.h"
+#include "models/output_file.h"
 #include "sim/pipeline_layout.h"
 #include "sim/search/plan_search.h"
 #include "tools/orrery/commands.h"
@@ -314,17 +315,20 @@ SearchOptions search_options(const SearchArgs& a) {
   return o;
 }
 
+// Before the search: a path that cannot be written is refused (exit 2) before hours of work, not after.
+void check_outputs(const std::string& csv_file, const std::string& json_file) {
+  if (!csv_file.empty()) check_output_path("--csv", csv_file);
+  if (!json_file.empty()) check_output_path("--json", json_file);
+}
+
+// Each file is written whole or not at all (OutputFile).
 void write_outputs(const SearchResult& r, const std::string& csv_file, const std::string& json_file) {
   if (!csv_file.empty()) {
-    std::ofstream out(csv_file);
-    if (!out) throw Error::io(csv_file, "cannot be written");
-    write_search_csv(out, r);
+    std::ostringstream csv;
+    write_search_csv(csv, r);
+    write_file_whole(csv_file, csv.str());
   }
-  if (!json_file.empty()) {
-    std::ofstream out(json_file);
-    if (!out) throw Error::io(json_file, "cannot be written");
-    out << search_json(r).dump() << "\n";
-  }
+  if (!json_file.empty()) write_file_whole(json_file, search_json(r).dump() + "\n");
 }
 
 // Under mpirun: rank r of n searches shard r/n, rank 0 gathers the shards' JSON, merges and reports.
@@ -404,6 +408,7 @@ void report_given(std::ostream& out, const SearchResult& r, const Candidate& giv
 }
 
 void run_search_command(const SearchArgs& a) {
+  check_outputs(a.csv_file, a.json_file);
   std::optional<Scenario> file;
   if (!a.scenario_file.empty()) file = load_scenario(a.scenario_file);
   const Scenario base = base_scenario(a, file ? &*file : nullptr);
@@ -460,6 +465,7 @@ void run_search_command(const SearchArgs& a) {
 }
 
 void run_merge(const MergeArgs& a) {
+  check_outputs(a.csv_file, a.json_file);
   std::vector<SearchResult> shards;
   for (const std::string& f : a.files) shards.push_back(read_search_json(read_json_file(f, "search output"), f));
   const SearchResult merged = merge_searches(shards);
@@ -506,8 +512,9 @@ void add_search_command(CLI::App& app) {
   cmd->add_option("--shard", a->shard, "evaluate shard I of N (I/N, from 0), e.g. as a Slurm array task");
   cmd->add_flag("--mpi", a->mpi, "under mpirun: each rank searches one shard; rank 0 merges and reports");
   cmd->add_option("--profile", a->profile, "price ops from a measured GPU profile (calibrate/) where it covers them")->check(non_empty_file());
-  cmd->add_option("--csv", a->csv_file, "write every candidate as CSV");
-  cmd->add_option("--json", a->json_file, "write every candidate as JSON (input of `orrery search merge`)");
+  cmd->add_option("--csv", a->csv_file, "write every candidate as CSV")->check(non_empty_file());
+  cmd->add_option("--json", a->json_file, "write every candidate as JSON (input of `orrery search merge`)")
+      ->check(non_empty_file());
   cmd->callback([a, cmd] {
     if (cmd->get_subcommands().empty()) run_search_command(*a);
   });
@@ -516,8 +523,8 @@ void add_search_command(CLI::App& app) {
   CLI::App* merge = cmd->add_subcommand("merge", "join the JSON outputs of the shards of one search");
   merge->add_option("files", m->files, "JSON files written by `orrery search --shard I/N --json FILE`")->required();
   merge->add_option("--top", m->top, "plans to print (default 10)");
-  merge->add_option("--csv", m->csv_file, "write the merged candidates as CSV");
-  merge->add_option("--json", m->json_file, "write the merged candidates as JSON");
+  merge->add_option("--csv", m->csv_file, "write the merged candidates as CSV")->check(non_empty_file());
+  merge->add_option("--json", m->json_file, "write the merged candidates as JSON")->check(non_empty_file());
   merge->callback([m] { run_merge(*m); });
 }
 
