@@ -29,7 +29,7 @@ Seconds total(const KinetoTrace& t, int step, bool nccl_only) {
 
 }  // namespace
 
-TEST_CASE("a real A100 two-rank trace: steps, kernels, NCCL arguments", "[calibrate][kineto]") {
+TEST_CASE("a real A100 two-rank trace: steps, kernels, NCCL arguments", "[calibrate][kineto][slow]") {
   const KinetoTrace t = trace("a100-2rank-nccl.json.gz");
   REQUIRE(t.steps.size() == 3);
   CHECK(t.steps[0].name == "ProfilerStep#4");
@@ -62,7 +62,7 @@ TEST_CASE("a real A100 two-rank trace: steps, kernels, NCCL arguments", "[calibr
   CHECK(copies == Approx(2653.498e-6));
 }
 
-TEST_CASE("a real V100 trace: kernels attributed to the step that launched them", "[calibrate][kineto]") {
+TEST_CASE("a real V100 trace: kernels attributed to the step that launched them", "[calibrate][kineto][slow]") {
   const KinetoTrace t = trace("v100-2rank-rank1.json.gz");
   REQUIRE(t.steps.size() == 6);
   CHECK(t.kernels.size() == 9876);
@@ -94,7 +94,7 @@ TEST_CASE("kernel names are classified as cuBLAS, CUTLASS, flash-attention and N
   CHECK(classify_kernel("void cudnn::fusion::convert_dq_to_16bits<true>(void const*, void*)") == KernelClass::kAttention);
 }
 
-TEST_CASE("a real H200 Llama-3.2-1B training step: nvjet GEMMs, cuDNN attention, layers", "[calibrate][kineto]") {
+TEST_CASE("a real H200 Llama-3.2-1B training step: nvjet GEMMs, cuDNN attention, layers", "[calibrate][kineto][slow]") {
   // Recorded by tools/pytorch_train_step.py on an H200 (PyTorch 2.11.0+cu130, 2026-11-30). Expected figures from an
   // independent Python reading of the same file (launch-correlated step attribution, the same name rules).
   const KinetoTrace t = read_kineto_trace(

@@ -150,7 +150,7 @@ LayerForward layer_forward(const Prediction& p, int layer) {
 
 }  // namespace
 
-TEST_CASE("host timeline: a PyTorch eager layer takes max(launches x CPU cost, GPU work)", "[sim][host][pytorch]") {
+TEST_CASE("host timeline: a PyTorch eager layer takes max(launches x CPU cost, GPU work)", "[sim][host][pytorch][slow]") {
   // The launches of one Hugging Face Llama decoder layer's forward, counted in a measured PyTorch 2.11 trace of
   // Llama-3.2-1B on an H200 (every layer's forward range holds the same number).
   const KinetoTrace trace = read_kineto_trace(
@@ -181,7 +181,7 @@ TEST_CASE("host timeline: a PyTorch eager layer takes max(launches x CPU cost, G
 }
 
 TEST_CASE("calibrate host: the PyTorch eager costs in cost_model.json are what the committed traces measure",
-          "[calibrate][host]") {
+          "[calibrate][host][slow]") {
   std::vector<KinetoTrace> traces;
   for (const char* m : {"0.5b", "1b", "3b"}) {
     traces.push_back(read_kineto_trace(
