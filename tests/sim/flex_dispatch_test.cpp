@@ -132,7 +132,7 @@ double plain_router_sample(const MoeSpec& moe, int parts, int tokens, bool sigmo
 }  // namespace
 
 TEST_CASE("group-limited fan-out follows Megatron-Core's router, which packs the top-k into its chosen groups",
-          "[sim][moe]") {
+          "[sim][moe][slow]") {
   // DeepSeek-V3 routing: 256 experts in 8 groups, the best 4 by the sum of their top-2 sigmoid scores, then top-8.
   MoeSpec v3 = routing(256, 8, 8, 4);
   v3.router_correction_bias = true;  // noaux_tc: sigmoid scores

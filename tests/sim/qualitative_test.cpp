@@ -14,7 +14,7 @@ double iteration(const char* name) {
 }  // namespace
 
 TEST_CASE("sequence parallelism with selective recompute beats full recompute by about the published margin",
-          "[sim][qualitative]") {
+          "[sim][qualitative][slow]") {
   // Korthikanti et al. (arXiv:2205.05198) Table 5: full recompute takes 1.29x-1.32x as long as sequence
   // parallelism with selective recompute, for 22B to 1T.
   for (const char* size : {"22b", "175b", "530b", "1t"}) {

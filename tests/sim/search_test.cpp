@@ -109,7 +109,7 @@ TEST_CASE("the search's memory verdicts agree with predict", "[sim][search][memo
   CHECK(too_big > 5);
 }
 
-TEST_CASE("pruning returns exactly the exhaustive search's top ten", "[sim][search]") {
+TEST_CASE("pruning returns exactly the exhaustive search's top ten", "[sim][search][slow]") {
   const Scenario s = eight_layers();
   const SearchResult all = exhaustive_eight_layers();
   const SearchResult pruned = run_search(s, eight_layer_space(s), 16, SearchOptions{});
@@ -142,7 +142,7 @@ TEST_CASE("the bounds hold for every schedule, DualPipe's two half-loaded chunks
   CHECK(dualpipev > 5);
 }
 
-TEST_CASE("a plan asked to be ranked exactly gets its exhaustive rank", "[sim][search]") {
+TEST_CASE("a plan asked to be ranked exactly gets its exhaustive rank", "[sim][search][slow]") {
   // What `orrery search SCENARIO` does for the scenario's own plan: nothing that could beat it is pruned.
   const Scenario s = eight_layers();
   const SearchResult all = exhaustive_eight_layers();
