@@ -18,6 +18,11 @@ RankCoord RankLayout::coord(int rank) const {
   return c;
 }
 
+RankLayout::ExpertCoord RankLayout::expert_coord(int rank) const {
+  const int index = rank % (tp_ * cp_ * dp_);
+  return {rank - index, index % etp_, (index / etp_) % ep_, index / (etp_ * ep_)};
+}
+
 std::vector<int> RankLayout::group_members(GroupKind kind, int rank) const {
   const RankCoord me = coord(rank);
   std::vector<int> out;
@@ -45,11 +50,9 @@ std::vector<int> RankLayout::group_members(GroupKind kind, int rank) const {
     case GroupKind::kEp:
     case GroupKind::kExpertTp:
     case GroupKind::kExpertDp: {
-      const int stage_size = tp_ * cp_ * dp_;
-      const int index = rank % stage_size, base = rank - index;
-      const int e_tp = index % etp_, e_ep = (index / etp_) % ep_, e_dp = index / (etp_ * ep_);
-      const int edp = stage_size / (etp_ * ep_);
-      auto at = [&](int t, int e, int d) { out.push_back(base + t + etp_ * (e + ep_ * d)); };
+      const auto [base, e_tp, e_ep, e_dp] = expert_coord(rank);
+      const int edp = tp_ * cp_ * dp_ / (etp_ * ep_);
+      auto at = [&, base = base](int t, int e, int d) { out.push_back(base + t + etp_ * (e + ep_ * d)); };
       if (kind == GroupKind::kEp) {
         for (int e = 0; e < ep_; ++e) at(e_tp, e, e_dp);
       } else if (kind == GroupKind::kExpertTp) {
@@ -124,9 +127,7 @@ int RankLayout::group_leader(GroupKind kind, int rank) const {
     case GroupKind::kEp:
     case GroupKind::kExpertTp:
     case GroupKind::kExpertDp: {
-      const int stage_size = tp_ * cp_ * dp_;
-      const int index = rank % stage_size, base = rank - index;
-      const int e_tp = index % etp_, e_ep = (index / etp_) % ep_, e_dp = index / (etp_ * ep_);
+      const auto [base, e_tp, e_ep, e_dp] = expert_coord(rank);
       if (kind == GroupKind::kEp) return base + e_tp + etp_ * ep_ * e_dp;
       if (kind == GroupKind::kExpertTp) return base + etp_ * (e_ep + ep_ * e_dp);
       return base + e_tp + etp_ * e_ep;

@@ -36,6 +36,12 @@ class RankLayout {
   int group_leader(GroupKind kind, int rank) const;
 
  private:
+  /// A rank's place in the expert layout of its stage: the stage's first rank, and its expert-TP, EP and
+  /// expert-DP coordinates (Megatron-Core's order: expert TP fastest, then EP, then expert DP).
+  struct ExpertCoord {
+    int base, tp, ep, dp;
+  };
+  ExpertCoord expert_coord(int rank) const;
   int tp_, cp_, dp_, pp_, ep_, etp_;
   int cp_a2a_;  // hierarchical CP's all-to-all group size (1 without it)
 };

@@ -1,0 +1,109 @@
+// Load and soak benchmark of the plan search (issue 26): the same search, on 2 threads, round after round for a
+// given time, in one process. Memory must stay flat (a leak or an unbounded cache grows it round by round, since
+// every round does the same work) and every round's ranking must equal a single-thread run's.
+//   orrery-search-soak SCENARIO [SECONDS=600] [THREADS=2]
+// Prints each round's time, plans per second and resident memory (VmRSS), and exits 1 when a ranking differs or
+// the memory after any round from the third on exceeds the largest of the first two by more than 10% (the first
+// rounds fill the allocator's arenas and the caches every round shares). Not a test: it measures, for tools/.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "models/error.h"
+#include "sim/scenario.h"
+#include "sim/search/plan_search.h"
+#include "sim/search/search_space.h"
+
+namespace {
+
+using namespace orrery;
+
+// Resident memory of this process in MiB, from /proc/self/status (Linux).
+double resident_mib() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmRSS:") {
+      double kib = 0;
+      status >> kib;
+      return kib / 1024.0;
+    }
+    status.ignore(1 << 20, '\n');
+  }
+  return 0;
+}
+
+// What a ranking is: the order of the fitting plans and each plan's status, objective and peak memory.
+std::vector<std::string> signature(const SearchResult& r) {
+  std::vector<std::string> out;
+  for (std::size_t i : r.ranking) out.push_back(candidate_key(r.records[i].candidate));
+  for (const PlanRecord& p : r.records) {
+    out.push_back(fmt::format("{} {} {:.9e} {}", candidate_key(p.candidate), to_string(p.status), p.objective,
+                              p.peak_memory));
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: orrery-search-soak SCENARIO [SECONDS=600] [THREADS=2]\n");
+    return 2;
+  }
+  try {
+    const Scenario base = load_scenario(argv[1]);
+    const double seconds = argc > 2 ? std::stod(argv[2]) : 600.0;
+    const int threads = argc > 3 ? std::stoi(argv[3]) : 2;
+    const SearchSpace space = default_space(base);
+    using Clock = std::chrono::steady_clock;
+    const auto elapsed = [](Clock::time_point since) {
+      return std::chrono::duration<double>(Clock::now() - since).count();
+    };
+
+    SearchOptions one;
+    one.threads = 1;
+    auto start = Clock::now();
+    const SearchResult single = run_search(base, space, base.cluster.num_gpus, one);
+    const std::vector<std::string> reference = signature(single);
+    fmt::print("1 thread: {} candidates ({} simulated) in {:.1f} s, RSS {:.0f} MiB\n", single.records.size(),
+               single.simulated, elapsed(start), resident_mib());
+
+    SearchOptions many;
+    many.threads = threads;
+    std::vector<double> rss;
+    bool same = true;
+    std::size_t plans = 0;
+    const auto soak_start = Clock::now();
+    for (int round = 1; round <= 2 || elapsed(soak_start) < seconds; ++round) {
+      start = Clock::now();
+      const SearchResult r = run_search(base, space, base.cluster.num_gpus, many);
+      const bool equal = signature(r) == reference;
+      same = same && equal;
+      plans += r.records.size();
+      rss.push_back(resident_mib());
+      fmt::print("round {:3d}: {:.1f} s, {:.1f} plans/s, RSS {:.0f} MiB{}\n", round, elapsed(start),
+                 static_cast<double>(r.records.size()) / elapsed(start), rss.back(),
+                 equal ? "" : ", RANKING DIFFERS from the single-thread run");
+      std::fflush(stdout);
+    }
+    const double warm = std::max(rss[0], rss[1]);
+    const double largest = *std::max_element(rss.begin(), rss.end());
+    const bool flat = largest <= 1.10 * warm;
+    fmt::print("{} threads for {:.0f} s: {} rounds, {} plans, {:.1f} plans/s; RSS after the first two rounds "
+               "{:.0f} MiB, largest {:.0f} MiB, last {:.0f} MiB ({:+.1f}%): {}; rankings {}\n",
+               threads, elapsed(soak_start), rss.size(), plans, static_cast<double>(plans) / elapsed(soak_start),
+               warm, largest, rss.back(), 100.0 * (largest / warm - 1.0), flat ? "flat" : "GROWS",
+               same ? "equal to the single-thread run" : "DIFFER");
+    return flat && same ? 0 : 1;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
+}
