@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <filesystem>
 #include <unordered_map>
 
 #include "models/error.h"
@@ -20,6 +21,9 @@ using json = nlohmann::json;
 
 // The whole file, decompressed when it is gzip (zlib's gzread passes plain files through unchanged).
 std::string read_maybe_gzip(const std::string& file) {
+  // A device file or a FIFO would be read forever (/dev/zero) or block (a FIFO without a writer).
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) throw Error::invalid("Kineto trace", file, "is not a regular file");
   gzFile f = gzopen(file.c_str(), "rb");
   if (!f) throw Error::io(file, "cannot be opened");
   std::string text;

@@ -185,8 +185,11 @@ std::vector<Straggler> parse_stragglers(const json& value) {
     Straggler s;
     s.rank = static_cast<int>(in.require_int("rank", 0, limits::kGpus));
     s.compute_slowdown = in.require_double("compute_slowdown", true);
-    require(s.compute_slowdown <= limits::kSlowdown, in.field("compute_slowdown"), fmt::format("{}", s.compute_slowdown),
-            fmt::format("must be at most {}", limits::kSlowdown));
+    // A straggler is slower: below 1 a rank would run faster than the GPU's own cost model (MFU above 100%).
+    require(s.compute_slowdown >= 1.0 && s.compute_slowdown <= limits::kSlowdown, in.field("compute_slowdown"),
+            fmt::format("{}", s.compute_slowdown),
+            fmt::format("must be between 1 (no slowdown) and {} (how many times as long its compute takes)",
+                        limits::kSlowdown));
     in.reject_unknown();
     out.push_back(s);
   }

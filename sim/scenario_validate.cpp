@@ -193,6 +193,14 @@ void check_experts(Scenario& s) {
   ParallelPlan& p = s.parallel;
   require(!p.delay_wgrad_compute || p.overlap_moe_expert_parallel_comm, "parallel.delay_wgrad_compute", "true",
           "needs parallel.overlap_moe_expert_parallel_comm, as Megatron-Core requires");
+  // Megatron-Core's capacity per expert is tokens x top-k / experts x factor (moe_utils.get_capacity): at experts /
+  // top-k every expert holds every token of the micro-batch, and a larger factor only pads with zeros (a factor of
+  // 1e18 overflowed the padded token count).
+  if (const auto& factor = s.training.moe_expert_capacity_factor; factor && m.is_moe()) {
+    const double most = static_cast<double>(m.moe.num_experts) / std::max(1, m.moe.experts_per_token);
+    require(*factor <= most, "training.moe_expert_capacity_factor", fmt::format("{}", *factor),
+            fmt::format("must be at most num_experts / top-k = {:g}, where every expert already holds every token", most));
+  }
   if (!m.is_moe()) {
     require(p.ep == 1, "parallel.ep", str(p.ep), "needs a mixture-of-experts model");
     require(!p.overlap_moe_expert_parallel_comm, "parallel.overlap_moe_expert_parallel_comm", "true",

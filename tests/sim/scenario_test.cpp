@@ -156,7 +156,7 @@ TEST_CASE("limits keep sizes inside the simulator's integers and clock", "[sim][
   CHECK_THAT(scenario_error(with(R"({})", R"({"seq_length": 2048, "global_batch_size": 4000000})")),
              Catch::Contains("tasks to simulate, above the limit"));
   CHECK_THAT(scenario_error(with(R"({})", R"({})", R"(, "stragglers": [{"rank": 1, "compute_slowdown": 1e300}])")),
-             Catch::Contains("stragglers[0].compute_slowdown") && Catch::Contains("at most 1000"));
+             Catch::Contains("stragglers[0].compute_slowdown") && Catch::Contains("and 1000"));
   CHECK_THAT(scenario_error(R"({"model": {"preset": "llama3-8b", "num_hidden_layers": 4294967328}, "cluster": "dgx-h100"})"),
              Catch::Contains("model.num_hidden_layers (4294967328) must be at most"));
   CHECK_THAT(scenario_error(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": {"value": 16, "foo": 1}}})"),

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Bad input through the `orrery` command line (issue 26, "nothing breaks it"): each input below once crashed,
 printed NaN or null, named nothing, or passed silently; each must now exit 2 with a message that names the file or
-field, the value and the rule. Usage: input_hardening_test.py ORRERY"""
+field, the value and the rule. Usage: input_hardening_test.py ORRERY REPO_ROOT"""
 import json
 import os
 import subprocess
@@ -123,6 +123,31 @@ def main():
                      "--global-batch-size", "262144", "--expand-ranks"],
             "--expand-ranks (262144 ranks) would simulate", "task instances, above the limit of 2e+09",
             what="--expand-ranks at 262,144 GPUs")
+
+    # 8. Found by the review of this work. A capacity factor of 1e18 overflowed the padded token count (UBSan:
+    # signed overflow in sim/lower/moe_block.cpp) and printed a negative HFU with exit 0.
+    moe = json.load(open(os.path.join(sys.argv[2], "tests", "fuzz", "corpus", "moe-ep-alltoall.json")))
+    moe["training"].update({"moe_expert_capacity_factor": 1e18, "moe_pad_expert_input_to_capacity": True})
+    refused(orrery, ["predict", write(tmp, "capacity.json", moe)], "training.moe_expert_capacity_factor (1e+18)",
+            "must be at most num_experts / top-k = 4", what="capacity factor 1e18")
+    # A straggler faster than the GPU (compute_slowdown below 1) once printed MFU 142.9% with exit 0.
+    fast = dict(SMALL, stragglers=[{"rank": 1, "compute_slowdown": 1e-9}])
+    refused(orrery, ["predict", write(tmp, "fast.json", fast)], "stragglers[0].compute_slowdown (1e-09)",
+            "must be between 1 (no slowdown)", what="compute_slowdown below 1")
+    # One thread per -j once aborted (std::terminate) at -j 100000; an infinite price once ranked plans at $inf.
+    refused(orrery, ["validate", "-j", "100000", os.path.join(sys.argv[2], "scenarios", "validation")], "--jobs",
+            what="validate -j 100000")
+    refused(orrery, ["search", "--model", "llama3-8b", "--num-gpus", "8", "--global-batch-size", "64",
+                     "--objective", "cost", "--gpu-hour-price", "inf"], "--gpu-hour-price (inf)", "must be a finite, non-negative price", what="price inf")
+    # A Kineto trace path that is a device read forever (/dev/zero grew past 7 GB).
+    refused(orrery, ["calibrate", "host", "/dev/zero"], "/dev/zero", "is not a regular file",
+            what="calibrate host /dev/zero")
+    # One straggler on 65,536 GPUs: the consistency check built every rank's groups (minutes); now it finishes.
+    strag = dict(SMALL, cluster={"preset": "dgx-h100", "num_gpus": 65536},
+                 training={"seq_length": 2048, "global_batch_size": 65536},
+                 stragglers=[{"rank": 1, "compute_slowdown": 2}])
+    code, out, err, _ = run(orrery, "predict", write(tmp, "strag.json", strag))
+    expect(code == 0 and "iteration time" in out, f"straggler on 65,536 GPUs: exit {code}, {err[:300]!r}")
 
     for p in problems:
         print(p)

@@ -1,6 +1,8 @@
 // `orrery search`: the plan search on one machine, or one shard of it (`--shard I/N`, for Slurm job arrays), and
 // `orrery search merge` to join shards.
 #include <fmt/format.h>
+
+#include <cmath>
 #include <unistd.h>
 
 #include <algorithm>
@@ -286,7 +288,8 @@ SearchOptions search_options(const SearchArgs& a) {
   } else {
     require(a.objective == "time" || a.objective == "gpus", "--objective", a.objective, "must be time, cost or gpus");
   }
-  require(a.gpu_hour_price >= 0, "--gpu-hour-price", fmt::format("{}", a.gpu_hour_price), "must not be negative");
+  require(std::isfinite(a.gpu_hour_price) && a.gpu_hour_price >= 0, "--gpu-hour-price", fmt::format("{}", a.gpu_hour_price),
+          "must be a finite, non-negative price");
   require(a.threads >= 0, "--threads", std::to_string(a.threads), "must not be negative (0: all cores)");
   require(a.max_tp >= 0, "--max-tp", std::to_string(a.max_tp), "must not be negative (0: the NVLink domain)");
   o.gpu_hour_price = a.gpu_hour_price;

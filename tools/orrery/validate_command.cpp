@@ -92,7 +92,8 @@ std::vector<Outcome> evaluate_all(const std::vector<fs::path>& files, int jobs, 
       out[i] = evaluate(files[i], files[i].stem().string() == explain, options);
     }
   };
-  const int n = std::max(1, jobs > 0 ? jobs : static_cast<int>(std::thread::hardware_concurrency()));
+  const int n = std::max(1, std::min(jobs > 0 ? jobs : static_cast<int>(std::thread::hardware_concurrency()),
+                                      static_cast<int>(files.size())));
   std::vector<std::thread> pool;
   for (int t = 0; t < n; ++t) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
@@ -289,7 +290,7 @@ void add_validate_command(CLI::App& app, int& exit_code) {
                                          "without a value: each record's error by part (compute, host, communication, "
                                          "bubble) and the dominant one; with a record's name: its full prediction too")
                              ->expected(0, 1);
-  cmd->add_option("-j,--jobs", args->jobs, "parallel simulations (default: all cores)");
+  cmd->add_option("-j,--jobs", args->jobs, "parallel simulations (default: all cores)")->check(CLI::Range(1, 1024));
   cmd->add_option("--skip", args->skip, "leave out records whose name contains this text");
   cmd->add_option("--profile", args->profile, "price ops from a measured GPU profile (calibrate/) where it covers them")->check(non_empty_file());
   cmd->callback([args, explain, &exit_code] {
