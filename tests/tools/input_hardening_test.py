@@ -142,6 +142,11 @@ def main():
     # A Kineto trace path that is a device read forever (/dev/zero grew past 7 GB).
     refused(orrery, ["calibrate", "host", "/dev/zero"], "/dev/zero", "is not a regular file",
             what="calibrate host /dev/zero")
+    # A gate of NaN once passed every record, and --skip "" skipped them all with exit 0.
+    record = os.path.join(sys.argv[2], "scenarios", "validation", "kor22-22b-full-recompute.json")
+    refused(orrery, ["validate", record, "--max-mape", "nan"], "--max-mape", "finite, non-negative",
+            what="validate --max-mape nan")
+    refused(orrery, ["validate", record, "--skip", ""], "--skip", "would skip every record", what="validate --skip ''")
     # One straggler on 65,536 GPUs: the consistency check built every rank's groups (minutes); now it finishes.
     strag = dict(SMALL, cluster={"preset": "dgx-h100", "num_gpus": 65536},
                  training={"seq_length": 2048, "global_batch_size": 65536},

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -284,14 +286,22 @@ void add_validate_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("validate", "compare predictions with the published runs in scenario files");
   cmd->add_option("paths", args->paths, "scenario files or folders (searched recursively)");
   cmd->add_flag("--json", args->json, "print records and summary as JSON");
-  cmd->add_option("--max-mape", args->max_mape, "exit 1 when the iteration-time MAPE (%) exceeds this");
-  cmd->add_option("--max-error", args->max_error, "exit 1 when any record misses by more than this (%)");
+  // A gate of NaN passed everything (CLI::Range lets NaN through); a negative one failed everything.
+  const CLI::Validator percent(
+      [](std::string& text) {
+        const double v = std::strtod(text.c_str(), nullptr);
+        return std::isfinite(v) && v >= 0 ? std::string() : std::string("must be a finite, non-negative percentage");
+      },
+      "PERCENT");
+  cmd->add_option("--max-mape", args->max_mape, "exit 1 when the iteration-time MAPE (%) exceeds this")->check(percent);
+  cmd->add_option("--max-error", args->max_error, "exit 1 when any record misses by more than this (%)")->check(percent);
   CLI::Option* explain = cmd->add_option("--explain", args->explain,
                                          "without a value: each record's error by part (compute, host, communication, "
                                          "bubble) and the dominant one; with a record's name: its full prediction too")
                              ->expected(0, 1);
   cmd->add_option("-j,--jobs", args->jobs, "parallel simulations (default: all cores)")->check(CLI::Range(1, 1024));
-  cmd->add_option("--skip", args->skip, "leave out records whose name contains this text");
+  cmd->add_option("--skip", args->skip, "leave out records whose name contains this text")
+      ->check(CLI::Validator([](std::string& text) { return text.empty() ? std::string("is empty (it would skip every record)") : std::string(); }, "TEXT"));
   cmd->add_option("--profile", args->profile, "price ops from a measured GPU profile (calibrate/) where it covers them")->check(non_empty_file());
   cmd->callback([args, explain, &exit_code] {
     // `validate --explain PATH...`: --explain takes an optional record name, so a path right after it lands there.
