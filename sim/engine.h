@@ -83,9 +83,13 @@ struct RunOptions {
   /// rendezvous transfer over several instances ends, on all of them, when its last member's port has carried it.
   /// false: each transfer sees the whole port.
   bool share_network = false;
+  /// Bytes of resident memory the process may reach while the engine runs (sim/memory_budget.h); above it the run
+  /// stops with Error::invalid naming --memory-budget. 0: no budget.
+  std::int64_t memory_budget = 0;
 };
 
-/// Runs the graph. Errors: std::logic_error if tasks never become ready (a deadlock, i.e. a lowering bug).
+/// Runs the graph. Errors: Error::invalid when RunOptions::memory_budget is reached; std::logic_error if tasks
+/// never become ready (a deadlock, i.e. a lowering bug).
 RunResult run_engine(const WorkloadGraph& graph, const Instantiation& instances, const Durations& durations,
                      const RunOptions& options = {});
 

@@ -37,12 +37,24 @@ void check_task_instances(double task_instances, int ranks, double limit) {
                       task_instances, limit));
 }
 
+// Bytes of the graph and of the engine's state for `instances` instances running `task_instances` tasks in all:
+// every task keeps its timings within RunOptions::record_budget, else about one instance per stage does.
+double run_bytes(const WorkloadGraph& graph, double task_instances, double instances, const RunOptions& run) {
+  double tasks = 0;
+  for (const Program& program : graph.programs) tasks += static_cast<double>(program.tasks.size());
+  const double recorded = task_instances <= static_cast<double>(run.record_budget) ? task_instances : tasks;
+  return estimated_graph_bytes(tasks) + estimated_engine_bytes(task_instances, instances, recorded);
+}
+
 }  // namespace
 
 Prediction predict(const Scenario& scenario, const PredictOptions& options) {
   const CostParams& params = options.params ? *options.params : default_cost_params();
   Prediction p;
   p.scenario = scenario;
+  const double tasks = estimated_tasks(p.scenario);
+  check_memory_estimate(estimated_graph_bytes(tasks), options.memory_budget,
+                        fmt::format("the workload graph (about {:.3g} tasks)", tasks));
   p.graph = lower(p.scenario, params.memory);
   // Every rank of a stage runs the stage's program, so the count is known before any per-rank structure is built
   // (with --expand-ranks, an instance and its groups per rank): a run beyond the limit is refused at once.
@@ -51,17 +63,26 @@ Prediction predict(const Scenario& scenario, const PredictOptions& options) {
     const int ranks_per_stage = plan.tp * plan.cp * plan.dp;  // rank_layout.h
     double task_instances = 0;
     for (const Program& program : p.graph.programs) task_instances += static_cast<double>(program.tasks.size());
-    check_task_instances(task_instances * ranks_per_stage, ranks_per_stage * plan.pp, options.max_task_instances);
+    task_instances *= ranks_per_stage;
+    const int ranks = ranks_per_stage * plan.pp;
+    check_task_instances(task_instances, ranks, options.max_task_instances);
+    check_memory_estimate(run_bytes(p.graph, task_instances, ranks, options.run), options.memory_budget,
+                          fmt::format("--expand-ranks ({} ranks, {:.3g} task instances)", ranks, task_instances));
   }
   p.instances = make_instances(p.scenario.parallel, p.scenario.stragglers, options.expansion);
   double task_instances = 0;
   for (const Instance& in : p.instances.instances) {
     task_instances += static_cast<double>(p.graph.programs[static_cast<std::size_t>(in.program)].tasks.size());
   }
-  check_task_instances(task_instances, static_cast<int>(p.instances.instances.size()), options.max_task_instances);
+  const auto instances = static_cast<int>(p.instances.instances.size());
+  check_task_instances(task_instances, instances, options.max_task_instances);
+  check_memory_estimate(run_bytes(p.graph, task_instances, instances, options.run), options.memory_budget,
+                        fmt::format("the simulation ({} instances, {:.3g} task instances)", instances, task_instances));
+  RunOptions run = engine_options(params, options.run);
+  run.memory_budget = options.memory_budget;
   DefaultCostModels models(p.scenario.cluster, params);
   p.durations = price_graph(p.graph, models.models(), host_issue_costs(params.compute.host, p.scenario.training.framework));
-  p.run = run_engine(p.graph, p.instances, p.durations, engine_options(params, options.run));
+  p.run = run_engine(p.graph, p.instances, p.durations, run);
   p.report = analyze(p.scenario, p.graph, p.instances, p.run);
   if (const auto* measured = dynamic_cast<const ProfiledCollectiveModel*>(models.network.get());
       measured && measured->uncovered() > 0) {

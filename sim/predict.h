@@ -8,6 +8,7 @@
 #include "sim/durations.h"
 #include "sim/engine.h"
 #include "sim/instances.h"
+#include "sim/memory_budget.h"
 #include "sim/report.h"
 #include "sim/scenario.h"
 #include "sim/workload_graph.h"
@@ -20,6 +21,10 @@ struct PredictOptions {
   RunOptions run;
   /// Tasks x simulated ranks above this are refused (Error::invalid) before pricing; the fuzzer lowers it.
   double max_task_instances = static_cast<double>(limits::kTaskInstances);
+  /// Bytes of memory the process may hold (sim/memory_budget.h): a prediction whose estimate is above it is refused
+  /// before lowering or simulating, and one that reaches it while simulating stops; both Error::invalid naming
+  /// --memory-budget. 0: no budget.
+  std::int64_t memory_budget = default_memory_budget();
 };
 
 /// Everything a prediction produced, for reports and observers (traces, timelines).
@@ -40,7 +45,8 @@ struct DefaultCostModels {
   CostModels models() const { return {*compute, *network}; }
 };
 
-/// Errors: those of lower(); std::logic_error for internal deadlocks.
+/// Errors: those of lower(); Error::invalid naming --expand-ranks above max_task_instances, or --memory-budget
+/// (see PredictOptions::memory_budget); std::logic_error for internal deadlocks.
 Prediction predict(const Scenario& scenario, const PredictOptions& options = {});
 
 /// `base` with what a prediction under `params` runs the engine with: compute slowed by the fitted

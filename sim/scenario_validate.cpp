@@ -10,6 +10,7 @@
 #include "models/limits.h"
 #include "sim/framework_rules.h"
 #include "sim/group_placement.h"
+#include "sim/memory_budget.h"
 #include "sim/overlap_switches.h"
 #include "sim/pipeline_layout.h"
 #include "sim/scenario.h"
@@ -296,10 +297,7 @@ void check_size(const Scenario& s) {
     require(scores <= 1e15, "training.attention_backend", "unfused",
             fmt::format("would materialise {:.3g} attention scores per layer; use flash at this sequence length", scores));
   }
-  // Tasks: about 48 per layer and step (more under CP), two steps (forward, backward) per micro-batch and chunk.
-  const double per_layer = 48.0 + cp_extra_tasks_per_layer(p);
-  const double layers = static_cast<double>(s.model.num_layers) + s.model.mtp_num_layers;  // MTP depths are layers too
-  const double tasks = 2.0 * s.num_microbatches() * (per_layer * layers + 40.0 * p.pp * p.vpp);
+  const double tasks = estimated_tasks(s);
   require(tasks <= static_cast<double>(limits::kTasks), "training.global_batch_size", std::to_string(t.global_batch_size),
           fmt::format("gives {} micro-batches per pipeline: about {:.3g} tasks to simulate, above the limit of {:.3g}",
                       s.num_microbatches(), tasks, static_cast<double>(limits::kTasks)));

@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <cmath>
 #include <iostream>
 #include <memory>
 
@@ -22,6 +23,7 @@ struct PredictArgs {
   ScenarioFlags flags;
   bool json = false;
   bool expand_ranks = false;
+  double memory_budget_gib = 0;  // 0: default_memory_budget()
   std::string trace_file;
   std::string profile_file;
   std::string timeline_file;
@@ -56,6 +58,7 @@ void run_predict(const PredictArgs& a) {
   const TraceSelection selection = a.trace.selection(scenario);
   PredictOptions options;
   options.expansion = a.expand_ranks ? Expansion::kAllRanks : Expansion::kAuto;
+  if (a.memory_budget_gib > 0) options.memory_budget = static_cast<std::int64_t>(a.memory_budget_gib * (1 << 30));
   const CostParams params = cost_params_with_profile(a.profile_file);
   options.params = &params;
   Prediction p = predict(scenario, options);
@@ -94,6 +97,23 @@ void add_predict_command(CLI::App& app) {
       ->check(named_file);
   cmd->add_flag("--json", args->json, "print the report as JSON");
   cmd->add_flag("--expand-ranks", args->expand_ranks, "simulate every rank instead of one per pipeline stage");
+  // Above 1 PiB the bytes would leave a 64-bit count; no machine has that much memory.
+  static const CLI::Validator gib_range(
+      [](std::string& v) {
+        double x = 0;
+        try {
+          x = std::stod(v);
+        } catch (const std::exception&) {
+          return "must be a number of GiB, not '" + v + "'";
+        }
+        return std::isfinite(x) && x > 0 && x <= 1 << 20 ? std::string() : "(" + v + ") must be above 0 and at most 1048576 GiB";
+      },
+      "GIB");
+  cmd->add_option("--memory-budget", args->memory_budget_gib,
+                  fmt::format("memory the run may use, GiB (default {:.3g}: 16, or 3/4 of this machine's memory if "
+                              "less); a run estimated above it is refused before it starts, one that reaches it stops",
+                              static_cast<double>(default_memory_budget()) / (1 << 30)))
+      ->check(gib_range);
   cmd->add_option("--trace", args->trace_file,
                   "write a Chrome-trace / Perfetto timeline to FILE (select what it holds with --trace-*)")
       ->check(non_empty_file());

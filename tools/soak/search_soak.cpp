@@ -11,11 +11,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "models/error.h"
+#include "models/process_memory.h"
 #include "sim/scenario.h"
 #include "sim/search/plan_search.h"
 #include "sim/search/search_space.h"
@@ -24,20 +24,7 @@ namespace {
 
 using namespace orrery;
 
-// Resident memory of this process in MiB, from /proc/self/status (Linux).
-double resident_mib() {
-  std::ifstream status("/proc/self/status");
-  std::string key;
-  while (status >> key) {
-    if (key == "VmRSS:") {
-      double kib = 0;
-      status >> kib;
-      return kib / 1024.0;
-    }
-    status.ignore(1 << 20, '\n');
-  }
-  return 0;
-}
+double resident_mib() { return static_cast<double>(resident_bytes()) / (1024.0 * 1024.0); }
 
 // What a ranking is: the order of the fitting plans and each plan's status, objective and peak memory.
 std::vector<std::string> signature(const SearchResult& r) {

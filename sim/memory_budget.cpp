@@ -1,0 +1,69 @@
+#include "sim/memory_budget.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "models/error.h"
+#include "models/process_memory.h"
+#include "sim/lower/context_parallel.h"
+
+namespace orrery {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// Bytes per unit. The engine's exact part is 2 bytes per task instance (its pending-predecessor count) and 32 per
+// recorded task (TaskTiming); the rest was measured with orrery-bench-memory (tools/bench/memory_bench.cpp, peak
+// resident memory of 11 predictions from 981 tasks on 1 rank to 182 million task instances on 262,144 ranks) and
+// rounded up: the estimate came out 1.17 to 1.6 times each measured peak (2026-12-02, g++ 12 Release).
+constexpr double kGraphBytesPerTask = 96;           // task, edges, op, durations: 71-85 measured
+constexpr double kEngineBytesPerTaskInstance = 3;    // pending count: 2
+constexpr double kEngineBytesPerInstance = 1024;     // instance, groups, lanes, queues, live memory: about 700
+constexpr double kBytesPerRecordedTask = 56;         // timings and memory samples: about 48
+constexpr double kBaseBytes = 16.0 * 1024 * 1024;    // program, presets, cost tables: 4 MiB measured
+
+std::string gib(double bytes) { return fmt::format("{:.3g} GiB", bytes / kGiB); }
+
+}  // namespace
+
+std::int64_t default_memory_budget() {
+  constexpr std::int64_t kStated = std::int64_t{16} << 30;
+  const std::int64_t physical = physical_memory_bytes();
+  return physical > 0 ? std::min(kStated, physical / 4 * 3) : kStated;
+}
+
+double estimated_tasks(const Scenario& s) {
+  const ParallelPlan& p = s.parallel;
+  const double per_layer = 48.0 + cp_extra_tasks_per_layer(p);
+  const double layers = static_cast<double>(s.model.num_layers) + s.model.mtp_num_layers;  // MTP depths are layers too
+  return 2.0 * s.num_microbatches() * (per_layer * layers + 40.0 * p.pp * p.vpp);
+}
+
+double estimated_graph_bytes(double tasks) { return kGraphBytesPerTask * tasks; }
+
+double estimated_engine_bytes(double task_instances, double instances, double recorded_tasks) {
+  return kBaseBytes + kEngineBytesPerTaskInstance * task_instances + kEngineBytesPerInstance * instances +
+         kBytesPerRecordedTask * recorded_tasks;
+}
+
+void check_memory_estimate(double bytes, std::int64_t budget, const std::string& what) {
+  if (budget <= 0 || bytes <= static_cast<double>(budget)) return;
+  throw Error::invalid("--memory-budget", gib(static_cast<double>(budget)),
+                       fmt::format("is below the {} estimated for {}; raise it (up to the machine's memory) or "
+                                   "simulate less (one rank per stage, fewer micro-batches)",
+                                   gib(bytes), what));
+}
+
+void check_resident_memory(std::int64_t budget) {
+  if (budget <= 0) return;
+  const std::int64_t resident = resident_bytes();
+  if (resident <= budget) return;
+  throw Error::invalid("--memory-budget", gib(static_cast<double>(budget)),
+                       fmt::format("was reached while simulating ({} resident); raise it (up to the machine's "
+                                   "memory) or simulate less (one rank per stage, fewer micro-batches)",
+                                   gib(static_cast<double>(resident))));
+}
+
+}  // namespace orrery
