@@ -16,8 +16,9 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Bytes per unit. The engine's exact part is 2 bytes per task instance (its pending-predecessor count) and 32 per
 // recorded task (TaskTiming); the rest was measured with orrery-bench-memory (tools/bench/memory_bench.cpp, peak
-// resident memory of 11 predictions from 981 tasks on 1 rank to 182 million task instances on 262,144 ranks) and
-// rounded up: the estimate came out 1.17 to 1.6 times each measured peak (2026-12-02, g++ 12 Release).
+// resident memory of 11 predictions, from 981 tasks on 1 rank to 88 million task instances on 16,384 ranks and
+// 262,144 ranks) and rounded up: the estimate came out 1.17 to 1.63 times each measured peak (2026-12-02, g++ 12
+// Release). llama3-8b on 2^20 GPUs expanded (727 million task instances): 2.1 GiB measured, 3.05 GiB estimated.
 constexpr double kGraphBytesPerTask = 96;           // task, edges, op, durations: 71-85 measured
 constexpr double kEngineBytesPerTaskInstance = 3;    // pending count: 2
 constexpr double kEngineBytesPerInstance = 1024;     // instance, groups, lanes, queues, live memory: about 700

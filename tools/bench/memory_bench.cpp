@@ -35,7 +35,7 @@ json default_cases() {
               {"parallel", {{"tp", tp}, {"pp", pp}, {"sequence_parallel", tp > 1}, {"zero_stage", 1}}},
               {"training", {{"seq_length", 4096}, {"micro_batch_size", 1}, {"global_batch_size", gbs}}},
               {"expand_ranks", expand}};
-    if (layers > 0) s["model"] = {{"preset", model}, {"num_layers", layers}};
+    if (layers > 0) s["model"] = {{"preset", model}, {"num_hidden_layers", layers}};
     return s;
   };
   return json::array({
