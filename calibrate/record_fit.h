@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "hardware/cost_params.h"
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 #include "sim/instances.h"
 #include "sim/scenario.h"
-#include "sim/workload_graph.h"
+#include "sim/engine/workload_graph.h"
 
 namespace orrery {
 

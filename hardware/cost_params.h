@@ -19,7 +19,7 @@ struct GemmTile {
 };
 
 /// CPU time a rank's host thread spends per kernel or collective it issues: the framework's Python, the dispatcher
-/// and autograd, and the launch call (the host timeline, sim/engine.h: a kernel starts no earlier than its host has
+/// and autograd, and the launch call (the host timeline, sim/engine/engine.h: a kernel starts no earlier than its host has
 /// issued it). Measured on PyTorch eager, whose costs differ by phase (the forward runs the module's Python, the
 /// backward the autograd engine, the optimizer its per-step Python over the parameter lists): the `pytorch` and
 /// `fsdp2` frameworks take these. Megatron-Core's fused Transformer Engine paths issue from C++ with less Python per
@@ -45,7 +45,7 @@ struct ComputeParams {
   double hbm_efficiency = 0;            // fraction of datasheet HBM bandwidth memory-bound kernels reach
   Seconds launch_gap = 0;               // GPU time between back-to-back kernels (launch and tail), per kernel
   double overlap_slowdown = 0;          // compute slows by this fraction while communication kernels run
-  HostIssueCosts host;                  // CPU time to issue each kernel (the host timeline, sim/engine.h)
+  HostIssueCosts host;                  // CPU time to issue each kernel (the host timeline, sim/engine/engine.h)
   double pcie_efficiency = 0;           // fraction of the PCIe link rate pinned-memory copies reach
   double host_memory_efficiency = 0;    // fraction of datasheet host DRAM bandwidth streaming CPU work reaches
 };

@@ -131,7 +131,7 @@ struct HostOpShape {
 };
 
 /// A device-to-host synchronisation (a `.item()` such as the gradient norm's): a few bytes copied to the host, whose
-/// thread waits for them before it issues anything more (sim/engine.h's host timeline), so the GPU then idles until
+/// thread waits for them before it issues anything more (sim/engine/engine.h's host timeline), so the GPU then idles until
 /// the host has issued the next kernel. The copy is priced by the compute cost model.
 struct HostSyncShape {
   bool operator==(const HostSyncShape&) const = default;

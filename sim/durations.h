@@ -4,9 +4,9 @@
 #include "hardware/collective_cost.h"
 #include "hardware/compute_cost.h"
 #include "hardware/cost_params.h"
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 #include "sim/scenario.h"
-#include "sim/workload_graph.h"
+#include "sim/engine/workload_graph.h"
 
 namespace orrery {
 
@@ -18,7 +18,7 @@ struct CostModels {
 /// Seconds for one operation under the cost models.
 Seconds op_duration(const Op& op, const CostModels& models);
 
-/// CPU seconds a rank's host spends issuing one kernel, by the phase of the task it belongs to (sim/engine.h's host
+/// CPU seconds a rank's host spends issuing one kernel, by the phase of the task it belongs to (sim/engine/engine.h's host
 /// timeline). All zero: the host is never behind.
 struct HostIssue {
   Seconds forward = 0;    // forward and recomputed forward

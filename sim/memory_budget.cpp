@@ -57,14 +57,4 @@ void check_memory_estimate(double bytes, std::int64_t budget, const std::string&
                                    gib(bytes), what));
 }
 
-void check_resident_memory(std::int64_t budget) {
-  if (budget <= 0) return;
-  const std::int64_t resident = resident_bytes();
-  if (resident <= budget) return;
-  throw Error::invalid("--memory-budget", gib(static_cast<double>(budget)),
-                       fmt::format("was reached while simulating ({} resident); raise it (up to the machine's "
-                                   "memory) or simulate less (one rank per stage, fewer micro-batches)",
-                                   gib(static_cast<double>(resident))));
-}
-
 }  // namespace orrery

@@ -1,7 +1,8 @@
 #pragma once
 // The memory budget of one prediction: an estimate from counts before the work (graph, instances, engine state),
-// refused at once when above the budget, and a watch on the process's resident memory while the engine runs, so
-// that a run the estimate let through is stopped with an error instead of being killed by the operating system.
+// refused at once when above the budget. While it runs, the engine watches the process's resident memory against
+// the same budget (RunOptions::memory_budget), so that a run the estimate let through stops with an error instead
+// of being killed by the operating system.
 
 #include <cstdint>
 #include <string>
@@ -30,9 +31,5 @@ double estimated_engine_bytes(double task_instances, double instances, double re
 /// Errors: Error::invalid naming --memory-budget when `bytes` is above `budget` (bytes; 0: no budget). `what`
 /// says whose estimate it is, e.g. "--expand-ranks (1048576 ranks)".
 void check_memory_estimate(double bytes, std::int64_t budget, const std::string& what);
-
-/// Errors: Error::invalid naming --memory-budget when this process's resident memory is above `budget` bytes
-/// (0: no budget; an unreadable resident size passes).
-void check_resident_memory(std::int64_t budget);
 
 }  // namespace orrery

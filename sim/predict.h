@@ -6,12 +6,12 @@
 #include "hardware/cost_params.h"
 #include "models/limits.h"
 #include "sim/durations.h"
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 #include "sim/instances.h"
 #include "sim/memory_budget.h"
 #include "sim/report.h"
 #include "sim/scenario.h"
-#include "sim/workload_graph.h"
+#include "sim/engine/workload_graph.h"
 
 namespace orrery {
 

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 #include "sim/instances.h"
 #include "sim/packing.h"
 #include "sim/scenario.h"
-#include "sim/workload_graph.h"
+#include "sim/engine/workload_graph.h"
 
 namespace orrery {
 
@@ -26,7 +26,7 @@ struct StageMemory {
 struct Breakdown {
   Seconds compute = 0, exposed_tp_comm = 0, exposed_cp_comm = 0, exposed_ep_comm = 0, exposed_pp_comm = 0,
           exposed_dp_comm = 0, bubble = 0, optimizer = 0, other = 0;
-  /// The GPU idle because its host had not yet issued the next compute kernel (sim/engine.h's host timeline).
+  /// The GPU idle because its host had not yet issued the next compute kernel (sim/engine/engine.h's host timeline).
   Seconds host = 0;
   Seconds total() const;
 };

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "sim/workload_graph.h"
+#include "sim/engine/workload_graph.h"
 
 namespace orrery {
 

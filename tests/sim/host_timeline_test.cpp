@@ -1,4 +1,4 @@
-// The host timeline (sim/engine.h). A rank's host issues its tasks in order at a CPU cost each, and a kernel starts
+// The host timeline (sim/engine/engine.h). A rank's host issues its tasks in order at a CPU cost each, and a kernel starts
 // no earlier than it is issued. Expected times are worked out by hand from the issue costs and durations, and the
 // per-layer launch count of PyTorch eager from a measured trace.
 #include <catch2/catch.hpp>
@@ -6,7 +6,7 @@
 
 #include "calibrate/kineto_trace.h"
 #include "sim/durations.h"
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 #include "test_support.h"
 
 using namespace orrery;

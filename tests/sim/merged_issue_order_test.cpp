@@ -1,12 +1,12 @@
 // The host's issue order of Megatron-Core's merged forward-and-backward passes (sim/lower/merged_issue_order.h) and
-// the engine's streams that run in it (sim/engine.h): the order is read off model_chunk_schedule_plan.py's
+// the engine's streams that run in it (sim/engine/engine.h): the order is read off model_chunk_schedule_plan.py's
 // TransformerLayerSchedulePlan.run, and the times are worked out by hand.
 #include <catch2/catch.hpp>
 
 #include <map>
 #include <string>
 
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 #include "test_support.h"
 
 using namespace orrery;

@@ -36,7 +36,7 @@ enum class Phase : std::uint8_t { kForward, kBackwardInput, kBackwardWeight, kRe
 /// Point-to-point traffic has a stream per direction and peer, as Megatron's batched isend/irecv lets each progress.
 /// The *B streams carry a backward pass that runs merged with a forward pass of another micro-batch (Megatron-Core's
 /// overlap_moe_expert_parallel_comm). A stream and its twin form one lane that the engine runs one task at a time,
-/// alternating between the passes when both have work (sim/engine.h): the one GPU, and the one communication stream
+/// alternating between the passes when both have work (sim/engine/engine.h): the one GPU, and the one communication stream
 /// Megatron-Core issues both passes' collectives on. So one pass's all-to-alls hide behind the other's compute.
 enum class Stream : std::uint8_t {
   kCompute,

@@ -1,7 +1,7 @@
 // The event engine on hand-built graphs: dependencies, stream order, rendezvous and memory.
 #include <catch2/catch.hpp>
 
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 
 using namespace orrery;
 

@@ -30,8 +30,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/instances.h"
-#include "sim/workload_graph.h"
+#include "sim/engine/instantiation.h"
+#include "sim/engine/workload_graph.h"
 
 namespace orrery {
 

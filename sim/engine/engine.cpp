@@ -1,7 +1,7 @@
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 
 #include "models/error.h"
-#include "sim/memory_budget.h"
+#include "models/process_memory.h"
 
 #include <fmt/format.h>
 
@@ -14,6 +14,19 @@
 namespace orrery {
 
 namespace {
+
+// Errors: Error::invalid naming --memory-budget when this process's resident memory is above `budget` bytes (0: no
+// budget; an unreadable resident size passes).
+void check_resident_memory(std::int64_t budget) {
+  if (budget <= 0) return;
+  const std::int64_t resident = resident_bytes();
+  if (resident <= budget) return;
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  throw Error::invalid("--memory-budget", fmt::format("{:.3g} GiB", static_cast<double>(budget) / kGiB),
+                       fmt::format("was reached while simulating ({:.3g} GiB resident); raise it (up to the machine's "
+                                   "memory) or simulate less (one rank per stage, fewer micro-batches)",
+                                   static_cast<double>(resident) / kGiB));
+}
 
 // 24 bytes: the queue holds one per running task of every simulated rank, and its sift-downs dominate the run
 // time of `--expand-ranks`, so the event stays small.

@@ -1,4 +1,4 @@
-#include "sim/workload_graph.h"
+#include "sim/engine/workload_graph.h"
 
 #include <fmt/format.h>
 

@@ -1,0 +1,32 @@
+#pragma once
+// What the engine simulates of the programs: instances, each running one program (a pipeline stage's) for one or
+// more ranks, and the rendezvous groups they meet in. sim/instances.h builds it from the parallel plan; the engine
+// reads it and knows nothing of how ranks were grouped.
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/engine/workload_graph.h"
+
+namespace orrery {
+
+struct Instance {
+  int program = 0;                 // pipeline stage
+  int representative_rank = 0;     // lowest global rank it stands for
+  int rank_count = 1;              // ranks it stands for
+  double compute_slowdown = 1.0;   // multiplies its compute durations
+};
+
+/// Instances and their rendezvous groups. group_of[i * kNumGroupKinds + kind] is the group id instance i uses
+/// for tasks of that kind (-1: none); group_size[g] counts the instances in group g.
+struct Instantiation {
+  std::vector<Instance> instances;
+  std::vector<std::int32_t> group_of;
+  std::vector<std::int32_t> group_size;
+
+  std::int32_t group(std::size_t instance, GroupKind kind) const {
+    return group_of[instance * kNumGroupKinds + static_cast<std::size_t>(kind)];
+  }
+};
+
+}  // namespace orrery
