@@ -1,7 +1,7 @@
 #pragma once
-// The network efficiencies of the collective cost model, fitted once to real nccl-tests logs (DESIGN.md: "every
-// parameter is physical or fitted once, globally"). A manifest (tests/data/nccl-tests-logs/manifest.json) names
-// each log's cluster preset and group shape.
+// The network efficiencies of the collective cost model, fitted once to real nccl-tests logs (ARCHITECTURE.md "Cost
+// models": every parameter is physical or fitted once, globally). A manifest (tests/data/nccl-tests-logs/manifest.json)
+// names each log's cluster preset and group shape.
 
 #include <filesystem>
 #include <string>

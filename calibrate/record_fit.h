@@ -1,7 +1,7 @@
 #pragma once
-// The compute-side cost-model parameters fitted once, globally, to published training runs (DESIGN.md, the
-// validation issue: at most about a dozen fitted parameters in all, no per-record or per-source factors). Each
-// record is lowered once; an evaluation only re-prices the operations and re-runs the engine.
+// The compute-side cost-model parameters fitted once, globally, to published training runs (ARCHITECTURE.md "Cost
+// models", the validation issue: at most about a dozen fitted parameters in all, no per-record or per-source factors).
+// Each record is lowered once; an evaluation only re-prices the operations and re-runs the engine.
 
 #include <filesystem>
 #include <string>

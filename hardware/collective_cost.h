@@ -1,5 +1,5 @@
 #pragma once
-// Collective cost models (DESIGN.md "Cost models"): the time of one collective or point-to-point transfer for a
+// Collective cost models (ARCHITECTURE.md "Cost models"): the time of one collective or point-to-point transfer for a
 // group placed on the topology. Sizes follow nccl-tests: all-reduce and reduce-scatter take the input buffer size,
 // all-gather the output size, all-to-all the per-rank buffer, send/recv the message. Bus bandwidth factors:
 // all-reduce 2(n-1)/n; all-gather, reduce-scatter, all-to-all (n-1)/n (nccl-tests doc/PERFORMANCE.md).

@@ -1,6 +1,6 @@
 #pragma once
-// Compute cost models (DESIGN.md "Cost models"): the time of one kernel on one GPU. Behind a narrow interface so a
-// calibrated profile can replace the default roofline model (STYLE.md rule 10).
+// Compute cost models (ARCHITECTURE.md "Cost models"): the time of one kernel on one GPU. Behind a narrow interface so
+// a calibrated profile can replace the default roofline model (ARCHITECTURE.md rule 10).
 
 #include <memory>
 #include <string>

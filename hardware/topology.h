@@ -1,7 +1,7 @@
 #pragma once
 // Where a communication group sits on the cluster: how many of its ranks share an NVLink domain or a node, how many
 // domains it spans, and the outermost network tier it must cross. Ranks are numbered as Megatron-LM numbers them,
-// consecutive ranks filling a node first (DESIGN.md; Megatron-Core parallel_state, order tp-cp-ep-dp-pp).
+// consecutive ranks filling a node first (Megatron-Core parallel_state, order tp-cp-ep-dp-pp).
 
 #include <string>
 #include <vector>

@@ -1,5 +1,5 @@
 #pragma once
-// The one error type of the library (STYLE.md rule 8). The library throws it; `tools/` catches it once, prints
+// The one error type of the library (ARCHITECTURE.md rule 8). The library throws it; `tools/` catches it once, prints
 // what() and exits with status 2. `assert` is for our own bugs only.
 
 #include <stdexcept>

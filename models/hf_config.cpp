@@ -25,7 +25,7 @@ struct FamilyEntry {
   Family family;
 };
 
-// model_type -> family. GPT-style means LayerNorm, GELU MLP, biases, learned positions (DESIGN.md).
+// model_type -> family. GPT-style means LayerNorm, GELU MLP, biases, learned positions.
 constexpr FamilyEntry kFamilies[] = {
     {"gpt2", Family::kGpt},           {"gpt", Family::kGpt},           {"megatron-gpt", Family::kGpt},
     {"llama", Family::kLlama},        {"mistral", Family::kLlama},     {"mixtral", Family::kLlama},

@@ -1,7 +1,7 @@
 #pragma once
-// Strict reading of one JSON object (STYLE.md rule 7): every parse_* function reads its object through a
+// Strict reading of one JSON object (ARCHITECTURE.md rule 7): every parse_* function reads its object through a
 // FieldReader, which converts values with errors that name the full field path, and rejects keys nobody read
-// (typos must not pass silently, DESIGN.md "Scenario file").
+// (typos must not pass silently, ARCHITECTURE.md "Scenario file").
 
 #include <nlohmann/json_fwd.hpp>
 

@@ -1,6 +1,6 @@
 #pragma once
 // Model FLOPs of one training step, computed from the architecture (not from the lowered graph, so tests can hold
-// the two against each other). Convention of DESIGN.md "Report": every GEMM including the LM head and the router,
+// the two against each other). Convention of ARCHITECTURE.md "Report": every GEMM including the LM head and the router,
 // attention with the full score matrix (PaLM, arXiv:2204.02311 Appendix B; SC21 eq. 3), active experts only;
 // forward + backward = 3x forward. Elementwise work is not counted.
 
@@ -13,7 +13,7 @@ namespace orrery {
 
 enum class AttentionFlops {
   kFullMatrix,   // the whole s x s score matrix (SC21, PaLM, NeMo <= 24.07)
-  kCausalHalved  // half of it (Megatron-Bridge 25.09+, DESIGN.md mfu_causal)
+  kCausalHalved  // half of it (Megatron-Bridge 25.09+, the report's mfu_causal)
 };
 
 /// What a count takes of the attention mask besides the causal convention.

@@ -1,7 +1,7 @@
 #pragma once
-// The `model` value of a scenario file (DESIGN.md "Scenario file"): a preset name; {"preset": NAME, ...overrides};
-// {"hf_config": "path/relative/to/scenario.json", ...overrides}; or an inline Hugging Face config object. An
-// optional "name" labels the model in reports.
+// The `model` value of a scenario file (ARCHITECTURE.md "Scenario file"): a preset name; {"preset": NAME,
+// ...overrides}; {"hf_config": "path/relative/to/scenario.json", ...overrides}; or an inline Hugging Face config
+// object. An optional "name" labels the model in reports.
 
 #include <nlohmann/json_fwd.hpp>
 

@@ -1,7 +1,7 @@
 #pragma once
-// The op vocabulary: kernel-level operations with their shapes, FLOPs and bytes (DESIGN.md "The workload graph").
-// The lowering in sim/ emits these; the cost models in hardware/ price them. Sizes are element counts; FLOPs count
-// a multiply-add as 2.
+// The op vocabulary: kernel-level operations with their shapes, FLOPs and bytes (ARCHITECTURE.md "The workload graph
+// and the engine"). The lowering in sim/ emits these; the cost models in hardware/ price them. Sizes are element
+// counts; FLOPs count a multiply-add as 2.
 
 #include <cstdint>
 
@@ -46,8 +46,8 @@ struct AttentionShape {
   std::int64_t head_dim_qk = 0, head_dim_v = 0;
   bool causal = true;
   std::int64_t window = 0;  // sliding window in tokens; 0 = none
-  // A block of context-parallel ring attention whose load-balanced causal mask leaves exactly half of the
-  // q x kv pairs (Megatron-Core/Transformer Engine split the sequence into 2 cp chunks; see sim/lower/context_parallel.h).
+  // A block of context-parallel ring attention whose load-balanced causal mask leaves exactly half of the q x kv pairs
+  // (Megatron-Core/Transformer Engine split the sequence into 2 cp chunks; see sim/lower/context_parallel.h).
   bool half_block = false;
   bool backward = false;
   DType dtype = DType::kBf16;
@@ -131,8 +131,8 @@ struct HostOpShape {
 };
 
 /// A device-to-host synchronisation (a `.item()` such as the gradient norm's): a few bytes copied to the host, whose
-/// thread waits for them before it issues anything more (sim/engine/engine.h's host timeline), so the GPU then idles until
-/// the host has issued the next kernel. The copy is priced by the compute cost model.
+/// thread waits for them before it issues anything more (sim/engine/engine.h's host timeline), so the GPU then idles
+/// until the host has issued the next kernel. The copy is priced by the compute cost model.
 struct HostSyncShape {
   bool operator==(const HostSyncShape&) const = default;
 };

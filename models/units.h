@@ -1,5 +1,5 @@
 #pragma once
-// Units (DESIGN.md "Conventions"): inside the code every quantity is SI in a double (seconds, bytes, FLOPs,
+// Units (ARCHITECTURE.md "Conventions"): inside the code every quantity is SI in a double (seconds, bytes, FLOPs,
 // bytes/s, FLOP/s), except memory sizes, which are exact integer bytes, and the event clock, which counts integer
 // nanoseconds so that event order and output are deterministic. Human units appear only in file keys and flags,
 // with the unit in the name, and are converted here, once, when input is read.

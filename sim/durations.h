@@ -1,5 +1,5 @@
 #pragma once
-// Prices every task of a workload graph with the cost models (DESIGN.md: simulate(WorkloadGraph, CostModels)).
+// Prices every task of a workload graph with the cost models (ARCHITECTURE.md "Data flow").
 
 #include "hardware/collective_cost.h"
 #include "hardware/compute_cost.h"
@@ -18,8 +18,8 @@ struct CostModels {
 /// Seconds for one operation under the cost models.
 Seconds op_duration(const Op& op, const CostModels& models);
 
-/// CPU seconds a rank's host spends issuing one kernel, by the phase of the task it belongs to (sim/engine/engine.h's host
-/// timeline). All zero: the host is never behind.
+/// CPU seconds a rank's host spends issuing one kernel, by the phase of the task it belongs to (sim/engine/engine.h's
+/// host timeline). All zero: the host is never behind.
 struct HostIssue {
   Seconds forward = 0;    // forward and recomputed forward
   Seconds backward = 0;   // backward (input and weight gradients)

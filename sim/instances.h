@@ -1,5 +1,5 @@
 #pragma once
-// Which ranks the engine simulates (DESIGN.md "Symmetry"). Ranks that provably behave alike share one instance:
+// Which ranks the engine simulates (ARCHITECTURE.md "Symmetry"). Ranks that provably behave alike share one instance:
 // by default one representative per pipeline stage; with stragglers, the ranks are split by how they relate to
 // each straggler (same TP/CP/DP coordinate or not), which keeps every collective's membership identical for all
 // ranks of an instance; --expand-ranks gives every rank its own instance. All three use the same engine.

@@ -1,5 +1,5 @@
 #pragma once
-// lower(scenario) -> WorkloadGraph (DESIGN.md "Data flow"): one program per pipeline stage, built by the schedule
+// lower(scenario) -> WorkloadGraph (ARCHITECTURE.md "Data flow"): one program per pipeline stage, built by the schedule
 // (sim/pipeline_schedule.h) from the per-layer, embedding/head and data-parallel lowerings in sim/lower/.
 
 #include "hardware/cost_params.h"

@@ -1,6 +1,6 @@
 #pragma once
 // Pipeline schedules as the order in which one pipeline rank runs forward and backward passes of (micro-batch,
-// model chunk) pairs. A schedule is a pure function here; the lowering turns its steps into tasks (STYLE.md
+// model chunk) pairs. A schedule is a pure function here; the lowering turns its steps into tasks (ARCHITECTURE.md
 // rule 11: a schedule is a graph builder, not engine code).
 
 #include <vector>

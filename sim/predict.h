@@ -1,5 +1,5 @@
 #pragma once
-// One prediction end to end: lower -> price -> simulate -> analyze (DESIGN.md "Data flow").
+// One prediction end to end: lower -> price -> simulate -> analyze (ARCHITECTURE.md "Data flow").
 
 #include <memory>
 

@@ -174,8 +174,8 @@ Report analyze(const Scenario& s, const WorkloadGraph& graph, const Instantiatio
     // Only the full-matrix convention can do this: it counts the whole causal square, about twice the q x k pairs
     // the kernels compute, so a run that attention dominates can show more than the peak.
     r.warnings.push_back(fmt::format(
-        "MFU {:.1f}% and HFU {:.1f}% count the full causal attention matrix (DESIGN.md), about twice what the "
-        "kernels compute; causal-halved MFU (mfu_causal) is {:.1f}%",
+        "MFU {:.1f}% and HFU {:.1f}% count the full causal attention matrix (the report contract), about twice "
+        "what the kernels compute; causal-halved MFU (mfu_causal) is {:.1f}%",
         100.0 * r.mfu, 100.0 * r.hfu, 100.0 * r.mfu_causal));
   }
 

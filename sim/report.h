@@ -1,5 +1,5 @@
 #pragma once
-// analyze(Timeline) -> Report (DESIGN.md "Report", the stable output contract): iteration time, throughput,
+// analyze(Timeline) -> Report (ARCHITECTURE.md "Report", the stable output contract): iteration time, throughput,
 // MFU/HFU, per-stage peak memory with its composition at the peak, and the time breakdown of the critical stage.
 
 #include <optional>

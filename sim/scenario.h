@@ -1,6 +1,6 @@
 #pragma once
-// The scenario file (DESIGN.md "Scenario file", the stable input contract): model, cluster, parallel plan,
-// training settings, expectations and stragglers. Plain structs, read by parse_scenario (STYLE.md rule 7).
+// The scenario file (ARCHITECTURE.md "Scenario file", the stable input contract): model, cluster, parallel plan,
+// training settings, expectations and stragglers. Plain structs, read by parse_scenario (ARCHITECTURE.md rule 7).
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -92,7 +92,8 @@ struct OverlapRequests {
   bool grad_reduce = false, param_gather = false, tp_comm = false, p2p = false;
 };
 
-/// Parallel plan. Names follow DESIGN.md: short names for the sizes, Megatron-LM's names for everything else.
+/// Parallel plan. Names follow ARCHITECTURE.md "Scenario file": short names for the sizes, Megatron-LM's names for
+/// everything else.
 struct ParallelPlan {
   int tp = 1, pp = 1, dp = 0, cp = 1, ep = 1, etp = 1, vpp = 1;  // dp 0 = derive from num_gpus
   bool sequence_parallel = false;
@@ -106,7 +107,7 @@ struct ParallelPlan {
   int cp_a2a_size() const { return hierarchical_context_parallel_sizes.empty() ? 1 : hierarchical_context_parallel_sizes[0]; }
   MoeDispatcher moe_token_dispatcher_type = MoeDispatcher::kAllToAll;
   FlexBackend moe_flex_dispatcher_backend = FlexBackend::kDeepEP;  // with the flex dispatcher only
-  // Megatron overlap switches; on by default as the Megatron-Core training recipes set them (DESIGN.md).
+  // Megatron overlap switches; on by default as the Megatron-Core training recipes set them.
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
   bool tp_comm_overlap = true;

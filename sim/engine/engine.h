@@ -1,8 +1,8 @@
 #pragma once
-// The discrete-event engine (DESIGN.md "The workload graph and the engine"). It knows tasks, streams, durations,
-// rendezvous groups and memory effects, nothing of transformers (STYLE.md rule 1). Time is integer nanoseconds
-// and events are ordered by (time, sequence number), so runs are deterministic (STYLE.md rule 5). The graph is
-// read-only; all run state lives here (STYLE.md rule 3).
+// The discrete-event engine (ARCHITECTURE.md "The workload graph and the engine"). It knows tasks, streams, durations,
+// rendezvous groups and memory effects, nothing of transformers (ARCHITECTURE.md rule 1). Time is integer nanoseconds
+// and events are ordered by (time, sequence number), so runs are deterministic (ARCHITECTURE.md rule 5). The graph is
+// read-only; all run state lives here (ARCHITECTURE.md rule 3).
 //
 // Semantics: a task becomes ready when every predecessor in its program (data and stream order) has ended. A
 // task of a rendezvous group starts when every member instance of its group has made its task of the same group

@@ -1,9 +1,9 @@
 #pragma once
-// The workload graph (DESIGN.md "The workload graph and the engine"): one program per pipeline stage, each a DAG
+// The workload graph (ARCHITECTURE.md "The workload graph and the engine"): one program per pipeline stage, each a DAG
 // of kernel-level tasks of one representative rank of that stage. Edges are data dependencies and stream order
 // and stay inside a program; tasks of different ranks meet only at rendezvous (collectives, and send/recv pairs),
 // which the engine matches by group and issue order, as NCCL matches calls on a communicator. The graph is
-// immutable after lowering (STYLE.md rule 3); the engine keeps all run state.
+// immutable after lowering (ARCHITECTURE.md rule 3); the engine keeps all run state.
 
 #include <boost/graph/compressed_sparse_row_graph.hpp>
 
@@ -32,12 +32,13 @@ inline constexpr TaskKind kTaskKinds[] = {TaskKind::kGemm,       TaskKind::kAtte
 
 enum class Phase : std::uint8_t { kForward, kBackwardInput, kBackwardWeight, kRecompute, kOptimizer };
 
-/// Streams of one rank (DESIGN.md): compute, and one per kind of communication so that overlap is modelled.
-/// Point-to-point traffic has a stream per direction and peer, as Megatron's batched isend/irecv lets each progress.
-/// The *B streams carry a backward pass that runs merged with a forward pass of another micro-batch (Megatron-Core's
-/// overlap_moe_expert_parallel_comm). A stream and its twin form one lane that the engine runs one task at a time,
-/// alternating between the passes when both have work (sim/engine/engine.h): the one GPU, and the one communication stream
-/// Megatron-Core issues both passes' collectives on. So one pass's all-to-alls hide behind the other's compute.
+/// Streams of one rank (ARCHITECTURE.md "The workload graph and the engine"): compute, and one per kind of
+/// communication so that overlap is modelled. Point-to-point traffic has a stream per direction and peer, as Megatron's
+/// batched isend/irecv lets each progress. The *B streams carry a backward pass that runs merged with a forward pass of
+/// another micro-batch (Megatron-Core's overlap_moe_expert_parallel_comm). A stream and its twin form one lane that the
+/// engine runs one task at a time, alternating between the passes when both have work (sim/engine/engine.h): the one
+/// GPU, and the one communication stream Megatron-Core issues both passes' collectives on. So one pass's all-to-alls
+/// hide behind the other's compute.
 enum class Stream : std::uint8_t {
   kCompute,
   kTp,

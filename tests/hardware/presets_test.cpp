@@ -1,5 +1,5 @@
-// Hardware presets: every GPU and cluster of DESIGN.md exists, parses, and every number in the preset files carries
-// its source.
+// Hardware presets: every GPU and cluster the presets promise exists, parses, and every number in the preset files
+// carries its source.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -44,7 +44,7 @@ TEST_CASE("every number in the hardware preset files has a source", "[hardware][
   }
 }
 
-TEST_CASE("the GPU and cluster presets of DESIGN.md parse", "[hardware][presets]") {
+TEST_CASE("the GPU and cluster presets parse", "[hardware][presets]") {
   for (const char* gpu : {"v100-sxm2-32gb", "a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm", "h800-sxm", "h200-sxm",
                           "b200", "gb200", "gb300", "mi300x"}) {
     INFO(gpu);

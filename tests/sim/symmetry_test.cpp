@@ -1,5 +1,5 @@
-// Symmetry (DESIGN.md): one representative rank per stage and every rank expanded must agree on a homogeneous job;
-// a straggler delays its data-parallel group by exactly what the hand calculation gives.
+// Symmetry (ARCHITECTURE.md "Symmetry"): one representative rank per stage and every rank expanded must agree on a
+// homogeneous job; a straggler delays its data-parallel group by exactly what the hand calculation gives.
 #include <catch2/catch.hpp>
 
 #include "test_support.h"

@@ -1,6 +1,6 @@
-// `orrery fit`: the documented global fits of the cost-model parameters (DESIGN.md: every parameter is physical,
-// with its source, or fitted once, globally). `--write` stores the fitted values in the cost-model preset with a
-// note saying how they were fitted; a fitted value changes only by re-running this command.
+// `orrery fit`: the documented global fits of the cost-model parameters (ARCHITECTURE.md "Cost models": every parameter
+// is physical, with its source, or fitted once, globally). `--write` stores the fitted values in the cost-model preset
+// with a note saying how they were fitted; a fitted value changes only by re-running this command.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 

@@ -1,4 +1,4 @@
-// orrery: the command line. Errors in the input are reported once, here, with exit status 2 (STYLE.md rule 8).
+// orrery: the command line. Errors in the input are reported once, here, with exit status 2 (ARCHITECTURE.md rule 8).
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 

@@ -1,7 +1,7 @@
 #pragma once
-// Observers of a finished prediction (STYLE.md rule 14): the readable summary, the JSON report of DESIGN.md, the
-// Chrome-trace/Perfetto timeline and the timeline JSON. They read the Prediction and never change it. The trace and
-// the timeline are streamed as text (tools/orrery/json_stream.h), never built in memory whole.
+// Observers of a finished prediction (ARCHITECTURE.md rule 14): the readable summary, the JSON report (ARCHITECTURE.md
+// "Report"), the Chrome-trace/Perfetto timeline and the timeline JSON. They read the Prediction and never change it.
+// The trace and the timeline are streamed as text (tools/orrery/json_stream.h), never built in memory whole.
 
 #include <nlohmann/json.hpp>
 
@@ -15,7 +15,7 @@
 
 namespace orrery::cli {
 
-/// The report as DESIGN.md "Report" specifies it, plus model, plan and simulation details.
+/// The report as ARCHITECTURE.md "Report" specifies it, plus model, plan and simulation details.
 nlohmann::json report_json(const Prediction& prediction);
 
 /// A readable summary of the report.
@@ -54,7 +54,7 @@ TraceSummary write_chrome_trace(const TextSink& sink, const Prediction& predicti
 /// A sorted list of numbers as the --trace-* options take them: {0, 1, 2, 5} -> "0-2,5".
 std::string list_text(const std::vector<int>& list);
 
-/// The timeline of DESIGN.md: "tasks" with rank, stream, kind, name, stage, layer, microbatch, phase, start_s,
+/// The timeline contract: "tasks" with rank, stream, kind, name, stage, layer, microbatch, phase, start_s,
 /// end_s (seconds), and "memory", each recorded rank's live bytes over time ([seconds, bytes] samples). Streamed to
 /// `sink`; errors: those the sink throws.
 void write_timeline(const TextSink& sink, const Prediction& prediction);

@@ -1,4 +1,4 @@
-// `predict --timeline`: the simulated timeline of DESIGN.md, streamed task by task.
+// `predict --timeline`: the simulated timeline (tools/orrery/outputs.h), streamed task by task.
 #include "tools/orrery/outputs.h"
 
 namespace orrery::cli {
