@@ -81,13 +81,20 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
       for (int cp : space.cp) {
         const std::int64_t mp = std::int64_t{tp} * pp * cp;
         if (mp > num_gpus || num_gpus % mp != 0) continue;
+        const std::int64_t dp = num_gpus / mp;
         for (int ep : space.ep) {
           for (int etp : space.etp) {
+            // ZeRO shards over the data-parallel ranks of a CP group (dp x cp) and, for experts, over the expert
+            // data-parallel ranks (tp x cp x dp / (ep x etp)): with one of each, every stage is the same plan, and
+            // only the first listed is enumerated.
+            const bool one_shard =
+                dp * cp == 1 && (!base.model.is_moe() || std::int64_t{tp} * cp * dp == std::int64_t{ep} * etp);
             for (int vpp : vpps) {
               if (vpp > 1 && (pp == 1 || pp * vpp > slots)) continue;
               for (int mb : space.micro_batch) {
                 for (Recompute r : space.recompute) {
                   for (int zero : space.zero_stage) {
+                    if (one_shard && zero != space.zero_stage.front()) continue;
                     for (Schedule schedule : space.schedule) {
                       // DualPipeV folds every rank's layers into two chunks: 2 pp virtual stages need a layer each.
                       if (schedule == Schedule::kDualPipeV && 2 * pp > layers) continue;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -298,4 +299,22 @@ TEST_CASE("the static memory bound stays below every stage's weights, gradients 
       CHECK(static_cast<double>(bound) >= 0.85 * static_cast<double>(lightest));  // 14 / 16, less the norms
     }
   }
+}
+
+TEST_CASE("with one data-parallel rank the ZeRO stages are one plan, enumerated once", "[sim][search]") {
+  // Llama-3-8B on 8 GPUs: TP 8 leaves DP 1, where ZeRO 0, 1 and 3 shard nothing; TP 4 leaves DP 2, where each
+  // stage is its own plan. PP {1}, CP {1}, micro-batch {1}, recompute {none}, no FP8, VPP 1.
+  const Scenario s = base(R"("llama3-8b")", "dgx-h100", 8, 4096, 16);
+  SearchSpace user;
+  user.tp = {4, 8};
+  user.pp = {1};
+  user.cp = {1};
+  user.micro_batch = {1};
+  user.recompute = {Recompute::kNone};
+  user.zero_stage = {0, 1, 3};
+  user.fp8 = {false};
+  std::map<int, std::set<int>> stages_by_tp;
+  for (const Candidate& c : enumerate_candidates(s, default_space(s, user), 8)) stages_by_tp[c.tp].insert(c.zero_stage);
+  CHECK(stages_by_tp[8] == std::set<int>{0});
+  CHECK(stages_by_tp[4] == std::set<int>{0, 1, 3});
 }
