@@ -40,6 +40,42 @@ def write(tmp, name, data):
     return path
 
 
+def deepseek(**model):
+    """A small DeepSeek-V3 (4 layers, 256 experts in 8 groups) on 8 GPUs, its model keys overridden by `model`."""
+    return {"model": {"preset": "deepseek-v3", "num_hidden_layers": 4, "first_k_dense_replace": 1,
+                      "num_nextn_predict_layers": 0, **model},
+            "cluster": {"preset": "dgx-h100", "num_gpus": 8}, "parallel": {"ep": 8},
+            "training": {"seq_length": 2048, "global_batch_size": 8}}
+
+
+def unbounded_numbers(orrery, tmp):
+    """Numbers once read without a range (the second review): each passed with exit 0."""
+    # Group-limited routing picks topk_group of the n_group groups; without groups (n_group 1) topk_group was never
+    # read, so 100 passed. The preset's 8 groups bound it too.
+    for over, words in (({"n_group": 1, "topk_group": 100}, "model.topk_group (100) must be at most n_group (1)"),
+                        ({"topk_group": 9}, "model.topk_group (9) must be at most n_group (8)"),
+                        ({"topk_group": 0}, "model.topk_group (0) must be at least 1")):
+        refused(orrery, ["predict", write(tmp, "groups.json", deepseek(**over))], words, what=f"deepseek {over}")
+    # rope_theta sets no cost, so nothing read it: 1e300 passed. The bound is in models/physical_bounds.h.
+    refused(orrery, ["predict", write(tmp, "theta.json", deepseek(rope_theta=1e300))],
+            "model.rope_theta (1e+300) must lie in [1, 10000000000]", "Qwen's 1e6", what="rope_theta 1e300")
+    code, out, err, _ = run(orrery, "predict", write(tmp, "theta.json", deepseek(rope_theta=5e8)))
+    expect(code == 0 and "iteration time" in out, f"rope_theta 5e8 (in range): exit {code}, {err[:300]!r}")
+    for over, words in (({"rope_scaling": {"type": "yarn", "factor": 1e300}},
+                         "model.rope_scaling.factor (1e+300) must lie in [1, 10000]"),
+                        ({"attention_dropout": 1.0},
+                         "model.attention_dropout (1) is a dropout probability and must be in [0, 1)")):
+        refused(orrery, ["predict", write(tmp, "bound.json", deepseek(**over))], words, what=f"deepseek {over}")
+    oss = dict(SMALL, model={"preset": "gpt-oss-20b", "swiglu_limit": 1e300})
+    refused(orrery, ["predict", write(tmp, "swiglu.json", oss)], "model.swiglu_limit (1e+300) must be at most 10000",
+            what="swiglu_limit 1e300")
+    # An attention rate of 1e-300 of the peak was caught only as a task too long to simulate, naming the cluster.
+    slow = dict(SMALL, cluster={"preset": "dgx-h100", "num_gpus": 8,
+                                "gpu": {"preset": "h100-sxm", "attention_peak_fraction": {"forward": 1e-300}}})
+    refused(orrery, ["predict", write(tmp, "attention.json", slow)],
+            "cluster.gpu.attention_peak_fraction.forward (1e-300) must lie in [0.01, 1]", what="attention fraction 1e-300")
+
+
 def main():
     orrery = sys.argv[1]
     tmp = tempfile.mkdtemp()
@@ -153,6 +189,8 @@ def main():
                  stragglers=[{"rank": 1, "compute_slowdown": 2}])
     code, out, err, _ = run(orrery, "predict", write(tmp, "strag.json", strag))
     expect(code == 0 and "iteration time" in out, f"straggler on 65,536 GPUs: exit {code}, {err[:300]!r}")
+
+    unbounded_numbers(orrery, tmp)
 
     for p in problems:
         print(p)
