@@ -33,6 +33,9 @@ SMALL = {"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 8},
          "training": {"seq_length": 2048, "global_batch_size": 8}}
 
 
+SMALL_FLAGS = ["--model", "llama3-8b", "--num-gpus", "8", "--seq-length", "2048", "--global-batch-size", "8"]
+
+
 def write(tmp, name, data):
     path = os.path.join(tmp, name)
     with open(path, "wb") as f:
@@ -74,6 +77,46 @@ def unbounded_numbers(orrery, tmp):
                                 "gpu": {"preset": "h100-sxm", "attention_peak_fraction": {"forward": 1e-300}}})
     refused(orrery, ["predict", write(tmp, "attention.json", slow)],
             "cluster.gpu.attention_peak_fraction.forward (1e-300) must lie in [0.01, 1]", what="attention fraction 1e-300")
+
+
+SEARCH = ["search", "--model", "llama3-8b", "--seq-length", "2048", "--global-batch-size", "16", "--pp", "1",
+          "--cp", "1", "--quiet"]
+
+
+def flag_ranges(orrery):
+    """Flags once saturated, emptied or zero without a word (the second review): each ran with exit 0."""
+    # Past 64 bits CLI11 read the count as 9223372036854775807; the check sees the text as given.
+    for value in ("99999999999999999999", "1000000001", "-1"):
+        refused(orrery, ["predict", *SMALL_FLAGS, "--trace", os.devnull, "--trace-max-events", value],
+                f"--trace-max-events: {value} must be a whole number from 0 to 1000000000", "150 GB",
+                what=f"--trace-max-events {value}")
+    refused(orrery, ["predict", *SMALL_FLAGS, "--global-batch-size", "99999999999999999999"],
+            "--global-batch-size: 99999999999999999999 must be a whole number from 1 to 268435456",
+            what="--global-batch-size past 64 bits")
+    # An empty list searched the defaults, an empty item fewer values than written.
+    for flag, value, rule in (("--tp", "", "must list at least one value"),
+                              ("--tp", "1,,2", "has an empty item"), ("--schedule", "1f1b,", "has an empty item"),
+                              ("--recompute", "", "must list at least one value")):
+        refused(orrery, [*SEARCH, "--num-gpus", "8", flag, value], f'{flag} ("{value}") {rule}',
+                what=f"search {flag} {value!r}")
+    refused(orrery, ["predict", *SMALL_FLAGS, "--recompute", "selective", "--recompute-modules", "mlp,,core_attn"],
+            '--recompute-modules ("mlp,,core_attn") has an empty item', what="--recompute-modules with an empty item")
+    for flag in ("--trace-ranks", "--trace-window"):
+        refused(orrery, ["predict", *SMALL_FLAGS, "--trace", os.devnull, flag, ""], f"{flag}: must not be empty",
+                what=f"{flag} ''")
+    # 0 meant "the default" for --memory-cap and --max-tp: given, it must be a real value.
+    for args, words in ((["--memory-cap", "0"], "--memory-cap (0) must be a GiB figure above 0 and at most 4096"),
+                        (["--memory-cap", "inf"], "--memory-cap (inf) must be a GiB figure above 0"),
+                        (["--max-tp", "0"], "--max-tp (0) must be from 1 to 1048576"),
+                        (["--threads", "100000"], "--threads (100000) must be from 1 to 1024"),
+                        (["--objective", "gpus", "--target-tokens-per-s", "inf"],
+                         "--target-tokens-per-s (inf) must be a finite, positive throughput")):
+        refused(orrery, [*SEARCH, "--num-gpus", "8", *args], words, what=f"search {' '.join(args)}")
+    # More GPUs than one job may have (limits::kGpus = 2^20): search listed every plan invalid with exit 0.
+    refused(orrery, [*SEARCH, "--num-gpus", "2000000"], "--num-gpus (2000000) must be from 1 to 1048576",
+            what="search --num-gpus 2000000")
+    refused(orrery, ["collective", "--num-gpus", "2000000", "--bytes", "1M"],
+            "--num-gpus (2000000) must be from 2 to 1048576", what="collective --num-gpus 2000000")
 
 
 def main():
@@ -191,6 +234,7 @@ def main():
     expect(code == 0 and "iteration time" in out, f"straggler on 65,536 GPUs: exit {code}, {err[:300]!r}")
 
     unbounded_numbers(orrery, tmp)
+    flag_ranges(orrery)
 
     for p in problems:
         print(p)
