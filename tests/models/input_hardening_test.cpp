@@ -2,6 +2,8 @@
 // a silent success (issue 26). Each case below reproduces an input that once did one of those.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <utility>
@@ -9,6 +11,7 @@
 
 #include "hardware/cluster_spec.h"
 #include "models/json_fields.h"
+#include "models/text_file.h"
 #include "models/utf8.h"
 #include "sim/instances.h"
 #include "sim/rank_layout.h"
@@ -221,4 +224,34 @@ TEST_CASE("an expansion of every rank beyond the task-instance limit is refused 
   expanded.expansion = Expansion::kAllRanks;
   CHECK_THROWS_WITH(predict(s, expanded), Catch::StartsWith("--expand-ranks (262144 ranks) would simulate") &&
                                               Catch::Contains("task instances, above the limit of 2e+09"));
+}
+
+TEST_CASE("an input file that cannot be read says why, and an I/O error part-way is not a short file",
+          "[models][errors]") {
+  const auto read_error = [](const std::filesystem::path& path) {
+    try {
+      read_text_file(path, "scenario");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  // A stream reader stops at EIO as at the end of the file; /proc/self/mem fails so from offset 0 (unmapped).
+  if (std::filesystem::exists("/proc/self/mem")) {
+    CHECK(read_error("/proc/self/mem") == "scenario (/proc/self/mem) cannot be read: Input/output error");
+  }
+  const std::filesystem::path folder = std::filesystem::temp_directory_path() / "orrery-text-file-test";
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder);
+  const std::filesystem::path loop = folder / "loop.json";
+  std::filesystem::create_symlink("loop.json", loop);
+  // stat's ELOOP, not "does not exist" as std::filesystem::exists says of it.
+  CHECK(read_error(loop) == "scenario (" + loop.string() + ") cannot be read: Too many levels of symbolic links");
+  CHECK(read_error(folder) == "scenario (" + folder.string() + ") is not a regular file (it is a folder)");
+  CHECK(read_error(folder / "none.json") == "scenario (" + (folder / "none.json").string() + ") does not exist");
+  {
+    std::ofstream(folder / "a.json") << "{}";
+  }
+  CHECK(read_text_file(folder / "a.json", "scenario") == "{}");
+  std::filesystem::remove_all(folder);
 }

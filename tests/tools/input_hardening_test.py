@@ -119,6 +119,27 @@ def flag_ranges(orrery):
             "--num-gpus (2000000) must be from 2 to 1048576", what="collective --num-gpus 2000000")
 
 
+def unreadable_paths(orrery, tmp):
+    """Paths the operating system refuses (the second review): a loop of symbolic links once gave "internal error
+    (please report)" with exit 1, and an I/O error part-way through a read passed as malformed JSON."""
+    loop = os.path.join(tmp, "loop.json")
+    os.symlink("loop.json", loop)
+    reason = "cannot be read: Too many levels of symbolic links"
+    refused(orrery, ["predict", loop], f"scenario ({loop}) {reason}", what="predict a symlink loop")
+    refused(orrery, ["search", loop, "--quiet"], f"scenario ({loop}) {reason}", what="search a symlink loop")
+    refused(orrery, ["predict", "--model", loop], f"model.hf_config ({loop}) {reason}", what="--model a symlink loop")
+    # validate reads it as a record that fails by name; over nothing else that is exit 2.
+    err = refused(orrery, ["validate", loop], "none of the 1 record could be read", f"({loop}) {reason}",
+                  what="validate a symlink loop")
+    expect("internal error" not in err, f"validate a symlink loop: {err[:300]!r}")
+    # Reading /proc/self/mem from offset 0 fails with EIO (nothing is mapped there): a stream read stopped as at
+    # the end of the file, and the parser then reported "not valid JSON ... unexpected end of input".
+    if os.path.exists("/proc/self/mem"):
+        err = refused(orrery, ["predict", "/proc/self/mem"], "scenario (/proc/self/mem) cannot be read: Input/output error",
+                      what="predict /proc/self/mem")
+        expect("JSON" not in err, f"an I/O error reported as JSON: {err[:300]!r}")
+
+
 def main():
     orrery = sys.argv[1]
     tmp = tempfile.mkdtemp()
@@ -235,6 +256,7 @@ def main():
 
     unbounded_numbers(orrery, tmp)
     flag_ranges(orrery)
+    unreadable_paths(orrery, tmp)
 
     for p in problems:
         print(p)

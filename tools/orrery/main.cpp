@@ -4,11 +4,13 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <stdexcept>
 #include <system_error>
 
 #include "models/error.h"
+#include "models/utf8.h"
 #include "tools/orrery/commands.h"
 
 namespace {
@@ -62,6 +64,19 @@ int main(int argc, char** argv) {
     // CLI11 converts a switch's value (--sequence-parallel=maybe) with std::stoll after parsing, outside its own
     // error types; the simulator's own bad-input errors are orrery::Error.
     std::cerr << "error: a command-line switch takes true, false, 1 or 0 (" << e.what() << ")\n";
+    return 2;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the operating system refused (a loop of symbolic links, no permission) where no reader of ours
+    // checked it first: bad input, named with the system's reason.
+    std::cerr << "error: " << orrery::printable_utf8(e.path1().string()) << ": " << e.code().message() << "\n";
+    return 2;
+  } catch (const std::system_error& e) {
+    // fmt::print throws this when standard output fails (a full disk); anything else is ours to fix.
+    if (std::ferror(stdout) == 0) {
+      std::cerr << "internal error (please report): " << e.what() << "\n";
+      return 1;
+    }
+    std::cerr << "error: standard output: cannot be written: " << e.code().message() << "\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "internal error (please report): " << e.what() << "\n";

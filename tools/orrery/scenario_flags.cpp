@@ -89,7 +89,9 @@ void set(json& doc, const char* section, const char* key, const std::optional<T>
 
 void ScenarioFlags::apply(json& doc) const {
   if (!model.empty()) {
-    if (std::filesystem::exists(model)) {
+    // Anything at that path, a broken link included, is a file the model is read from (and its error names it).
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::symlink_status(model, ec))) {
       doc["model"] = {{"hf_config", std::filesystem::absolute(model).string()}};
     } else {
       doc["model"] = model;

@@ -38,15 +38,27 @@ struct ValidateArgs {
   std::string profile;
 };
 
+// The .json files of a folder and its subfolders. One whose kind cannot be told (a loop of symbolic links) is kept,
+// so that its record fails naming the reason; a subfolder that cannot be listed fails the command.
+void add_folder(const std::string& folder, std::vector<fs::path>& files) {
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(folder, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    std::error_code kind;
+    const bool regular = it->is_regular_file(kind);
+    if ((regular || kind) && it->path().extension() == ".json") files.push_back(it->path());
+  }
+  if (ec) throw Error::invalid("validate", folder, "cannot be read: " + ec.message());
+}
+
 std::vector<fs::path> scenario_files(const std::vector<std::string>& paths) {
   std::vector<fs::path> files;
   for (const std::string& p : paths) {
-    if (fs::is_directory(p)) {
-      for (const auto& entry : fs::recursive_directory_iterator(p)) {
-        if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path());
-      }
-    } else if (fs::exists(p)) {
-      files.emplace_back(p);
+    std::error_code ec;
+    if (fs::is_directory(fs::status(p, ec))) {
+      add_folder(p, files);
+    } else if (fs::exists(fs::symlink_status(p, ec))) {
+      files.emplace_back(p);  // read as a record, whose error says what is wrong with it
     } else {
       throw Error::invalid("validate", p, "is neither a scenario file nor a folder");
     }
@@ -305,7 +317,8 @@ void add_validate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--profile", args->profile, "price ops from a measured GPU profile (calibrate/) where it covers them")->check(non_empty_file());
   cmd->callback([args, explain, &exit_code] {
     // `validate --explain PATH...`: --explain takes an optional record name, so a path right after it lands there.
-    if (!args->explain.empty() && fs::exists(args->explain)) {
+    std::error_code ec;
+    if (!args->explain.empty() && fs::exists(fs::symlink_status(args->explain, ec))) {
       args->paths.insert(args->paths.begin(), args->explain);
       args->explain.clear();
     }
