@@ -255,3 +255,31 @@ TEST_CASE("an input file that cannot be read says why, and an I/O error part-way
   CHECK(read_text_file(folder / "a.json", "scenario") == "{}");
   std::filesystem::remove_all(folder);
 }
+
+TEST_CASE("an error escapes the control characters it quotes and cuts a long quote, noting its length",
+          "[models][errors]") {
+  // ESC (a terminal's escape sequences), C1's CSI U+009B and a newline in a quoted value are written as escapes; a
+  // rule we wrote keeps its line breaks.
+  CHECK(std::string(Error::invalid("model", "llama\x1B[31m\xC2\x9B" "1m\nerror: forged", "is not\na preset").what()) ==
+        "model (llama\\u001B[31m\\u009B1m\\u000Aerror: forged) is not\na preset");
+  // A C2 lead with a printable second byte (U+00A0 and above) is ordinary text.
+  CHECK(printable_utf8("caf\xC3\xA9 \xC2\xA0") == "caf\xC3\xA9 \xC2\xA0");
+  // A 10 MB key was echoed whole; the quote is cut to Error::kQuoteLimit (200) bytes with its full length.
+  const std::string key(10'000'000, 'k');
+  const std::string message = Error::invalid(key, "1", "is not a known key here").what();
+  CHECK(message == std::string(200, 'k') + "... (10000000 bytes in all) (1) is not a known key here");
+  // The cut falls on a UTF-8 boundary: 199 ASCII bytes then a 2-byte character that would end at 201 is left out.
+  CHECK(clipped_utf8(std::string(199, 'a') + "\xC3\xA9" + "tail", 200) == std::string(199, 'a') + "... (205 bytes in all)");
+  CHECK(clipped_utf8("short", 200) == "short");
+}
+
+TEST_CASE("an error found in a file names the file before the field and keeps its kind and parts", "[models][errors]") {
+  const Error e = Error::not_modelled("parallel.zero_stage", "3", "ZeRO-3 with dualpipe").in("scenario runs/a.json");
+  CHECK(std::string(e.what()) == "scenario runs/a.json: not modelled yet: parallel.zero_stage (3) ZeRO-3 with dualpipe");
+  CHECK(e.kind() == ErrorKind::kNotModelled);
+  CHECK(e.field() == "parallel.zero_stage");
+  CHECK(e.value() == "3");
+  // A file named with an escape sequence is escaped too.
+  CHECK(std::string(Error::invalid("tp", "6", "must divide 64").in("scenario \x1B[2Ja.json").what()) ==
+        "scenario \\u001B[2Ja.json: tp (6) must divide 64");
+}

@@ -140,6 +140,44 @@ def unreadable_paths(orrery, tmp):
         expect("JSON" not in err, f"an I/O error reported as JSON: {err[:300]!r}")
 
 
+def error_texts(orrery, tmp):
+    """What errors say (the second review): the file a field error is in, the key given, the input's control
+    characters escaped, a long quote cut."""
+    # predict named the field but not the file (as search did not either); with flags, it says they took part.
+    bad = write(tmp, "tp6.json", dict(SMALL, parallel={"tp": 6}))
+    rule = "cluster.num_gpus (8) must be divisible by tp x pp x cp (6 x 1 x 1 = 6)"
+    refused(orrery, ["predict", bad], f"error: scenario {bad}: {rule}", what="predict names the file")
+    refused(orrery, ["predict", bad, "--pp", "1"], f"error: scenario {bad} with the command-line flags: {rule}",
+            what="predict names the file and the flags")
+    refused(orrery, ["search", bad, "--quiet"], f"error: scenario {bad}: {rule}", what="search names the file")
+    # The last stage's count was reported as decoder_first_pipeline_num_layers.
+    last = write(tmp, "last.json", dict(SMALL, cluster={"preset": "dgx-h100", "num_gpus": 16},
+                                        parallel={"tp": 4, "pp": 4, "decoder_last_pipeline_num_layers": 9}))
+    err = refused(orrery, ["predict", last], "parallel.decoder_last_pipeline_num_layers (9) leaves 23 of "
+                  "num_hidden_layers (32) for 3 other stage(s)", what="decoder_last_pipeline_num_layers")
+    expect("decoder_first" not in err, f"decoder_last's error names decoder_first: {err[:300]!r}")
+    # ESC and C1's CSI from the input reached the terminal raw: in an error's value, a warning's key, a command
+    # name and CLI11's own messages.
+    esc = write(tmp, "esc.json", dict(SMALL, training={"seq_length": 2048, "global_batch_size": 8,
+                                                       "precision": "bf16\x1b[2J\u009b1m"}))
+    code, out, err, _ = run(orrery, "predict", esc)
+    expect(code == 2 and 'training.precision ("bf16\\u001B[2J\\u009B1m")' in err and "\x1b" not in err
+           and "\u009b" not in err, f"ESC in a value: exit {code}, {err[:300]!r}")
+    key = write(tmp, "esckey.json", dict(SMALL, model={"preset": "llama3-8b", "\x1b[31mzap": 1}))
+    code, out, err, _ = run(orrery, "predict", key)
+    expect(code == 0 and "warning: model.\\u001B[31mzap is not a field" in out and "\x1b" not in out,
+           f"ESC in an override's key: exit {code}, {out[-300:]!r}")
+    for args, words in ((["\x1b[31mfoo"], "error: unknown command '\\u001B[31mfoo'"),
+                        (["predict", "--tp", "\x1b[31m"], "--tp = \\u001B[31m")):
+        code, out, err, _ = run(orrery, *args)
+        expect(code == 2 and words in err and "\x1b" not in err, f"{args!r}: exit {code}, {err[:300]!r}")
+    # A 10 MB key was echoed whole (10 MB on stderr); the quote is cut to 200 bytes with its length.
+    big = write(tmp, "bigkey.json", {**SMALL, "k" * 10_000_000: 1})
+    err = refused(orrery, ["predict", big], "k" * 200 + "... (10000000 bytes in all) (1) is not a known key here",
+                  what="a 10 MB key")
+    expect(len(err) < 1000, f"a 10 MB key: {len(err)} bytes of error")
+
+
 def main():
     orrery = sys.argv[1]
     tmp = tempfile.mkdtemp()
@@ -257,6 +295,7 @@ def main():
     unbounded_numbers(orrery, tmp)
     flag_ranges(orrery)
     unreadable_paths(orrery, tmp)
+    error_texts(orrery, tmp)
 
     for p in problems:
         print(p)

@@ -18,6 +18,7 @@
 #include "calibrate/workload_export.h"
 #include "models/json_fields.h"
 #include "models/error.h"
+#include "models/utf8.h"
 #include "models/output_file.h"
 #include "tools/orrery/commands.h"
 
@@ -153,7 +154,7 @@ void run_export(const ExportArgs& a) {
   const Scenario scenario = load_scenario(a.scenario);
   const Prediction p = predict(scenario);
   const bench::WorkloadFile w = export_workload(p);
-  for (const std::string& warning : p.report.warnings) std::cerr << "warning: " << warning << "\n";
+  for (const std::string& warning : p.report.warnings) std::cerr << "warning: " << printable_utf8(warning, false) << "\n";
   std::ostringstream out;
   out << "# " << scenario.name << ": orrery calibrate export-workload " << a.scenario << "\n" << bench::format_workload(w);
   write_file_whole(a.out, out.str());

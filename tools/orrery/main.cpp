@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 #include <stdexcept>
 #include <system_error>
 
@@ -45,15 +46,19 @@ int main(int argc, char** argv) {
   bool known = argc < 2 || argv[1][0] == '-';
   for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) known = known || sub->get_name() == argv[1];
   if (!known) {
-    std::cerr << "error: unknown command '" << argv[1] << "'; commands: predict, search, validate, collective, fit, calibrate, compare, list (orrery --help)\n";
+    std::cerr << "error: unknown command '" << orrery::printable_utf8(argv[1], false) << "'; commands: predict, search, validate, collective, fit, calibrate, compare, list (orrery --help)\n";
     return 2;
   }
   try {
     app.parse(argc, argv);
     check_standard_output();
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // CLI11 quotes the value given as it is: printed with its control characters escaped.
+    std::ostringstream err;
+    app.exit(e, std::cout, err);
+    std::cerr << orrery::printable_utf8(err.str());
+    return 2;
   } catch (const orrery::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "models/error.h"
+#include "models/utf8.h"
 #include "tools/orrery/commands.h"
 
 namespace orrery::cli {
@@ -106,8 +107,9 @@ TraceSelection TraceFlags::selection(const Scenario& scenario) const {
   return s;
 }
 
-void warn_about_trace(std::ostream& err, const std::string& path, const TraceSummary& summary,
+void warn_about_trace(std::ostream& err, const std::string& file, const TraceSummary& summary,
                       const TraceSelection& selection, const Prediction& p) {
+  const std::string path = printable_utf8(file, false);  // as given on the command line, control characters escaped
   if (summary.left_out > 0) {
     err << fmt::format(
         "warning: --trace {}: left out {} of {} events, those from {:.6g} s on (the iteration ends at {:.6g} s), on "

@@ -16,6 +16,7 @@
 #include "hardware/gpu_profile.h"
 #include "models/error.h"
 #include "models/json_fields.h"
+#include "models/utf8.h"
 #include "sim/validation.h"
 #include "tools/orrery/commands.h"
 #include "tools/orrery/outputs.h"
@@ -66,6 +67,10 @@ std::vector<fs::path> scenario_files(const std::vector<std::string>& paths) {
   std::sort(files.begin(), files.end());
   return files;
 }
+
+// A record's name or file as text output shows it: names are file names, which may hold control characters (an
+// ESC a terminal would act on) or bytes that are not UTF-8. The JSON output escapes them itself.
+std::string shown(const std::string& name) { return printable_utf8(name, false); }
 
 struct Outcome {
   RecordResult result;
@@ -118,12 +123,12 @@ void print_table(const std::vector<RecordResult>& results) {
   fmt::print("{:<48} {:<22} {:>12} {:>12} {:>8}\n", "record", "figure", "predicted", "published", "error");
   for (const RecordResult& r : results) {
     if (!r.simulated) {
-      fmt::print("{:<48} {}\n", r.name, r.error.substr(0, 110));
+      fmt::print("{:<48} {}\n", shown(r.name), r.error.substr(0, 110));
       continue;
     }
     bool first = true;
     for (const FigureComparison& c : r.figures) {
-      fmt::print("{:<48} {:<22} {:>12.4g} {:>12.4g} {:>+7.1f}%\n", first ? r.name : "", c.figure, c.predicted,
+      fmt::print("{:<48} {:<22} {:>12.4g} {:>12.4g} {:>+7.1f}%\n", first ? shown(r.name) : "", c.figure, c.predicted,
                  c.published, c.error_pct);
       first = false;
     }
@@ -133,7 +138,7 @@ void print_table(const std::vector<RecordResult>& results) {
 // Each record's predicted step by part, and the part its error most probably lies in (attribute_error).
 void print_explanations(const std::vector<RecordResult>& results) {
   std::size_t width = 6;  // the name column fits the longest record name
-  for (const RecordResult& r : results) width = std::max(width, r.name.size());
+  for (const RecordResult& r : results) width = std::max(width, shown(r.name).size());
   fmt::print("{:<{}} {:>7}  {:>8} {:>8} {:>8} {:>8}  {}\n", "record", width, "error", "compute", "host", "comm", "bubble",
              "dominant part (its share of the error)");
   for (const RecordResult& r : results) {
@@ -143,7 +148,7 @@ void print_explanations(const std::vector<RecordResult>& results) {
     for (Seconds s : a.seconds) total += s;
     const auto pct = [&](int p) { return total > 0 ? 100.0 * a.seconds[static_cast<std::size_t>(p)] / total : 0.0; };
     const double share = a.error != 0 ? 100.0 * a.allotted[static_cast<std::size_t>(a.dominant)] / a.error : 100.0;
-    fmt::print("{:<{}} {:>+6.1f}%  {:>7.1f}% {:>7.1f}% {:>7.1f}% {:>7.1f}%  {} ({:.0f}%, {:+.3g} s)\n", r.name, width,
+    fmt::print("{:<{}} {:>+6.1f}%  {:>7.1f}% {:>7.1f}% {:>7.1f}% {:>7.1f}%  {} ({:.0f}%, {:+.3g} s)\n", shown(r.name), width,
                *r.iteration_error_pct, pct(0), pct(1), pct(2), pct(3), to_string(a.dominant), share,
                a.allotted[static_cast<std::size_t>(a.dominant)]);
   }
@@ -155,10 +160,10 @@ void print_explanations(const std::vector<RecordResult>& results) {
 
 void print_summary_block(const ValidationSummary& s) {
   fmt::print("\niteration time: MAPE {:.1f}% over {} record{}", s.mape, s.records, s.records == 1 ? "" : "s");
-  if (!s.worst.empty()) fmt::print("; worst {} ({:+.1f}%)", s.worst, s.worst_error_pct);
+  if (!s.worst.empty()) fmt::print("; worst {} ({:+.1f}%)", shown(s.worst), s.worst_error_pct);
   fmt::print("; {} not simulated\n", s.failed);
   for (const auto& [prefix, entry] : s.by_prefix) {
-    fmt::print("  {:<20} MAPE {:5.1f}%  ({} record{})\n", prefix, entry.first, entry.second, entry.second == 1 ? "" : "s");
+    fmt::print("  {:<20} MAPE {:5.1f}%  ({} record{})\n", shown(prefix), entry.first, entry.second, entry.second == 1 ? "" : "s");
   }
 }
 
@@ -264,7 +269,7 @@ int run_validate(const ValidateArgs& a) {
     }
     for (const RecordResult& r : results) {
       if (r.simulated || r.not_modelled) continue;
-      fmt::print(stderr, "validate: {} failed: {}\n", r.name, r.error);
+      fmt::print(stderr, "validate: {} failed: {}\n", shown(r.name), r.error);
       status = 1;
     }
   }
@@ -273,7 +278,7 @@ int run_validate(const ValidateArgs& a) {
     status = 1;
   }
   if (a.max_error && std::fabs(summary.worst_error_pct) > *a.max_error) {
-    fmt::print(stderr, "validate: {} misses by {:+.1f}%, beyond --max-error {:.1f}%\n", summary.worst,
+    fmt::print(stderr, "validate: {} misses by {:+.1f}%, beyond --max-error {:.1f}%\n", shown(summary.worst),
                summary.worst_error_pct, *a.max_error);
     status = 1;
   }
@@ -285,7 +290,7 @@ int run_validate(const ValidateArgs& a) {
       std::any_of(results.begin(), results.end(), [](const RecordResult& r) { return r.simulated; });
   if (!any_simulated && broken != results.end()) {
     fmt::print(stderr, "error: validate: none of the {} record{} could be read and simulated (the first: {}: {})\n",
-               results.size(), results.size() == 1 ? "" : "s", broken->name, broken->error);
+               results.size(), results.size() == 1 ? "" : "s", shown(broken->name), broken->error);
     return 2;
   }
   return status;
