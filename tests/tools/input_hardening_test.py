@@ -178,6 +178,46 @@ def error_texts(orrery, tmp):
     expect(len(err) < 1000, f"a 10 MB key: {len(err)} bytes of error")
 
 
+def validate_inputs(orrery, root, tmp):
+    """What validate counts (the second review): a file given without expect was passed over with a note (exit 0
+    over nothing), and a file given twice weighed twice in the MAPE."""
+    plain = write(tmp, "plain.json", SMALL)
+    refused(orrery, ["validate", plain], "none of the 1 record could be read and simulated",
+            f"scenario {plain} has no expect block: a record needs the published figures it is compared with",
+            what="validate a file without expect")
+    empty = write(tmp, "empty-expect.json", dict(SMALL, expect={}))
+    refused(orrery, ["validate", empty], f"scenario {empty} has an empty expect block", what="validate expect {}")
+    # Beside a good record it is listed as failed, and it fails a gate as any broken record does.
+    record = os.path.join(root, "scenarios", "validation", "kor22-22b-full-recompute.json")
+    code, out, err, _ = run(orrery, "validate", plain, record, "--json")
+    doc = json.loads(out) if code == 0 else {"summary": {}, "records": []}
+    errors = {r["name"]: r.get("error", "") for r in doc["records"]}
+    expect(code == 0 and doc["summary"].get("records") == 1 and doc["summary"].get("not_simulated") == 1
+           and "has no expect block" in errors.get("plain", ""),
+           f"validate a file without expect beside a record: exit {code}, {out[:300]!r} {err[:300]!r}")
+    code, out, err, _ = run(orrery, "validate", plain, record, "--max-mape", "100")
+    expect(code == 1 and "validate: plain failed: scenario" in err, f"gate over a file without expect: exit {code}, {err[:300]!r}")
+    # The same record three ways (twice by name, once through a link): one record, with a note for each repeat.
+    record = os.path.abspath(record)
+    link = os.path.join(tmp, "link.json")
+    os.symlink(record, link)
+    code, out, err, _ = run(orrery, "validate", record, record, link, "--json")
+    doc = json.loads(out) if code == 0 else {"summary": {}, "records": []}
+    expect(code == 0 and doc["summary"].get("records") == 1 and len(doc["records"]) == 1
+           and f"note: validate: {record} is given twice; it is validated once" in err
+           and f"note: validate: {link} is the same file as {record}; it is validated once" in err,
+           f"validate one record three ways: exit {code}, {out[:200]!r}, {err[:400]!r}")
+    # A folder and a file in it: the file once.
+    folder = os.path.join(tmp, "one-record")
+    os.mkdir(folder)
+    copy = write(folder, "kor22-copy.json", json.load(open(record)))
+    code, out, err, _ = run(orrery, "validate", folder, copy, "--json")
+    doc = json.loads(out) if code == 0 else {"records": []}
+    expect(code == 0 and len(doc["records"]) == 1
+           and f"note: validate: {copy} is given and lies in a given folder; it is validated once" in err,
+           f"validate a folder and a file in it: exit {code}, {err[:300]!r}")
+
+
 def main():
     orrery = sys.argv[1]
     tmp = tempfile.mkdtemp()
@@ -296,6 +336,7 @@ def main():
     flag_ranges(orrery)
     unreadable_paths(orrery, tmp)
     error_texts(orrery, tmp)
+    validate_inputs(orrery, sys.argv[2], tmp)
 
     for p in problems:
         print(p)

@@ -20,6 +20,7 @@
 #include "sim/validation.h"
 #include "tools/orrery/commands.h"
 #include "tools/orrery/outputs.h"
+#include "tools/orrery/validate_inputs.h"
 
 namespace orrery::cli {
 
@@ -39,35 +40,6 @@ struct ValidateArgs {
   std::string profile;
 };
 
-// The .json files of a folder and its subfolders. One whose kind cannot be told (a loop of symbolic links) is kept,
-// so that its record fails naming the reason; a subfolder that cannot be listed fails the command.
-void add_folder(const std::string& folder, std::vector<fs::path>& files) {
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(folder, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    std::error_code kind;
-    const bool regular = it->is_regular_file(kind);
-    if ((regular || kind) && it->path().extension() == ".json") files.push_back(it->path());
-  }
-  if (ec) throw Error::invalid("validate", folder, "cannot be read: " + ec.message());
-}
-
-std::vector<fs::path> scenario_files(const std::vector<std::string>& paths) {
-  std::vector<fs::path> files;
-  for (const std::string& p : paths) {
-    std::error_code ec;
-    if (fs::is_directory(fs::status(p, ec))) {
-      add_folder(p, files);
-    } else if (fs::exists(fs::symlink_status(p, ec))) {
-      files.emplace_back(p);  // read as a record, whose error says what is wrong with it
-    } else {
-      throw Error::invalid("validate", p, "is neither a scenario file nor a folder");
-    }
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
 // A record's name or file as text output shows it: names are file names, which may hold control characters (an
 // ESC a terminal would act on) or bytes that are not UTF-8. The JSON output escapes them itself.
 std::string shown(const std::string& name) { return printable_utf8(name, false); }
@@ -75,40 +47,46 @@ std::string shown(const std::string& name) { return printable_utf8(name, false);
 struct Outcome {
   RecordResult result;
   std::optional<Prediction> prediction;  // kept only for --explain
-  bool has_expect = false;
+  bool is_record = false;  // an expect block, or a file given by name
 };
 
-Outcome evaluate(const fs::path& file, bool keep_prediction, const PredictOptions& options) {
+Outcome evaluate(const ValidateInput& input, bool keep_prediction, const PredictOptions& options) {
+  const fs::path& file = input.path;
   Outcome o;
   o.result.file = file.string();
   o.result.name = file.stem().string();
   o.result.prefix = source_prefix(o.result.name);
   try {
-    // Only documents with an `expect` block are records; others (scenarios without published figures, and the
-    // measurement files kept beside the measured scenarios) are passed over without being parsed as scenarios.
+    // Only documents with an `expect` block are records; others in a folder (scenarios without published figures,
+    // the measurement files kept beside the measured scenarios) are passed over without being parsed as scenarios.
+    // A file given by name is meant as a record: without one it is a broken input, as an unreadable one is.
     const nlohmann::json doc = read_json_file(file, "scenario");
-    if (!doc.is_object() || !doc.contains("expect")) return o;
+    const bool block = doc.is_object() && doc.contains("expect");
+    if (!block && !input.named) return o;
+    o.is_record = true;
+    require(block, "scenario " + file.string(), "",
+            "has no expect block: a record needs the published figures it is compared with");
     Scenario s = load_scenario(doc, file);
-    o.has_expect = !s.expect.empty();
-    if (!o.has_expect) return o;
+    require(!s.expect.empty(), "scenario " + file.string(), "",
+            "has an empty expect block: a record needs the published figures it is compared with");
     Prediction p = predict(s, options);
     o.result = compare_with_expectations(p, file.string());
     if (keep_prediction) o.prediction = std::move(p);
   } catch (const Error& e) {
-    o.has_expect = true;
+    o.is_record = true;
     o.result.error = e.what();
     o.result.not_modelled = e.kind() == ErrorKind::kNotModelled;
   }
   return o;
 }
 
-std::vector<Outcome> evaluate_all(const std::vector<fs::path>& files, int jobs, const std::string& explain,
+std::vector<Outcome> evaluate_all(const std::vector<ValidateInput>& files, int jobs, const std::string& explain,
                                   const PredictOptions& options) {
   std::vector<Outcome> out(files.size());
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
     for (std::size_t i = next++; i < files.size(); i = next++) {
-      out[i] = evaluate(files[i], files[i].stem().string() == explain, options);
+      out[i] = evaluate(files[i], files[i].path.stem().string() == explain, options);
     }
   };
   const int n = std::max(1, std::min(jobs > 0 ? jobs : static_cast<int>(std::thread::hardware_concurrency()),
@@ -200,16 +178,16 @@ nlohmann::json to_json(const std::vector<RecordResult>& results, const Validatio
 }
 
 int run_validate(const ValidateArgs& a) {
-  auto files = scenario_files(a.paths);
-  std::erase_if(files, [&](const fs::path& f) {
+  auto files = validate_inputs(a.paths, std::cerr);
+  std::erase_if(files, [&](const ValidateInput& f) {
     return std::any_of(a.skip.begin(), a.skip.end(),
-                       [&](const std::string& k) { return f.stem().string().find(k) != std::string::npos; });
+                       [&](const std::string& k) { return f.path.stem().string().find(k) != std::string::npos; });
   });
   if (!a.explain.empty()) {
     // Simulate only the named record when a file carries its name (records are named after their files).
-    std::vector<fs::path> named;
+    std::vector<ValidateInput> named;
     std::copy_if(files.begin(), files.end(), std::back_inserter(named),
-                 [&](const fs::path& f) { return f.stem().string() == a.explain; });
+                 [&](const ValidateInput& f) { return f.path.stem().string() == a.explain; });
     if (!named.empty()) files = named;
   }
   const CostParams params = cost_params_with_profile(a.profile);
@@ -219,13 +197,7 @@ int run_validate(const ValidateArgs& a) {
   std::vector<RecordResult> results;
   const Outcome* explained = nullptr;
   for (const Outcome& o : outcomes) {
-    if (!o.has_expect) {
-      // A file named on the command line is meant as a record: say why it was not compared.
-      if (std::find(a.paths.begin(), a.paths.end(), o.result.file) != a.paths.end()) {
-        std::cerr << fmt::format("note: {} has no expect block: nothing to compare\n", o.result.file);
-      }
-      continue;
-    }
+    if (!o.is_record) continue;  // a file in a folder without an expect block
     results.push_back(o.result);
     if (!a.explain.empty() && o.result.name == a.explain) explained = &o;
   }
