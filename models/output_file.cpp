@@ -150,4 +150,62 @@ void check_output_path(const std::string& option, const std::string& path) {
   throw Error::invalid(option, path, "cannot be written in its folder " + folder.string() + ": " + reason(error));
 }
 
+namespace {
+
+// What tells two paths apart as files (check_distinct_outputs).
+struct FileIdentity {
+  bool exists = false;
+  bool special = false;  // a device or a pipe, which several outputs may share
+  dev_t device = 0;
+  ino_t inode = 0;
+  std::string normal;  // where the path does not exist yet
+};
+
+FileIdentity identity_of(const std::string& path) {
+  FileIdentity id;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    id.exists = true;
+    id.special = !S_ISREG(st.st_mode);
+    id.device = st.st_dev;
+    id.inode = st.st_ino;
+    return id;
+  }
+  std::error_code ec;
+  id.normal = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec).string();
+  if (ec) id.normal = std::filesystem::absolute(path, ec).lexically_normal().string();
+  return id;
+}
+
+bool same_file(const FileIdentity& a, const FileIdentity& b) {
+  if (a.special || b.special || a.exists != b.exists) return false;
+  return a.exists ? a.device == b.device && a.inode == b.inode : a.normal == b.normal;
+}
+
+}  // namespace
+
+void check_distinct_outputs(const std::vector<PathOption>& outputs, const std::vector<PathOption>& inputs) {
+  std::vector<FileIdentity> written;
+  for (const PathOption& out : outputs) {
+    FileIdentity none;
+    none.special = true;  // an empty path: no output, like nothing
+    written.push_back(out.path.empty() ? none : identity_of(out.path));
+  }
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      require(!same_file(written[i], written[j]), outputs[i].option, outputs[i].path,
+              "names the same file as " + outputs[j].option + " (" + outputs[j].path +
+                  "): the second output would replace the first; give each its own file");
+    }
+    for (const PathOption& in : inputs) {
+      // An input that does not exist cannot be replaced (and may be a preset's name, not a path).
+      const FileIdentity read = in.path.empty() ? FileIdentity{} : identity_of(in.path);
+      if (!read.exists) continue;
+      require(!same_file(written[i], read), outputs[i].option, outputs[i].path,
+              "names the same file as the input " + in.option + " (" + in.path +
+                  "): the output would replace what it is made from");
+    }
+  }
+}
+
 }  // namespace orrery

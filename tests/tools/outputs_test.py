@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Outputs of `orrery` that nothing breaks (issue 26), end to end. One case per run:
   kill_keeps_old_file      a prediction killed (SIGKILL) while it writes a trace leaves the old file byte-identical
+  same_file_refused        two outputs naming one file, or an output naming an input, are refused before any work
   dev_full_fails           writing a trace, timeline, report, search or profile to /dev/full exits non-zero with a message
   trace_selection          --trace-ranks/-stages/-microbatches/-window select exactly what they say; the trace is valid
                            JSON with well-formed events whose flows pair up; --trace-max-events cuts and says so
@@ -60,6 +61,36 @@ def kill_keeps_old_file(orrery, source, tmp):
     expect(r.returncode == 0, f"the next run: exit {r.returncode}: {r.stderr[:300]}")
     with open(target) as f:
         expect("traceEvents" in json.load(f), "the next run's trace has no traceEvents")
+
+
+def same_file_refused(orrery, source, tmp):
+    scenario = os.path.join(tmp, "s.json")
+    with open(scenario, "w") as f:
+        json.dump({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 16},
+                   "training": {"seq_length": 4096, "global_batch_size": 32}}, f)
+    original = open(scenario, "rb").read()
+    out = os.path.join(tmp, "out.json")
+    link = os.path.join(tmp, "link.json")
+    with open(out, "w") as f:
+        f.write("old")
+    os.symlink(out, link)
+    for args, words in (
+            (["predict", *SMALL, "--trace", out, "--timeline", out],
+             f"--timeline ({out}) names the same file as --trace ({out})"),
+            # Through a link and a "..": the same file all the same.
+            (["predict", *SMALL, "--trace", link, "--timeline", os.path.join(tmp, "..", os.path.basename(tmp), "out.json")],
+             "names the same file as --trace"),
+            (["predict", scenario, "--timeline", scenario], f"--timeline ({scenario}) names the same file as the input scenario"),
+            ([*SEARCH, "--csv", out, "--json", out], f"--json ({out}) names the same file as --csv ({out})"),
+            (["search", "merge", out, "--json", out], f"--json ({out}) names the same file as the input files")):
+        r = run(orrery, *args)
+        # Refused before the work: nothing reported, both files as they were.
+        expect(r.returncode == 2 and words in r.stderr and r.stdout == "",
+               f"{' '.join(args[:2])}: exit {r.returncode}, stdout {r.stdout[:100]!r}, stderr {r.stderr[:300]!r}")
+    expect(open(scenario, "rb").read() == original and open(out).read() == "old", "a refused run changed a file")
+    # A special file may take both outputs.
+    r = run(orrery, "predict", *SMALL, "--trace", os.devnull, "--timeline", os.devnull)
+    expect(r.returncode == 0, f"--trace and --timeline {os.devnull}: exit {r.returncode}, {r.stderr[:300]!r}")
 
 
 def dev_full_fails(orrery, source, tmp):

@@ -42,6 +42,8 @@ void run_predict(const PredictArgs& a) {
   // Output paths first: a path that cannot be written fails the command before it simulates anything.
   if (!a.trace_file.empty()) check_output_path("--trace", a.trace_file);
   if (!a.timeline_file.empty()) check_output_path("--timeline", a.timeline_file);
+  check_distinct_outputs({{"--trace", a.trace_file}, {"--timeline", a.timeline_file}},
+                         {{"scenario", a.scenario_file}, {"--profile", a.profile_file}, {"--model", a.flags.model}});
   require(a.trace.first_given().empty() || !a.trace_file.empty(), a.trace.first_given(), "given without --trace",
           "selects what --trace FILE writes: give --trace FILE too");
   nlohmann::json doc;

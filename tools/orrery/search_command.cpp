@@ -344,10 +344,12 @@ SearchOptions search_options(const SearchArgs& a) {
   return o;
 }
 
-// Before the search: a path that cannot be written is refused (exit 2) before hours of work, not after.
-void check_outputs(const std::string& csv_file, const std::string& json_file) {
+// Before the search: a path that cannot be written is refused (exit 2) before hours of work, not after, as are
+// outputs that would replace each other or an input.
+void check_outputs(const std::string& csv_file, const std::string& json_file, const std::vector<PathOption>& inputs) {
   if (!csv_file.empty()) check_output_path("--csv", csv_file);
   if (!json_file.empty()) check_output_path("--json", json_file);
+  check_distinct_outputs({{"--csv", csv_file}, {"--json", json_file}}, inputs);
 }
 
 // Each file is written whole or not at all (OutputFile).
@@ -437,7 +439,7 @@ void report_given(std::ostream& out, const SearchResult& r, const Candidate& giv
 }
 
 void run_search_command(const SearchArgs& a) {
-  check_outputs(a.csv_file, a.json_file);
+  check_outputs(a.csv_file, a.json_file, {{"scenario", a.scenario_file}, {"--profile", a.profile}, {"--model", a.model}});
   std::optional<Scenario> file;
   if (!a.scenario_file.empty()) file = load_scenario(a.scenario_file);
   const Scenario base = base_scenario(a, file ? &*file : nullptr);
@@ -494,7 +496,9 @@ void run_search_command(const SearchArgs& a) {
 }
 
 void run_merge(const MergeArgs& a) {
-  check_outputs(a.csv_file, a.json_file);
+  std::vector<PathOption> inputs;
+  for (const std::string& f : a.files) inputs.push_back({"files", f});
+  check_outputs(a.csv_file, a.json_file, inputs);
   std::vector<SearchResult> shards;
   for (const std::string& f : a.files) shards.push_back(read_search_json(read_json_file(f, "search output"), f));
   const SearchResult merged = merge_searches(shards);
