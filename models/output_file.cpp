@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "models/error.h"
+#include "models/signal_cleanup.h"
 
 namespace orrery {
 
@@ -52,6 +53,7 @@ OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
     fd_ = create_exclusive(temporary);
     if (fd_ >= 0) {
       writing_ = temporary;
+      signal_registration_ = remove_on_signal(writing_);
       // The new file keeps the old one's permissions (a new one gets 0666 less the umask, as open gives it).
       if (exists) (void)::fchmod(fd_, link.st_mode & 07777);
       return;
@@ -72,15 +74,20 @@ OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
   if (fd_ < 0) fail("cannot be written", errno);
 }
 
+// Each path that removes the temporary file (or renames it away) ends its signal registration after the unlink:
+// a signal in between only unlinks a name that is already gone.
 OutputFile::~OutputFile() {
   if (fd_ >= 0) ::close(fd_);
   if (!committed_ && !in_place_ && !writing_.empty()) ::unlink(writing_.c_str());
+  forget_on_signal(signal_registration_);
 }
 
 void OutputFile::fail(const std::string& what, int error) {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   if (!in_place_ && !writing_.empty()) ::unlink(writing_.c_str());
+  forget_on_signal(signal_registration_);
+  signal_registration_ = -1;
   writing_.clear();
   throw Error::io(path_, what + ": " + reason(error));
 }
@@ -106,7 +113,7 @@ void OutputFile::commit() {
   if (::close(fd) != 0) {
     const int error = errno;
     if (!in_place_) ::unlink(writing_.c_str());
-    throw Error::io(path_, "cannot be written: " + reason(error));
+    throw Error::io(path_, "cannot be written: " + reason(error));  // the destructor ends the registration
   }
   if (!in_place_ && ::rename(writing_.c_str(), path_.c_str()) != 0) {
     const int error = errno;
@@ -114,6 +121,8 @@ void OutputFile::commit() {
     throw Error::io(path_, "cannot be written: " + reason(error));
   }
   committed_ = true;
+  forget_on_signal(signal_registration_);
+  signal_registration_ = -1;
 }
 
 void write_file_whole(const std::string& path, std::string_view text) {

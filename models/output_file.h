@@ -16,7 +16,9 @@ namespace orrery {
 /// /dev/stdout, a pipe), a symbolic link (written through, so it keeps pointing where it does) or a file in a folder
 /// where no temporary file can be made is written in place, with every write and the close still checked.
 /// Errors (constructor, write, commit): Error::io naming the path and the operating system's reason; after one, the
-/// temporary file is gone and the target untouched (in place: as far as the writes got).
+/// temporary file is gone and the target untouched (in place: as far as the writes got). SIGINT, SIGTERM or SIGHUP
+/// mid-write remove the temporary file too (models/signal_cleanup.h); SIGKILL cannot, and the next writer of that
+/// process id replaces it.
 class OutputFile {
  public:
   explicit OutputFile(std::string path);
@@ -40,6 +42,7 @@ class OutputFile {
   int fd_ = -1;
   bool in_place_ = false;
   bool committed_ = false;
+  int signal_registration_ = -1;  // remove_on_signal's, while the temporary file exists
 
   [[noreturn]] void fail(const std::string& what, int error);
 };

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Outputs of `orrery` that nothing breaks (issue 26), end to end. One case per run:
   kill_keeps_old_file      a prediction killed (SIGKILL) while it writes a trace leaves the old file byte-identical
+  signal_removes_temporary SIGTERM or SIGINT while a trace is written: the old file stays, the temporary file goes,
+                           and the process ends by the signal
   same_file_refused        two outputs naming one file, or an output naming an input, are refused before any work
   dev_full_fails           writing a trace, timeline, report, search or profile to /dev/full exits non-zero with a message
   trace_selection          --trace-ranks/-stages/-microbatches/-window select exactly what they say; the trace is valid
@@ -61,6 +63,37 @@ def kill_keeps_old_file(orrery, source, tmp):
     expect(r.returncode == 0, f"the next run: exit {r.returncode}: {r.stderr[:300]}")
     with open(target) as f:
         expect("traceEvents" in json.load(f), "the next run's trace has no traceEvents")
+
+
+def signal_removes_temporary(orrery, source, tmp):
+    target = os.path.join(tmp, "trace.json")
+    old = b"an old trace\n" * 1000
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with open(target, "wb") as f:
+            f.write(old)
+        # The child's SIGINT is set to its default: a shell or a harness may start tests with it ignored, and
+        # orrery leaves an ignored signal ignored (models/signal_cleanup.h).
+        p = subprocess.Popen([orrery, "predict", os.path.join(source, BIG), "--trace", target, "--trace-max-events", "0"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        temporary = os.path.join(tmp, f".trace.json.{p.pid}.tmp")
+        sent = False
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and p.poll() is None:
+            if os.path.exists(temporary) and os.path.getsize(temporary) > 0:
+                p.send_signal(sig)
+                sent = True
+                break
+            time.sleep(0.002)
+        p.wait()
+        name = signal.Signals(sig).name
+        expect(sent, f"{name}: the prediction ended (exit {p.returncode}) before its temporary file appeared: "
+                     f"{p.stderr.read()[:300]!r}")
+        expect(p.returncode == -sig, f"{name}: the prediction did not end by the signal: exit {p.returncode}")
+        expect(not os.path.exists(temporary), f"{name}: the temporary file {temporary} was left behind")
+        with open(target, "rb") as f:
+            expect(f.read() == old, f"{name}: the old file changed")
+        p.stderr.close()
 
 
 def same_file_refused(orrery, source, tmp):
