@@ -3,7 +3,8 @@
 // and renames when done; SIGINT (Ctrl-C), SIGTERM (kill, a job scheduler) or SIGHUP (a closed terminal) would leave
 // that file behind. A handler unlinks the files registered here, then lets the signal end the process as it would
 // have (same exit status). The registry is process-wide by necessity: a signal handler can reach nothing else
-// (STYLE.md rule 4 has this one exception). Signals the program ignores (nohup) or handles itself are left alone.
+// (the house rule against mutable process-wide state has this one exception). Signals the program ignores (nohup)
+// or handles itself are left alone.
 
 #include <string>
 
