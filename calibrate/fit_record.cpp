@@ -3,9 +3,10 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <fstream>
 
 #include "models/error.h"
+#include "models/json_fields.h"
+#include "models/text_file.h"
 #include "models/output_file.h"
 
 namespace orrery {
@@ -39,9 +40,10 @@ std::string section_digest(const nlohmann::ordered_json& section) {
 void write_fitted_values(const std::string& file, const std::string& section,
                          const std::vector<std::pair<std::string, double>>& values, const std::string& note,
                          const std::string& command) {
-  std::ifstream in(file);
-  if (!in) throw Error::io(file, "cannot be read");
-  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(in);
+  // Checked by the strict parser (every JSON input's one door), then read again keeping the key order to rewrite.
+  const std::string text = read_text_file(file, "--write");
+  parse_json_text(text, "--write " + file);
+  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(text);
   auto& target = doc.at("cost_model").at(0).at(section);
   std::vector<std::string> names;
   for (const auto& [key, value] : values) {

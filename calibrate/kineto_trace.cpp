@@ -12,6 +12,7 @@
 
 #include "models/error.h"
 #include "models/json_fields.h"
+#include "models/text_file.h"
 
 namespace orrery {
 
@@ -22,8 +23,7 @@ using json = nlohmann::json;
 // The whole file, decompressed when it is gzip (zlib's gzread passes plain files through unchanged).
 std::string read_maybe_gzip(const std::string& file) {
   // A device file or a FIFO would be read forever (/dev/zero) or block (a FIFO without a writer).
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(file, ec)) throw Error::invalid("Kineto trace", file, "is not a regular file");
+  require_regular_file(file, "Kineto trace");
   gzFile f = gzopen(file.c_str(), "rb");
   if (!f) throw Error::io(file, "cannot be opened");
   std::string text;

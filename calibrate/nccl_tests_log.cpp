@@ -1,12 +1,12 @@
 #include "calibrate/nccl_tests_log.h"
 
 #include <algorithm>
-#include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
 
 #include "models/error.h"
+#include "models/text_file.h"
 
 namespace orrery {
 
@@ -93,13 +93,7 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& na
 }
 
 NcclTestsLog read_nccl_tests_log(const std::filesystem::path& file) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(file, ec)) throw Error::invalid("nccl-tests log", file.string(), "is not a readable file");
-  std::ifstream in(file);
-  if (!in) throw Error::io(file.string(), "cannot be read");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_nccl_tests_log(text.str(), file.filename().string());
+  return parse_nccl_tests_log(read_text_file(file, "nccl-tests log"), file.filename().string());
 }
 
 }  // namespace orrery

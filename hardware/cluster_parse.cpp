@@ -129,19 +129,15 @@ GpuSpec parse_gpu(const json& value, const std::string& path) {
   g.tdp_watts = in.double_or("tdp_W", 700.0, bounds::kBoardPowerW);
   if (const json* attention = in.raw("attention_peak_fraction")) {
     FieldReader a(*attention, in.field("attention_peak_fraction"));
-    g.attention_forward_fraction = a.double_or("forward", 0.0, true);
-    g.attention_backward_fraction = a.double_or("backward", 0.0, true);
+    g.attention_forward_fraction = a.double_or("forward", 0.0, bounds::kAttentionPeakFraction);
+    g.attention_backward_fraction = a.double_or("backward", 0.0, bounds::kAttentionPeakFraction);
     if (const json* d64 = a.raw("head_dim_64")) {
       FieldReader r(*d64, a.field("head_dim_64"));
-      g.attention_head_dim_64_forward = r.double_or("forward", 0.0, true);
-      g.attention_head_dim_64_backward = r.double_or("backward", 0.0, true);
+      g.attention_head_dim_64_forward = r.double_or("forward", 0.0, bounds::kHeadDim64Ratio);
+      g.attention_head_dim_64_backward = r.double_or("backward", 0.0, bounds::kHeadDim64Ratio);
       r.reject_unknown();
-      require(g.attention_head_dim_64_forward <= 1.0 && g.attention_head_dim_64_backward <= 1.0, a.field("head_dim_64"),
-              "{}", "ratios must be at most 1 (head dim 64 runs no faster than 128)");
     }
     a.reject_unknown();
-    require(g.attention_forward_fraction <= 1.0 && g.attention_backward_fraction <= 1.0,
-            in.field("attention_peak_fraction"), "{}", "fractions must be at most 1");
   }
   if (const json* block = in.raw("fp8_block_scaling_gemm_fraction")) {
     FieldReader b(*block, in.field("fp8_block_scaling_gemm_fraction"));

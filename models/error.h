@@ -2,6 +2,7 @@
 // The one error type of the library (ARCHITECTURE.md rule 8). The library throws it; `tools/` catches it once, prints
 // what() and exits with status 2. `assert` is for our own bugs only.
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 
@@ -16,7 +17,8 @@ enum class ErrorKind {
 /// An input error that names the field, its value and the rule it breaks, e.g.
 /// `Error::invalid("parallel.tp", "6", "must divide num_attention_heads (64)")` has what()
 /// "parallel.tp (6) must divide num_attention_heads (64)". The parts are kept printable (printable_utf8 in
-/// models/utf8.h): bytes that are not UTF-8 and control characters are written as escapes.
+/// models/utf8.h): bytes that are not UTF-8 and control characters are written as escapes. The field and the
+/// value, which quote the input, are cut to kQuoteLimit bytes (the rule to kRuleLimit) with a note of their length.
 class Error : public std::runtime_error {
  public:
   Error(ErrorKind kind, std::string field, std::string value, std::string rule);
@@ -30,12 +32,22 @@ class Error : public std::runtime_error {
   }
   static Error io(std::string path, std::string rule) { return {ErrorKind::kIo, std::move(path), "", std::move(rule)}; }
 
+  /// The same error found in `where` (a file: "scenario runs/a.json"): what() is "WHERE: " and the message.
+  Error in(const std::string& where) const { return Error(*this, where); }
+
+  static constexpr std::size_t kQuoteLimit = 200;
+  static constexpr std::size_t kRuleLimit = 2000;
+
   ErrorKind kind() const { return kind_; }
   const std::string& field() const { return field_; }
   const std::string& value() const { return value_; }
   const std::string& rule() const { return rule_; }
 
  private:
+  struct Printable {};  // the parts are printable and clipped already
+  Error(ErrorKind kind, std::string field, std::string value, std::string rule, Printable);
+  Error(const Error& error, const std::string& where);
+
   ErrorKind kind_;
   std::string field_;
   std::string value_;

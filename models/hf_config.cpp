@@ -11,6 +11,7 @@
 #include "models/error.h"
 #include "models/json_fields.h"
 #include "models/limits.h"
+#include "models/physical_bounds.h"
 
 namespace orrery {
 
@@ -56,6 +57,13 @@ std::int64_t required_int(FieldReader& in, std::initializer_list<const char*> ke
   return *value;
 }
 
+// A dropout probability, named by its own key (attn_pdrop, resid_pdrop, attention_dropout, hidden_dropout).
+double read_dropout(FieldReader& in, const char* key, double fallback) {
+  const double p = in.double_or(key, fallback);
+  require(p >= 0.0 && p < 1.0, in.field(key), fmt::format("{}", p), "is a dropout probability and must be in [0, 1)");
+  return p;
+}
+
 Activation parse_activation(FieldReader& in, const char* key, Activation fallback) {
   auto name = in.optional_string(key);
   if (!name) return fallback;
@@ -86,8 +94,8 @@ void read_gpt(FieldReader& in, ModelSpec& m) {
   m.position = PositionKind::kLearned;
   m.qkv_bias = m.attention_output_bias = m.mlp_bias = true;
   // GPT2Config defaults: attn_pdrop = resid_pdrop = 0.1, as Megatron-LM's GPT defaults.
-  m.attention_dropout = in.double_or("attn_pdrop", 0.1);
-  m.hidden_dropout = in.double_or("resid_pdrop", 0.1);
+  m.attention_dropout = read_dropout(in, "attn_pdrop", 0.1);
+  m.hidden_dropout = read_dropout(in, "resid_pdrop", 0.1);
 }
 
 void read_sliding_window(FieldReader& in, ModelSpec& m) {
@@ -130,10 +138,18 @@ void read_moe(FieldReader& in, ModelSpec& m) {
     moe.first_dense_layers = static_cast<int>(in.int_or("first_k_dense_replace", 0, 0, limits::kLayers));
     auto freq = in.int_or("moe_layer_freq", 1, 1, limits::kLayers);
     moe.router_correction_bias = in.optional_string("topk_method").value_or("") == "noaux_tc";
+    // Group-limited routing picks topk_group of the n_group expert groups (HF modeling_deepseek: a top-k over the
+    // group scores), so topk_group lies in 1..n_group; n_group 0 or 1 is one group of all the experts.
     const auto groups = in.int_or("n_group", 0, 0, limits::kExperts);
+    const auto topk = in.optional_int("topk_group", 1, limits::kExperts);
+    if (topk) {
+      require(*topk <= std::max<std::int64_t>(groups, 1), in.field("topk_group"), std::to_string(*topk),
+              fmt::format("must be at most n_group ({}): routing picks topk_group of the n_group expert groups", groups));
+    }
     if (groups > 1) {
+      if (!topk) throw Error::invalid(in.field("topk_group"), "missing", fmt::format("is required with n_group ({})", groups));
       moe.num_groups = static_cast<int>(groups);
-      moe.groups_per_token = static_cast<int>(required_int(in, {"topk_group"}, 1, groups));
+      moe.groups_per_token = static_cast<int>(*topk);
     }
     for (int l = 0; l < m.num_layers; ++l) moe.moe_layers.push_back(l >= moe.first_dense_layers && l % freq == 0);
   } else if (type == "qwen2_moe" || type == "qwen3_moe") {
@@ -200,6 +216,9 @@ void read_rope_scaling(FieldReader& in, ModelSpec& m) {
     if (!f.is_number() || !(f.get<double>() > 0) || !std::isfinite(f.get<double>())) {
       throw Error::invalid(field + ".factor", describe_json(f), "must be a positive number");
     }
+    const bounds::Range& r = bounds::kRopeScalingFactor;
+    require(f.get<double>() >= r.min && f.get<double>() <= r.max, field + ".factor", describe_json(f),
+            fmt::format("must lie in [{}, {}] ({})", r.min, r.max, r.why));
   }
   m.rope_yarn = type == "yarn";
 }
@@ -223,12 +242,14 @@ void read_llama(FieldReader& in, ModelSpec& m) {
   m.mlp_bias = in.bool_or("mlp_bias", type == "gpt_oss");
   m.qk_norm = (type == "qwen3" || type == "qwen3_moe");
   m.attention_sinks = (type == "gpt_oss");
-  m.attention_dropout = in.double_or("attention_dropout", 0.0);
+  m.attention_dropout = read_dropout(in, "attention_dropout", 0.0);
   read_sliding_window(in, m);
   read_moe(in, m);
   read_mla(in, m);
   // GPT-OSS's config.json carries swiglu_limit 7.0, and transformers' GptOssConfig defaults to it.
   m.swiglu_limit = in.double_or("swiglu_limit", type == "gpt_oss" && m.is_moe() ? 7.0 : 0.0, true);
+  require(m.swiglu_limit <= bounds::kMaxSwigluLimit, in.field("swiglu_limit"), fmt::format("{}", m.swiglu_limit),
+          fmt::format("must be at most {} (GPT-OSS, the only model that clamps, uses 7.0)", bounds::kMaxSwigluLimit));
   if (m.swiglu_limit > 0 && !m.is_moe()) {
     throw Error::invalid(in.field("swiglu_limit"), fmt::format("{}", m.swiglu_limit),
                          "needs MoE layers (Megatron-Core refuses activation_func_clamp_value without MoE: the clamp is "
@@ -250,7 +271,7 @@ void read_nemotron(FieldReader& in, ModelSpec& m) {
   m.position = PositionKind::kRotary;
   m.qkv_bias = m.attention_output_bias = in.bool_or("attention_bias", false);
   m.mlp_bias = in.bool_or("mlp_bias", false);
-  m.attention_dropout = in.double_or("attention_dropout", 0.0);
+  m.attention_dropout = read_dropout(in, "attention_dropout", 0.0);
 }
 
 void read_mpt(FieldReader& in, ModelSpec& m) {
@@ -261,7 +282,7 @@ void read_mpt(FieldReader& in, ModelSpec& m) {
     FieldReader a(*attn, in.field("attn_config"));
     alibi = a.bool_or("alibi", false);
     m.num_kv_heads = static_cast<int>(a.int_or("kv_n_heads", m.num_attention_heads, 1, limits::kHeads));
-    m.attention_dropout = a.double_or("attn_pdrop", 0.0);
+    m.attention_dropout = read_dropout(a, "attn_pdrop", 0.0);
   }
   m.intermediate_size = in.int_or("expansion_ratio", 4, 1, 64) * m.hidden_size;
   m.max_position_embeddings = first_int(in, {"max_seq_len", "max_position_embeddings"}, 1, limits::kPositions).value_or(2048);
@@ -274,7 +295,7 @@ void read_mpt(FieldReader& in, ModelSpec& m) {
   bool learned = in.bool_or("learned_pos_emb", true);
   m.position = alibi ? PositionKind::kAlibi : (learned ? PositionKind::kLearned : PositionKind::kRotary);
   m.qkv_bias = m.attention_output_bias = m.mlp_bias = !no_bias;
-  m.hidden_dropout = in.double_or("resid_pdrop", 0.0);
+  m.hidden_dropout = read_dropout(in, "resid_pdrop", 0.0);
 }
 
 void read_bloom(FieldReader& in, ModelSpec& m) {
@@ -290,8 +311,8 @@ void read_bloom(FieldReader& in, ModelSpec& m) {
   m.position = PositionKind::kAlibi;
   m.qkv_bias = m.attention_output_bias = m.mlp_bias = true;
   m.embedding_norm = true;
-  m.attention_dropout = in.double_or("attention_dropout", 0.0);
-  m.hidden_dropout = in.double_or("hidden_dropout", 0.0);
+  m.attention_dropout = read_dropout(in, "attention_dropout", 0.0);
+  m.hidden_dropout = read_dropout(in, "hidden_dropout", 0.0);
 }
 
 }  // namespace
@@ -335,6 +356,9 @@ ModelSpec parse_hf_config(const json& config, const std::string& path, std::vect
   const auto nextn = in.optional_int("num_nextn_predict_layers", 0, limits::kLayers);
   m.mtp_num_layers = static_cast<int>(mtp ? *mtp : nextn.value_or(0));
   m.name = in.optional_string("name").value_or(m.model_type);
+  // RoPE's base sets no cost, so nothing reads it (an override of it is still reported as ignored); a value no
+  // model could have is refused all the same, through a reader of its own.
+  FieldReader(config, path).optional_double("rope_theta", bounds::kRopeTheta);
   validate_model(m, path);
   if (unread) *unread = in.unread_keys();
   return m;

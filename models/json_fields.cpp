@@ -4,11 +4,10 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "models/error.h"
+#include "models/text_file.h"
 
 namespace orrery {
 
@@ -74,14 +73,7 @@ const json& unwrap(const json& value, const std::string& field) {
 }  // namespace
 
 json read_json_file(const std::filesystem::path& path, const std::string& field) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw Error::invalid(field, path.string(), "does not exist");
-  if (!std::filesystem::is_regular_file(path, ec)) throw Error::invalid(field, path.string(), "is not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error::invalid(field, path.string(), "cannot be opened");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_json_text(text.str(), field + " " + path.string());
+  return parse_json_text(read_text_file(path, field), field + " " + path.string());
 }
 
 FieldReader::FieldReader(const json& object, std::string path) : object_(object), path_(std::move(path)) {

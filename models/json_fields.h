@@ -80,8 +80,9 @@ std::string describe_json(const nlohmann::json& value);
 /// key or string, and nesting deeper than limits::kJsonDepth.
 nlohmann::json parse_json_text(const std::string& text, const std::string& what);
 
-/// Reads and parses a JSON file with parse_json_text. Errors: Error::invalid naming `field` and the path when the
-/// path is missing, a directory or unreadable, and the errors of parse_json_text.
+/// Reads (read_text_file, models/text_file.h) and parses a JSON file with parse_json_text. Errors: Error::invalid
+/// naming `field` and the path when the path is missing, not a regular file or unreadable, and the errors of
+/// parse_json_text.
 nlohmann::json read_json_file(const std::filesystem::path& path, const std::string& field);
 
 }  // namespace orrery

@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "models/error.h"
+#include "models/signal_cleanup.h"
 
 namespace orrery {
 
@@ -52,6 +53,7 @@ OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
     fd_ = create_exclusive(temporary);
     if (fd_ >= 0) {
       writing_ = temporary;
+      signal_registration_ = remove_on_signal(writing_);
       // The new file keeps the old one's permissions (a new one gets 0666 less the umask, as open gives it).
       if (exists) (void)::fchmod(fd_, link.st_mode & 07777);
       return;
@@ -72,15 +74,20 @@ OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
   if (fd_ < 0) fail("cannot be written", errno);
 }
 
+// Each path that removes the temporary file (or renames it away) ends its signal registration after the unlink:
+// a signal in between only unlinks a name that is already gone.
 OutputFile::~OutputFile() {
   if (fd_ >= 0) ::close(fd_);
   if (!committed_ && !in_place_ && !writing_.empty()) ::unlink(writing_.c_str());
+  forget_on_signal(signal_registration_);
 }
 
 void OutputFile::fail(const std::string& what, int error) {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   if (!in_place_ && !writing_.empty()) ::unlink(writing_.c_str());
+  forget_on_signal(signal_registration_);
+  signal_registration_ = -1;
   writing_.clear();
   throw Error::io(path_, what + ": " + reason(error));
 }
@@ -106,7 +113,7 @@ void OutputFile::commit() {
   if (::close(fd) != 0) {
     const int error = errno;
     if (!in_place_) ::unlink(writing_.c_str());
-    throw Error::io(path_, "cannot be written: " + reason(error));
+    throw Error::io(path_, "cannot be written: " + reason(error));  // the destructor ends the registration
   }
   if (!in_place_ && ::rename(writing_.c_str(), path_.c_str()) != 0) {
     const int error = errno;
@@ -114,6 +121,8 @@ void OutputFile::commit() {
     throw Error::io(path_, "cannot be written: " + reason(error));
   }
   committed_ = true;
+  forget_on_signal(signal_registration_);
+  signal_registration_ = -1;
 }
 
 void write_file_whole(const std::string& path, std::string_view text) {
@@ -148,6 +157,64 @@ void check_output_path(const std::string& option, const std::string& path) {
   const int error = errno;
   if (exists && ::access(path.c_str(), W_OK) == 0) return;  // written in place
   throw Error::invalid(option, path, "cannot be written in its folder " + folder.string() + ": " + reason(error));
+}
+
+namespace {
+
+// What tells two paths apart as files (check_distinct_outputs).
+struct FileIdentity {
+  bool exists = false;
+  bool special = false;  // a device or a pipe, which several outputs may share
+  dev_t device = 0;
+  ino_t inode = 0;
+  std::string normal;  // where the path does not exist yet
+};
+
+FileIdentity identity_of(const std::string& path) {
+  FileIdentity id;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    id.exists = true;
+    id.special = !S_ISREG(st.st_mode);
+    id.device = st.st_dev;
+    id.inode = st.st_ino;
+    return id;
+  }
+  std::error_code ec;
+  id.normal = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec).string();
+  if (ec) id.normal = std::filesystem::absolute(path, ec).lexically_normal().string();
+  return id;
+}
+
+bool same_file(const FileIdentity& a, const FileIdentity& b) {
+  if (a.special || b.special || a.exists != b.exists) return false;
+  return a.exists ? a.device == b.device && a.inode == b.inode : a.normal == b.normal;
+}
+
+}  // namespace
+
+void check_distinct_outputs(const std::vector<PathOption>& outputs, const std::vector<PathOption>& inputs) {
+  std::vector<FileIdentity> written;
+  for (const PathOption& out : outputs) {
+    FileIdentity none;
+    none.special = true;  // an empty path: no output, like nothing
+    written.push_back(out.path.empty() ? none : identity_of(out.path));
+  }
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      require(!same_file(written[i], written[j]), outputs[i].option, outputs[i].path,
+              "names the same file as " + outputs[j].option + " (" + outputs[j].path +
+                  "): the second output would replace the first; give each its own file");
+    }
+    for (const PathOption& in : inputs) {
+      // An input that does not exist cannot be replaced (and may be a preset's name, not a path).
+      const FileIdentity read = in.path.empty() ? FileIdentity{} : identity_of(in.path);
+      if (!read.exists) continue;
+      require(!same_file(written[i], read), outputs[i].option, outputs[i].path,
+              "names the same file as the input " + in.option + " (" + in.path +
+                  "): the output would replace what it is made from");
+    }
+  }
 }
 
 }  // namespace orrery

@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace orrery {
 
@@ -15,7 +16,9 @@ namespace orrery {
 /// /dev/stdout, a pipe), a symbolic link (written through, so it keeps pointing where it does) or a file in a folder
 /// where no temporary file can be made is written in place, with every write and the close still checked.
 /// Errors (constructor, write, commit): Error::io naming the path and the operating system's reason; after one, the
-/// temporary file is gone and the target untouched (in place: as far as the writes got).
+/// temporary file is gone and the target untouched (in place: as far as the writes got). SIGINT, SIGTERM or SIGHUP
+/// mid-write remove the temporary file too (models/signal_cleanup.h); SIGKILL cannot, and the next writer of that
+/// process id replaces it.
 class OutputFile {
  public:
   explicit OutputFile(std::string path);
@@ -39,12 +42,26 @@ class OutputFile {
   int fd_ = -1;
   bool in_place_ = false;
   bool committed_ = false;
+  int signal_registration_ = -1;  // remove_on_signal's, while the temporary file exists
 
   [[noreturn]] void fail(const std::string& what, int error);
 };
 
 /// Writes `text` to `path` whole (OutputFile). Errors: Error::io naming the path and the reason.
 void write_file_whole(const std::string& path, std::string_view text);
+
+/// A path given to a command and the option that names it ("--trace"; "scenario" for a positional input).
+struct PathOption {
+  std::string option;
+  std::string path;
+};
+
+/// Refuses, before the work, two outputs that name one file (the second would replace the first) and an output that
+/// names one of the command's inputs (it would replace what it is made from). One file is one device and inode where
+/// the paths exist (links and "a/../b" included) and one normalised absolute path where they do not; special files
+/// (/dev/null, /dev/stdout) may be named twice; empty paths and inputs that do not exist are skipped. Errors:
+/// Error::invalid naming both options.
+void check_distinct_outputs(const std::vector<PathOption>& outputs, const std::vector<PathOption>& inputs = {});
 
 /// Checks, before long work starts, that `path` can be written as OutputFile writes it: it is not a folder, its
 /// folder exists, and a file can be made there (or the path itself is writable). Creates and removes a probe file.

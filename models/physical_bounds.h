@@ -41,6 +41,16 @@ inline constexpr Range kIdlePowerW{0.0, 14'000.0, "W", "no more than the board-p
 // 345 MHz (scenarios/measured/h200-2026-11-30).
 inline constexpr Range kClockMHz{100.0, 10'000.0, "MHz", "about 4x the 2.52 GHz of the fastest-clocked GPU today"};
 
+// Attention kernels' share of the dense tensor-core peak (attention_peak_fraction, head_dim_64): cuDNN's fused
+// attention reaches 0.53 of an H100's BF16 peak (FlashAttention-3, arXiv:2407.08608, Fig. 5); a hundredth would make
+// every attention kernel 50 times slower than any measured, which is a slip, not a GPU.
+inline constexpr Range kAttentionPeakFraction{0.01, 1.0, "", "a share of the tensor-core peak; measured fused "
+                                                               "attention reaches about half of it"};
+// Head dim 64's attention rate over head dim 128's (attention_peak_fraction.head_dim_64): cuDNN measured 0.67 (same
+// figure); the narrower head runs no faster.
+inline constexpr Range kHeadDim64Ratio{0.01, 1.0, "", "head dim 64's rate over head dim 128's, which it does not "
+                                                     "exceed; 0.67 measured"};
+
 // --- Cluster (hardware/presets/clusters.json keys) ---
 
 // One NIC's line rate: 800 Gbit/s (ConnectX-8 SuperNIC, Quantum-X800 InfiniBand) is the fastest today.
@@ -52,6 +62,20 @@ inline constexpr Range kLatencyUs{0.001, 10'000.0, "us", "between 20 cm of coppe
 inline constexpr Range kHostMemoryGBs{1.0, 10'240.0, "GB/s", "10x the 1,024 GB/s of a GB200 tray's two Grace CPUs"};
 // A tier's down:up bandwidth ratio: 1 is non-blocking; fabrics built for training stay under 4:1.
 inline constexpr Range kOversubscription{1.0, 1'000.0, "", "a down:up bandwidth ratio, 1 being non-blocking"};
+
+// --- Model (Hugging Face config.json keys that set no size) ---
+
+// RoPE's base theta: the rotary frequencies are theta^(-2i/d) (Su et al., RoFormer, arXiv:2104.09864, eq. 15), so
+// below 1 they would rise with the dimension. The presets use 1e4 (Llama 2, DeepSeek-V3) to 1e6 (Qwen2.5, Qwen3);
+// long-context fine-tunes raise it to a few 1e9. Nothing is priced from it (the rotary's cost does not depend on it),
+// but 1e300 is a slip of the pen.
+inline constexpr Range kRopeTheta{1.0, 1e10, "", "10,000x Qwen's 1e6, the largest base among the presets"};
+// rope_scaling.factor: transformers' rope validation asks for a factor of at least 1 (modeling_rope_utils.py); the
+// largest in use is DeepSeek-V3's YaRN factor of 40.
+inline constexpr Range kRopeScalingFactor{1.0, 10'000.0, "", "at least 1, as transformers asks, and 250x DeepSeek-V3's "
+                                                            "40, the largest in use"};
+// swiglu_limit, the clamp on the gated activation's inputs: GPT-OSS clamps at 7.0, the only model that does.
+inline constexpr double kMaxSwigluLimit = 10'000.0;
 
 // --- Measured GPU profiles (orrery calibrate fit, hardware/profiles) ---
 

@@ -3,6 +3,7 @@
 // errors that must name the offending byte of an input and for messages that must stay valid UTF-8 when they
 // quote bytes that are not (file names, command-line values).
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -47,31 +48,51 @@ inline std::size_t first_invalid_utf8(std::string_view text) {
   return std::string_view::npos;
 }
 
-/// `text` with each byte outside well-formed UTF-8 written as \xNN and each control character but newline and tab
-/// as \u00NN, so a message quoting it prints whole (a NUL would end it) and can go into JSON output.
-inline std::string printable_utf8(std::string_view text) {
+/// `text` with each byte outside well-formed UTF-8 written as \xNN and each control character as \u00NN: C0 (a NUL
+/// would end the message, ESC starts a terminal's escape sequences), DEL and C1 (U+0080-U+009F; U+009B is a
+/// terminal's CSI too). Newline and tab are kept when `keep_line_breaks`, for text we wrote; a quoted value or field
+/// name escapes them too, so it cannot start a line of its own. The result prints whole and can go into JSON output.
+inline std::string printable_utf8(std::string_view text, bool keep_line_breaks = true) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   out.reserve(text.size());
+  const auto escape = [&](const char* prefix, unsigned c) {
+    out += prefix;
+    out += kHex[c >> 4];
+    out += kHex[c & 0xF];
+  };
   for (std::size_t i = 0; i < text.size();) {
     const std::size_t n = utf8_sequence_length(text, i);
     const auto c = static_cast<unsigned char>(text[i]);
+    const bool line_break = c == '\n' || c == '\t';
     if (n == 0) {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xF];
+      escape("\\x", c);
       ++i;
-    } else if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F) {
-      out += "\\u00";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xF];
+    } else if ((c < 0x20 && !(line_break && keep_line_breaks)) || c == 0x7F) {
+      escape("\\u00", c);
       ++i;
+    } else if (n == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0) {
+      escape("\\u00", static_cast<unsigned char>(text[i + 1]));  // C1: U+0080-U+009F
+      i += 2;
     } else {
       out.append(text.substr(i, n));
       i += n;
     }
   }
   return out;
+}
+
+/// `text` cut to at most `limit` bytes at a UTF-8 sequence boundary, with a note of its full length when cut: a
+/// message quotes what it was given, and a 10 MB key must not be echoed whole.
+inline std::string clipped_utf8(std::string_view text, std::size_t limit) {
+  if (text.size() <= limit) return std::string(text);
+  std::size_t end = 0;
+  while (end < text.size()) {
+    const std::size_t n = std::max<std::size_t>(utf8_sequence_length(text, end), 1);
+    if (end + n > limit) break;
+    end += n;
+  }
+  return std::string(text.substr(0, end)) + "... (" + std::to_string(text.size()) + " bytes in all)";
 }
 
 }  // namespace orrery

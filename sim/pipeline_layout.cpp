@@ -47,8 +47,23 @@ std::vector<int> from_accounting(const ModelSpec& m, const ParallelPlan& p) {
   return layers;
 }
 
+// The first/last-stage keys given, as errors name them: the one given, or both.
+std::string first_last_field(const ParallelPlan& p) {
+  if (!p.decoder_first_pipeline_num_layers) return "parallel.decoder_last_pipeline_num_layers";
+  if (!p.decoder_last_pipeline_num_layers) return "parallel.decoder_first_pipeline_num_layers";
+  return "parallel.decoder_first_pipeline_num_layers and decoder_last_pipeline_num_layers";
+}
+
+std::string first_last_value(const ParallelPlan& p) {
+  std::string text;
+  for (const auto& n : {p.decoder_first_pipeline_num_layers, p.decoder_last_pipeline_num_layers}) {
+    if (n) text += (text.empty() ? "" : ", ") + std::to_string(*n);
+  }
+  return text;
+}
+
 std::vector<int> from_first_last(const ModelSpec& m, const ParallelPlan& p) {
-  require(p.pp >= 2, "parallel.decoder_first_pipeline_num_layers", "set", "needs pp >= 2");
+  require(p.pp >= 2, first_last_field(p), first_last_value(p), "needs pp >= 2");
   // DualPipeV's first rank holds both the first and the last virtual stage: Megatron's first/last-stage counts
   // have no meaning there.
   if (p.schedule == Schedule::kDualPipeV) {
@@ -71,8 +86,8 @@ std::vector<int> from_first_last(const ModelSpec& m, const ParallelPlan& p) {
     --open;
   }
   const int rest = m.num_layers - fixed;
-  require(rest >= 0 && (open == 0 ? rest == 0 : rest % open == 0), "parallel.decoder_first_pipeline_num_layers",
-          std::to_string(fixed) + " layers on the first/last stages",
+  require(rest >= 0 && (open == 0 ? rest == 0 : rest % open == 0), first_last_field(p),
+          first_last_value(p) + (open == p.pp - 2 ? ": " + std::to_string(fixed) + " layers on the first and last stages" : ""),
           fmt::format("leaves {} of num_hidden_layers ({}) for {} other stage(s), which must divide evenly", rest,
                       m.num_layers, open));
   for (int& n : per_stage) {

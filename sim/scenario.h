@@ -265,7 +265,7 @@ ParallelPlan parse_parallel(const nlohmann::json& parallel);
 void validate_scenario(Scenario& s);
 
 /// Reads a scenario file. Errors: Error::invalid for unreadable or malformed JSON (naming the file), and all of
-/// parse_scenario's errors.
+/// parse_scenario's errors, found in "scenario FILE" (Error::in).
 Scenario load_scenario(const std::filesystem::path& file);
 
 /// The same for a scenario file's document already read (`file` names it and resolves relative paths; its stem is

@@ -337,7 +337,14 @@ Scenario parse_scenario(const json& doc, const std::filesystem::path& base_dir) 
   return s;
 }
 
-Scenario load_scenario(const std::filesystem::path& file) { return load_scenario(read_json_file(file, "scenario"), file); }
+Scenario load_scenario(const std::filesystem::path& file) {
+  const json doc = read_json_file(file, "scenario");  // its errors name the file already
+  try {
+    return load_scenario(doc, file);
+  } catch (const Error& e) {
+    throw e.in("scenario " + file.string());
+  }
+}
 
 Scenario load_scenario(const json& doc, const std::filesystem::path& file) {
   Scenario s = parse_scenario(doc, file.parent_path());

@@ -86,7 +86,10 @@ TEST_CASE("cluster overrides and bad cluster input", "[hardware][presets][errors
     return std::string();
   };
   CHECK_THAT(gpu_error(R"({"forward": 0.5, "head_dim_64": {"forward": 1.5}})"),
-             Catch::Contains("gpu.attention_peak_fraction.head_dim_64") && Catch::Contains("at most 1"));
+             Catch::Contains("gpu.attention_peak_fraction.head_dim_64.forward (1.5) must lie in [0.01, 1]"));
+  // A share of the peak far below any measured kernel (bounds::kAttentionPeakFraction).
+  CHECK_THAT(gpu_error(R"({"backward": 1e-300})"),
+             Catch::Contains("gpu.attention_peak_fraction.backward (1e-300) must lie in [0.01, 1]"));
   CHECK_THAT(gpu_error(R"({"head_dim_64": {"forward": -0.5}})"), Catch::Contains("head_dim_64.forward"));
   CHECK_THAT(gpu_error(R"({"head_dim_64": {"fwd": 0.5}})"), Catch::Contains("head_dim_64.fwd"));
   CHECK(gpu_error(R"({"forward": 0.5, "head_dim_64": {"forward": 0.7, "backward": 0.9}})").empty());

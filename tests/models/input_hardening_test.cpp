@@ -2,6 +2,8 @@
 // a silent success (issue 26). Each case below reproduces an input that once did one of those.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <utility>
@@ -9,6 +11,7 @@
 
 #include "hardware/cluster_spec.h"
 #include "models/json_fields.h"
+#include "models/text_file.h"
 #include "models/utf8.h"
 #include "sim/instances.h"
 #include "sim/rank_layout.h"
@@ -221,4 +224,62 @@ TEST_CASE("an expansion of every rank beyond the task-instance limit is refused 
   expanded.expansion = Expansion::kAllRanks;
   CHECK_THROWS_WITH(predict(s, expanded), Catch::StartsWith("--expand-ranks (262144 ranks) would simulate") &&
                                               Catch::Contains("task instances, above the limit of 2e+09"));
+}
+
+TEST_CASE("an input file that cannot be read says why, and an I/O error part-way is not a short file",
+          "[models][errors]") {
+  const auto read_error = [](const std::filesystem::path& path) {
+    try {
+      read_text_file(path, "scenario");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  // A stream reader stops at EIO as at the end of the file; /proc/self/mem fails so from offset 0 (unmapped).
+  if (std::filesystem::exists("/proc/self/mem")) {
+    CHECK(read_error("/proc/self/mem") == "scenario (/proc/self/mem) cannot be read: Input/output error");
+  }
+  const std::filesystem::path folder = std::filesystem::temp_directory_path() / "orrery-text-file-test";
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder);
+  const std::filesystem::path loop = folder / "loop.json";
+  std::filesystem::create_symlink("loop.json", loop);
+  // stat's ELOOP, not "does not exist" as std::filesystem::exists says of it.
+  CHECK(read_error(loop) == "scenario (" + loop.string() + ") cannot be read: Too many levels of symbolic links");
+  CHECK(read_error(folder) == "scenario (" + folder.string() + ") is not a regular file (it is a folder)");
+  CHECK(read_error(folder / "none.json") == "scenario (" + (folder / "none.json").string() + ") does not exist");
+  {
+    std::ofstream(folder / "a.json") << "{}";
+  }
+  CHECK(read_text_file(folder / "a.json", "scenario") == "{}");
+  std::filesystem::remove_all(folder);
+}
+
+TEST_CASE("an error escapes the control characters it quotes and cuts a long quote, noting its length",
+          "[models][errors]") {
+  // ESC (a terminal's escape sequences), C1's CSI U+009B and a newline in a quoted value are written as escapes; a
+  // rule we wrote keeps its line breaks.
+  CHECK(std::string(Error::invalid("model", "llama\x1B[31m\xC2\x9B" "1m\nerror: forged", "is not\na preset").what()) ==
+        "model (llama\\u001B[31m\\u009B1m\\u000Aerror: forged) is not\na preset");
+  // A C2 lead with a printable second byte (U+00A0 and above) is ordinary text.
+  CHECK(printable_utf8("caf\xC3\xA9 \xC2\xA0") == "caf\xC3\xA9 \xC2\xA0");
+  // A 10 MB key was echoed whole; the quote is cut to Error::kQuoteLimit (200) bytes with its full length.
+  const std::string key(10'000'000, 'k');
+  const std::string message = Error::invalid(key, "1", "is not a known key here").what();
+  CHECK(message == std::string(200, 'k') + "... (10000000 bytes in all) (1) is not a known key here");
+  // The cut falls on a UTF-8 boundary: 199 ASCII bytes then a 2-byte character that would end at 201 is left out.
+  CHECK(clipped_utf8(std::string(199, 'a') + "\xC3\xA9" + "tail", 200) == std::string(199, 'a') + "... (205 bytes in all)");
+  CHECK(clipped_utf8("short", 200) == "short");
+}
+
+TEST_CASE("an error found in a file names the file before the field and keeps its kind and parts", "[models][errors]") {
+  const Error e = Error::not_modelled("parallel.zero_stage", "3", "ZeRO-3 with dualpipe").in("scenario runs/a.json");
+  CHECK(std::string(e.what()) == "scenario runs/a.json: not modelled yet: parallel.zero_stage (3) ZeRO-3 with dualpipe");
+  CHECK(e.kind() == ErrorKind::kNotModelled);
+  CHECK(e.field() == "parallel.zero_stage");
+  CHECK(e.value() == "3");
+  // A file named with an escape sequence is escaped too.
+  CHECK(std::string(Error::invalid("tp", "6", "must divide 64").in("scenario \x1B[2Ja.json").what()) ==
+        "scenario \\u001B[2Ja.json: tp (6) must divide 64");
 }

@@ -57,6 +57,14 @@ TEST_CASE("an explicit pipeline_layout is used as given and checked", "[sim][lay
              Catch::Contains("cannot be combined"));
   CHECK_THAT(test::scenario_error(llama405(R"({"tp": 8, "pp": 4, "decoder_first_pipeline_num_layers": 31})", 512)),
              Catch::Contains("must divide evenly"));
+  // The error names the key given: the last-stage count once was reported as decoder_first_pipeline_num_layers.
+  CHECK(test::scenario_error(llama405(R"({"tp": 8, "pp": 4, "decoder_last_pipeline_num_layers": 31})", 512)) ==
+        "parallel.decoder_last_pipeline_num_layers (31) leaves 95 of num_hidden_layers (126) for 3 other stage(s), "
+        "which must divide evenly");
+  CHECK(test::scenario_error(llama405(R"({"tp": 8, "pp": 4, "decoder_first_pipeline_num_layers": 30,
+                                          "decoder_last_pipeline_num_layers": 31})", 512)) ==
+        "parallel.decoder_first_pipeline_num_layers and decoder_last_pipeline_num_layers (30, 31: 61 layers on the "
+        "first and last stages) leaves 65 of num_hidden_layers (126) for 2 other stage(s), which must divide evenly");
   CHECK_THAT(test::scenario_error(llama405(
                  R"({"tp": 8, "pp": 16, "vpp": 2, "decoder_first_pipeline_num_layers": 7, "decoder_last_pipeline_num_layers": 7})")),
              Catch::Contains("parallel.vpp (2) must divide the 7 layers"));

@@ -33,11 +33,189 @@ SMALL = {"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 8},
          "training": {"seq_length": 2048, "global_batch_size": 8}}
 
 
+SMALL_FLAGS = ["--model", "llama3-8b", "--num-gpus", "8", "--seq-length", "2048", "--global-batch-size", "8"]
+
+
 def write(tmp, name, data):
     path = os.path.join(tmp, name)
     with open(path, "wb") as f:
         f.write(data if isinstance(data, bytes) else json.dumps(data).encode())
     return path
+
+
+def deepseek(**model):
+    """A small DeepSeek-V3 (4 layers, 256 experts in 8 groups) on 8 GPUs, its model keys overridden by `model`."""
+    return {"model": {"preset": "deepseek-v3", "num_hidden_layers": 4, "first_k_dense_replace": 1,
+                      "num_nextn_predict_layers": 0, **model},
+            "cluster": {"preset": "dgx-h100", "num_gpus": 8}, "parallel": {"ep": 8},
+            "training": {"seq_length": 2048, "global_batch_size": 8}}
+
+
+def unbounded_numbers(orrery, tmp):
+    """Numbers once read without a range (the second review): each passed with exit 0."""
+    # Group-limited routing picks topk_group of the n_group groups; without groups (n_group 1) topk_group was never
+    # read, so 100 passed. The preset's 8 groups bound it too.
+    for over, words in (({"n_group": 1, "topk_group": 100}, "model.topk_group (100) must be at most n_group (1)"),
+                        ({"topk_group": 9}, "model.topk_group (9) must be at most n_group (8)"),
+                        ({"topk_group": 0}, "model.topk_group (0) must be at least 1")):
+        refused(orrery, ["predict", write(tmp, "groups.json", deepseek(**over))], words, what=f"deepseek {over}")
+    # rope_theta sets no cost, so nothing read it: 1e300 passed. The bound is in models/physical_bounds.h.
+    refused(orrery, ["predict", write(tmp, "theta.json", deepseek(rope_theta=1e300))],
+            "model.rope_theta (1e+300) must lie in [1, 10000000000]", "Qwen's 1e6", what="rope_theta 1e300")
+    code, out, err, _ = run(orrery, "predict", write(tmp, "theta.json", deepseek(rope_theta=5e8)))
+    expect(code == 0 and "iteration time" in out, f"rope_theta 5e8 (in range): exit {code}, {err[:300]!r}")
+    for over, words in (({"rope_scaling": {"type": "yarn", "factor": 1e300}},
+                         "model.rope_scaling.factor (1e+300) must lie in [1, 10000]"),
+                        ({"attention_dropout": 1.0},
+                         "model.attention_dropout (1) is a dropout probability and must be in [0, 1)")):
+        refused(orrery, ["predict", write(tmp, "bound.json", deepseek(**over))], words, what=f"deepseek {over}")
+    oss = dict(SMALL, model={"preset": "gpt-oss-20b", "swiglu_limit": 1e300})
+    refused(orrery, ["predict", write(tmp, "swiglu.json", oss)], "model.swiglu_limit (1e+300) must be at most 10000",
+            what="swiglu_limit 1e300")
+    # An attention rate of 1e-300 of the peak was caught only as a task too long to simulate, naming the cluster.
+    slow = dict(SMALL, cluster={"preset": "dgx-h100", "num_gpus": 8,
+                                "gpu": {"preset": "h100-sxm", "attention_peak_fraction": {"forward": 1e-300}}})
+    refused(orrery, ["predict", write(tmp, "attention.json", slow)],
+            "cluster.gpu.attention_peak_fraction.forward (1e-300) must lie in [0.01, 1]", what="attention fraction 1e-300")
+
+
+SEARCH = ["search", "--model", "llama3-8b", "--seq-length", "2048", "--global-batch-size", "16", "--pp", "1",
+          "--cp", "1", "--quiet"]
+
+
+def flag_ranges(orrery):
+    """Flags once saturated, emptied or zero without a word (the second review): each ran with exit 0."""
+    # Past 64 bits CLI11 read the count as 9223372036854775807; the check sees the text as given.
+    for value in ("99999999999999999999", "1000000001", "-1"):
+        refused(orrery, ["predict", *SMALL_FLAGS, "--trace", os.devnull, "--trace-max-events", value],
+                f"--trace-max-events: {value} must be a whole number from 0 to 1000000000", "150 GB",
+                what=f"--trace-max-events {value}")
+    refused(orrery, ["predict", *SMALL_FLAGS, "--global-batch-size", "99999999999999999999"],
+            "--global-batch-size: 99999999999999999999 must be a whole number from 1 to 268435456",
+            what="--global-batch-size past 64 bits")
+    # An empty list searched the defaults, an empty item fewer values than written.
+    for flag, value, rule in (("--tp", "", "must list at least one value"),
+                              ("--tp", "1,,2", "has an empty item"), ("--schedule", "1f1b,", "has an empty item"),
+                              ("--recompute", "", "must list at least one value")):
+        refused(orrery, [*SEARCH, "--num-gpus", "8", flag, value], f'{flag} ("{value}") {rule}',
+                what=f"search {flag} {value!r}")
+    refused(orrery, ["predict", *SMALL_FLAGS, "--recompute", "selective", "--recompute-modules", "mlp,,core_attn"],
+            '--recompute-modules ("mlp,,core_attn") has an empty item', what="--recompute-modules with an empty item")
+    for flag in ("--trace-ranks", "--trace-window"):
+        refused(orrery, ["predict", *SMALL_FLAGS, "--trace", os.devnull, flag, ""], f"{flag}: must not be empty",
+                what=f"{flag} ''")
+    # 0 meant "the default" for --memory-cap and --max-tp: given, it must be a real value.
+    for args, words in ((["--memory-cap", "0"], "--memory-cap (0) must be a GiB figure above 0 and at most 4096"),
+                        (["--memory-cap", "inf"], "--memory-cap (inf) must be a GiB figure above 0"),
+                        (["--max-tp", "0"], "--max-tp (0) must be from 1 to 1048576"),
+                        (["--threads", "100000"], "--threads (100000) must be from 1 to 1024"),
+                        (["--objective", "gpus", "--target-tokens-per-s", "inf"],
+                         "--target-tokens-per-s (inf) must be a finite, positive throughput")):
+        refused(orrery, [*SEARCH, "--num-gpus", "8", *args], words, what=f"search {' '.join(args)}")
+    # More GPUs than one job may have (limits::kGpus = 2^20): search listed every plan invalid with exit 0.
+    refused(orrery, [*SEARCH, "--num-gpus", "2000000"], "--num-gpus (2000000) must be from 1 to 1048576",
+            what="search --num-gpus 2000000")
+    refused(orrery, ["collective", "--num-gpus", "2000000", "--bytes", "1M"],
+            "--num-gpus (2000000) must be from 2 to 1048576", what="collective --num-gpus 2000000")
+
+
+def unreadable_paths(orrery, tmp):
+    """Paths the operating system refuses (the second review): a loop of symbolic links once gave "internal error
+    (please report)" with exit 1, and an I/O error part-way through a read passed as malformed JSON."""
+    loop = os.path.join(tmp, "loop.json")
+    os.symlink("loop.json", loop)
+    reason = "cannot be read: Too many levels of symbolic links"
+    refused(orrery, ["predict", loop], f"scenario ({loop}) {reason}", what="predict a symlink loop")
+    refused(orrery, ["search", loop, "--quiet"], f"scenario ({loop}) {reason}", what="search a symlink loop")
+    refused(orrery, ["predict", "--model", loop], f"model.hf_config ({loop}) {reason}", what="--model a symlink loop")
+    # validate reads it as a record that fails by name; over nothing else that is exit 2.
+    err = refused(orrery, ["validate", loop], "none of the 1 record could be read", f"({loop}) {reason}",
+                  what="validate a symlink loop")
+    expect("internal error" not in err, f"validate a symlink loop: {err[:300]!r}")
+    # Reading /proc/self/mem from offset 0 fails with EIO (nothing is mapped there): a stream read stopped as at
+    # the end of the file, and the parser then reported "not valid JSON ... unexpected end of input".
+    if os.path.exists("/proc/self/mem"):
+        err = refused(orrery, ["predict", "/proc/self/mem"], "scenario (/proc/self/mem) cannot be read: Input/output error",
+                      what="predict /proc/self/mem")
+        expect("JSON" not in err, f"an I/O error reported as JSON: {err[:300]!r}")
+
+
+def error_texts(orrery, tmp):
+    """What errors say (the second review): the file a field error is in, the key given, the input's control
+    characters escaped, a long quote cut."""
+    # predict named the field but not the file (as search did not either); with flags, it says they took part.
+    bad = write(tmp, "tp6.json", dict(SMALL, parallel={"tp": 6}))
+    rule = "cluster.num_gpus (8) must be divisible by tp x pp x cp (6 x 1 x 1 = 6)"
+    refused(orrery, ["predict", bad], f"error: scenario {bad}: {rule}", what="predict names the file")
+    refused(orrery, ["predict", bad, "--pp", "1"], f"error: scenario {bad} with the command-line flags: {rule}",
+            what="predict names the file and the flags")
+    refused(orrery, ["search", bad, "--quiet"], f"error: scenario {bad}: {rule}", what="search names the file")
+    # The last stage's count was reported as decoder_first_pipeline_num_layers.
+    last = write(tmp, "last.json", dict(SMALL, cluster={"preset": "dgx-h100", "num_gpus": 16},
+                                        parallel={"tp": 4, "pp": 4, "decoder_last_pipeline_num_layers": 9}))
+    err = refused(orrery, ["predict", last], "parallel.decoder_last_pipeline_num_layers (9) leaves 23 of "
+                  "num_hidden_layers (32) for 3 other stage(s)", what="decoder_last_pipeline_num_layers")
+    expect("decoder_first" not in err, f"decoder_last's error names decoder_first: {err[:300]!r}")
+    # ESC and C1's CSI from the input reached the terminal raw: in an error's value, a warning's key, a command
+    # name and CLI11's own messages.
+    esc = write(tmp, "esc.json", dict(SMALL, training={"seq_length": 2048, "global_batch_size": 8,
+                                                       "precision": "bf16\x1b[2J\u009b1m"}))
+    code, out, err, _ = run(orrery, "predict", esc)
+    expect(code == 2 and 'training.precision ("bf16\\u001B[2J\\u009B1m")' in err and "\x1b" not in err
+           and "\u009b" not in err, f"ESC in a value: exit {code}, {err[:300]!r}")
+    key = write(tmp, "esckey.json", dict(SMALL, model={"preset": "llama3-8b", "\x1b[31mzap": 1}))
+    code, out, err, _ = run(orrery, "predict", key)
+    expect(code == 0 and "warning: model.\\u001B[31mzap is not a field" in out and "\x1b" not in out,
+           f"ESC in an override's key: exit {code}, {out[-300:]!r}")
+    for args, words in ((["\x1b[31mfoo"], "error: unknown command '\\u001B[31mfoo'"),
+                        (["predict", "--tp", "\x1b[31m"], "--tp = \\u001B[31m")):
+        code, out, err, _ = run(orrery, *args)
+        expect(code == 2 and words in err and "\x1b" not in err, f"{args!r}: exit {code}, {err[:300]!r}")
+    # A 10 MB key was echoed whole (10 MB on stderr); the quote is cut to 200 bytes with its length.
+    big = write(tmp, "bigkey.json", {**SMALL, "k" * 10_000_000: 1})
+    err = refused(orrery, ["predict", big], "k" * 200 + "... (10000000 bytes in all) (1) is not a known key here",
+                  what="a 10 MB key")
+    expect(len(err) < 1000, f"a 10 MB key: {len(err)} bytes of error")
+
+
+def validate_inputs(orrery, root, tmp):
+    """What validate counts (the second review): a file given without expect was passed over with a note (exit 0
+    over nothing), and a file given twice weighed twice in the MAPE."""
+    plain = write(tmp, "plain.json", SMALL)
+    refused(orrery, ["validate", plain], "none of the 1 record could be read and simulated",
+            f"scenario {plain} has no expect block: a record needs the published figures it is compared with",
+            what="validate a file without expect")
+    empty = write(tmp, "empty-expect.json", dict(SMALL, expect={}))
+    refused(orrery, ["validate", empty], f"scenario {empty} has an empty expect block", what="validate expect {}")
+    # Beside a good record it is listed as failed, and it fails a gate as any broken record does.
+    record = os.path.join(root, "scenarios", "validation", "kor22-22b-full-recompute.json")
+    code, out, err, _ = run(orrery, "validate", plain, record, "--json")
+    doc = json.loads(out) if code == 0 else {"summary": {}, "records": []}
+    errors = {r["name"]: r.get("error", "") for r in doc["records"]}
+    expect(code == 0 and doc["summary"].get("records") == 1 and doc["summary"].get("not_simulated") == 1
+           and "has no expect block" in errors.get("plain", ""),
+           f"validate a file without expect beside a record: exit {code}, {out[:300]!r} {err[:300]!r}")
+    code, out, err, _ = run(orrery, "validate", plain, record, "--max-mape", "100")
+    expect(code == 1 and "validate: plain failed: scenario" in err, f"gate over a file without expect: exit {code}, {err[:300]!r}")
+    # The same record three ways (twice by name, once through a link): one record, with a note for each repeat.
+    record = os.path.abspath(record)
+    link = os.path.join(tmp, "link.json")
+    os.symlink(record, link)
+    code, out, err, _ = run(orrery, "validate", record, record, link, "--json")
+    doc = json.loads(out) if code == 0 else {"summary": {}, "records": []}
+    expect(code == 0 and doc["summary"].get("records") == 1 and len(doc["records"]) == 1
+           and f"note: validate: {record} is given twice; it is validated once" in err
+           and f"note: validate: {link} is the same file as {record}; it is validated once" in err,
+           f"validate one record three ways: exit {code}, {out[:200]!r}, {err[:400]!r}")
+    # A folder and a file in it: the file once.
+    folder = os.path.join(tmp, "one-record")
+    os.mkdir(folder)
+    copy = write(folder, "kor22-copy.json", json.load(open(record)))
+    code, out, err, _ = run(orrery, "validate", folder, copy, "--json")
+    doc = json.loads(out) if code == 0 else {"records": []}
+    expect(code == 0 and len(doc["records"]) == 1
+           and f"note: validate: {copy} is given and lies in a given folder; it is validated once" in err,
+           f"validate a folder and a file in it: exit {code}, {err[:300]!r}")
 
 
 def main():
@@ -153,6 +331,12 @@ def main():
                  stragglers=[{"rank": 1, "compute_slowdown": 2}])
     code, out, err, _ = run(orrery, "predict", write(tmp, "strag.json", strag))
     expect(code == 0 and "iteration time" in out, f"straggler on 65,536 GPUs: exit {code}, {err[:300]!r}")
+
+    unbounded_numbers(orrery, tmp)
+    flag_ranges(orrery)
+    unreadable_paths(orrery, tmp)
+    error_texts(orrery, tmp)
+    validate_inputs(orrery, sys.argv[2], tmp)
 
     for p in problems:
         print(p)

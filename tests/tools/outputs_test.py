@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Outputs of `orrery` that nothing breaks (issue 26), end to end. One case per run:
   kill_keeps_old_file      a prediction killed (SIGKILL) while it writes a trace leaves the old file byte-identical
+  signal_removes_temporary SIGTERM or SIGINT while a trace is written: the old file stays, the temporary file goes,
+                           and the process ends by the signal
+  same_file_refused        two outputs naming one file, or an output naming an input, are refused before any work
   dev_full_fails           writing a trace, timeline, report, search or profile to /dev/full exits non-zero with a message
   trace_selection          --trace-ranks/-stages/-microbatches/-window select exactly what they say; the trace is valid
                            JSON with well-formed events whose flows pair up; --trace-max-events cuts and says so
@@ -62,6 +65,67 @@ def kill_keeps_old_file(orrery, source, tmp):
         expect("traceEvents" in json.load(f), "the next run's trace has no traceEvents")
 
 
+def signal_removes_temporary(orrery, source, tmp):
+    target = os.path.join(tmp, "trace.json")
+    old = b"an old trace\n" * 1000
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with open(target, "wb") as f:
+            f.write(old)
+        # The child's SIGINT is set to its default: a shell or a harness may start tests with it ignored, and
+        # orrery leaves an ignored signal ignored (models/signal_cleanup.h).
+        p = subprocess.Popen([orrery, "predict", os.path.join(source, BIG), "--trace", target, "--trace-max-events", "0"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        temporary = os.path.join(tmp, f".trace.json.{p.pid}.tmp")
+        sent = False
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and p.poll() is None:
+            if os.path.exists(temporary) and os.path.getsize(temporary) > 0:
+                p.send_signal(sig)
+                sent = True
+                break
+            time.sleep(0.002)
+        p.wait()
+        name = signal.Signals(sig).name
+        expect(sent, f"{name}: the prediction ended (exit {p.returncode}) before its temporary file appeared: "
+                     f"{p.stderr.read()[:300]!r}")
+        expect(p.returncode == -sig, f"{name}: the prediction did not end by the signal: exit {p.returncode}")
+        expect(not os.path.exists(temporary), f"{name}: the temporary file {temporary} was left behind")
+        with open(target, "rb") as f:
+            expect(f.read() == old, f"{name}: the old file changed")
+        p.stderr.close()
+
+
+def same_file_refused(orrery, source, tmp):
+    scenario = os.path.join(tmp, "s.json")
+    with open(scenario, "w") as f:
+        json.dump({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 16},
+                   "training": {"seq_length": 4096, "global_batch_size": 32}}, f)
+    original = open(scenario, "rb").read()
+    out = os.path.join(tmp, "out.json")
+    link = os.path.join(tmp, "link.json")
+    with open(out, "w") as f:
+        f.write("old")
+    os.symlink(out, link)
+    for args, words in (
+            (["predict", *SMALL, "--trace", out, "--timeline", out],
+             f"--timeline ({out}) names the same file as --trace ({out})"),
+            # Through a link and a "..": the same file all the same.
+            (["predict", *SMALL, "--trace", link, "--timeline", os.path.join(tmp, "..", os.path.basename(tmp), "out.json")],
+             "names the same file as --trace"),
+            (["predict", scenario, "--timeline", scenario], f"--timeline ({scenario}) names the same file as the input scenario"),
+            ([*SEARCH, "--csv", out, "--json", out], f"--json ({out}) names the same file as --csv ({out})"),
+            (["search", "merge", out, "--json", out], f"--json ({out}) names the same file as the input files")):
+        r = run(orrery, *args)
+        # Refused before the work: nothing reported, both files as they were.
+        expect(r.returncode == 2 and words in r.stderr and r.stdout == "",
+               f"{' '.join(args[:2])}: exit {r.returncode}, stdout {r.stdout[:100]!r}, stderr {r.stderr[:300]!r}")
+    expect(open(scenario, "rb").read() == original and open(out).read() == "old", "a refused run changed a file")
+    # A special file may take both outputs.
+    r = run(orrery, "predict", *SMALL, "--trace", os.devnull, "--timeline", os.devnull)
+    expect(r.returncode == 0, f"--trace and --timeline {os.devnull}: exit {r.returncode}, {r.stderr[:300]!r}")
+
+
 def dev_full_fails(orrery, source, tmp):
     if not os.path.exists("/dev/full"):
         return
@@ -76,11 +140,15 @@ def dev_full_fails(orrery, source, tmp):
         r = run(orrery, *args)
         expect(r.returncode != 0 and "/dev/full" in r.stderr and "No space left" in r.stderr,
                f"{what} /dev/full: exit {r.returncode}, stderr {r.stderr[:300]!r}")
-    # The report itself: standard output on a full device.
-    for args in (["predict", *SMALL, "--json"], ["predict", *SMALL]):
+    # The report itself: standard output on a full device. list, collective and validate print with fmt::print,
+    # which throws where std::cout only fails (once "internal error (please report): cannot write to file").
+    record = os.path.join(source, "scenarios", "validation", "kor22-22b-full-recompute.json")
+    for args in (["predict", *SMALL, "--json"], ["predict", *SMALL], ["list"], ["collective", "--bytes", "1M"],
+                 ["validate", record]):
         with open("/dev/full", "w") as full:
             r = subprocess.run([orrery, *args], stdout=full, stderr=subprocess.PIPE, text=True)
-        expect(r.returncode != 0 and "standard output" in r.stderr,
+        expect(r.returncode == 2 and "standard output: cannot be written: No space left on device" in r.stderr
+               and "internal error" not in r.stderr,
                f"{' '.join(args)} > /dev/full: exit {r.returncode}, stderr {r.stderr[:300]!r}")
 
 

@@ -18,6 +18,7 @@
 #include "calibrate/workload_export.h"
 #include "models/json_fields.h"
 #include "models/error.h"
+#include "models/utf8.h"
 #include "models/output_file.h"
 #include "tools/orrery/commands.h"
 
@@ -31,8 +32,16 @@ struct ImportArgs {
   int ranks = 0, nodes = 0;
 };
 
+// Each output is checked before the work: writable, and not one of the files read (--profile may be, to extend it).
+std::vector<PathOption> named_inputs(const char* option, const std::vector<std::string>& paths) {
+  std::vector<PathOption> out;
+  for (const std::string& p : paths) out.push_back({option, p});
+  return out;
+}
+
 void run_import(const ImportArgs& a) {
   check_output_path("--out", a.out);
+  check_distinct_outputs({{"--out", a.out}}, named_inputs("logs", a.logs));
   GpuProfile profile;
   if (!a.base.empty()) {
     profile = load_gpu_profile(a.base);
@@ -61,14 +70,9 @@ struct PlanArgs {
 
 void run_plan(const PlanArgs& a) {
   check_output_path("--out", a.out);
+  check_distinct_outputs({{"--out", a.out}}, named_inputs("scenarios", a.scenarios));
   std::vector<Scenario> scenarios;
-  for (const std::string& f : a.scenarios) {
-    try {
-      scenarios.push_back(load_scenario(f));
-    } catch (const Error& e) {
-      throw Error(e.kind(), f + ": " + e.field(), e.value(), e.rule());  // say which of the files failed
-    }
-  }
+  for (const std::string& f : a.scenarios) scenarios.push_back(load_scenario(f));  // its errors name the file
   CalibrationPlanOptions options;
   options.grid = !a.no_grid;
   require(!a.scenarios.empty() || options.grid, "--no-grid", "with no scenarios",
@@ -92,6 +96,7 @@ struct FitArgs {
 
 void run_fit(const FitArgs& a) {
   check_output_path("--out", a.out);
+  check_distinct_outputs({{"--out", a.out}}, {{"RAW", a.raw}, {"--attention", a.attention}, {"--pytorch", a.pytorch}});
   const nlohmann::json raw = read_json_file(a.raw, "RAW");
   nlohmann::json attention;
   if (!a.attention.empty()) attention = read_json_file(a.attention, "--attention");
@@ -150,10 +155,11 @@ struct ExportArgs {
 
 void run_export(const ExportArgs& a) {
   check_output_path("--out", a.out);
+  check_distinct_outputs({{"--out", a.out}}, {{"scenario", a.scenario}});
   const Scenario scenario = load_scenario(a.scenario);
   const Prediction p = predict(scenario);
   const bench::WorkloadFile w = export_workload(p);
-  for (const std::string& warning : p.report.warnings) std::cerr << "warning: " << warning << "\n";
+  for (const std::string& warning : p.report.warnings) std::cerr << "warning: " << printable_utf8(warning, false) << "\n";
   std::ostringstream out;
   out << "# " << scenario.name << ": orrery calibrate export-workload " << a.scenario << "\n" << bench::format_workload(w);
   write_file_whole(a.out, out.str());

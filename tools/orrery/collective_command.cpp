@@ -12,6 +12,7 @@
 #include "hardware/collective_cost.h"
 #include "hardware/cost_params.h"
 #include "models/error.h"
+#include "models/limits.h"
 #include "tools/orrery/commands.h"
 
 namespace orrery::cli {
@@ -71,7 +72,8 @@ void run_collective(const CollectiveArgs& a) {
                          fmt::format("contradicts the --log, which ran on {} ranks", log->ranks));
   }
   int n = a.num_gpus.value_or(log && log->ranks > 0 ? log->ranks : cluster.gpus_per_node);
-  require(n >= 2, "--num-gpus", std::to_string(n), "must be at least 2");
+  require(n >= 2 && n <= limits::kGpus, "--num-gpus", std::to_string(n),
+          fmt::format("must be from 2 to {} (limits::kGpus, the most GPUs of one job)", limits::kGpus));
   cluster.num_gpus = n;
   CollectiveKind kind = parse_op(a.op.empty() ? "all_reduce" : a.op);
   if (log && log->kind) {
@@ -132,11 +134,14 @@ void run_collective(const CollectiveArgs& a) {
 void add_collective_command(CLI::App& app) {
   auto args = std::make_shared<CollectiveArgs>();
   CLI::App* cmd = app.add_subcommand("collective", "predict one collective's time and bus bandwidth");
-  cmd->add_option("--cluster", args->cluster, "cluster preset (default dgx-h100; a log does not name its GPUs' preset: give it)");
+  cmd->add_option("--cluster", args->cluster, "cluster preset (default dgx-h100; a log does not name its GPUs' preset: give it)")
+      ->check(non_empty());
   cmd->add_option("--num-gpus", args->num_gpus, "ranks in the group, laid on consecutive GPUs (default: one node)");
-  cmd->add_option("--op", args->op, "all_reduce, all_gather, reduce_scatter, all_to_all or send_recv (default: the --log's, else all_reduce)");
+  cmd->add_option("--op", args->op, "all_reduce, all_gather, reduce_scatter, all_to_all or send_recv (default: the --log's, else all_reduce)")
+      ->check(non_empty());
   cmd->add_option("--bytes", args->bytes, "message sizes as nccl-tests counts them (1048576, 64M, 1G)")->delimiter(',');
-  cmd->add_option("--log", args->log, "an nccl-tests output to compare with, size by size (--bytes: only those sizes)");
+  cmd->add_option("--log", args->log, "an nccl-tests output to compare with, size by size (--bytes: only those sizes)")
+      ->check(non_empty_file());
   cmd->callback([args] { run_collective(*args); });
 }
 

@@ -4,6 +4,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <charconv>
+#include <cstdint>
+#include <string>
+
 #include "models/units.h"
 
 namespace orrery::cli {
@@ -14,6 +18,27 @@ inline const CLI::Validator& non_empty_file() {
   static const CLI::Validator check([](std::string& v) { return v.empty() ? std::string("must name a file") : std::string(); },
                                     "FILE");
   return check;
+}
+
+/// A CLI11 check that a value is not empty ("--tp ''"), which CLI11 would otherwise leave unset without a word.
+inline const CLI::Validator& non_empty() {
+  static const CLI::Validator check([](std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); },
+                                    "", "not empty");
+  return check;
+}
+
+/// A CLI11 check that an integer option's text is a whole number from `lo` to `hi` (`note` says what the numbers
+/// mean). CLI11 alone turns a number past 64 bits into the largest one without a word (99999999999999999999 read as
+/// 9223372036854775807), and the check sees the text as given.
+inline CLI::Validator whole_number(std::int64_t lo, std::int64_t hi, const std::string& note = "") {
+  return CLI::Validator(
+      [=](std::string& text) {
+        std::int64_t v = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec == std::errc() && end == text.data() + text.size() && v >= lo && v <= hi) return std::string();
+        return text + " must be a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) + note;
+      },
+      "INT");
 }
 
 void add_predict_command(CLI::App& app);

@@ -20,6 +20,7 @@
 #include "tools/orrery/outputs.h"
 #include "hardware/gpu_profile.h"
 #include "models/error.h"
+#include "models/utf8.h"
 #include "sim/predict.h"
 #include "tools/orrery/commands.h"
 
@@ -107,7 +108,7 @@ void run_compare(const CompareArgs& a) {
 
   const Scenario scenario = load_scenario(a.scenario);
   if (!trace.device_name.empty() && !same_gpu_model(trace.device_name, scenario.cluster.gpu)) {
-    std::cerr << fmt::format("warning: the trace was recorded on {}, the scenario's GPU is {}\n", trace.device_name,
+    std::cerr << fmt::format("warning: the trace was recorded on {}, the scenario's GPU is {}\n", printable_utf8(trace.device_name, false),
                              scenario.cluster.gpu.display_name);
   }
   if (trace.world_size > 0 && trace.world_size != scenario.cluster.num_gpus) {

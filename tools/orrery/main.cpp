@@ -4,11 +4,14 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <sstream>
 #include <stdexcept>
 #include <system_error>
 
 #include "models/error.h"
+#include "models/utf8.h"
 #include "tools/orrery/commands.h"
 
 namespace {
@@ -43,15 +46,19 @@ int main(int argc, char** argv) {
   bool known = argc < 2 || argv[1][0] == '-';
   for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) known = known || sub->get_name() == argv[1];
   if (!known) {
-    std::cerr << "error: unknown command '" << argv[1] << "'; commands: predict, search, validate, collective, fit, calibrate, compare, list (orrery --help)\n";
+    std::cerr << "error: unknown command '" << orrery::printable_utf8(argv[1], false) << "'; commands: predict, search, validate, collective, fit, calibrate, compare, list (orrery --help)\n";
     return 2;
   }
   try {
     app.parse(argc, argv);
     check_standard_output();
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // CLI11 quotes the value given as it is: printed with its control characters escaped.
+    std::ostringstream err;
+    app.exit(e, std::cout, err);
+    std::cerr << orrery::printable_utf8(err.str());
+    return 2;
   } catch (const orrery::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
@@ -62,6 +69,19 @@ int main(int argc, char** argv) {
     // CLI11 converts a switch's value (--sequence-parallel=maybe) with std::stoll after parsing, outside its own
     // error types; the simulator's own bad-input errors are orrery::Error.
     std::cerr << "error: a command-line switch takes true, false, 1 or 0 (" << e.what() << ")\n";
+    return 2;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the operating system refused (a loop of symbolic links, no permission) where no reader of ours
+    // checked it first: bad input, named with the system's reason.
+    std::cerr << "error: " << orrery::printable_utf8(e.path1().string()) << ": " << e.code().message() << "\n";
+    return 2;
+  } catch (const std::system_error& e) {
+    // fmt::print throws this when standard output fails (a full disk); anything else is ours to fix.
+    if (std::ferror(stdout) == 0) {
+      std::cerr << "internal error (please report): " << e.what() << "\n";
+      return 1;
+    }
+    std::cerr << "error: standard output: cannot be written: " << e.code().message() << "\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "internal error (please report): " << e.what() << "\n";

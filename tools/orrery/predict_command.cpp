@@ -30,10 +30,22 @@ struct PredictArgs {
   TraceFlags trace;
 };
 
+// The scenario, its errors naming the file they were found in (and the flags, which may have caused them).
+Scenario parse_predicted(const nlohmann::json& doc, const std::filesystem::path& base, const PredictArgs& a) {
+  if (a.scenario_file.empty()) return parse_scenario(doc, base);
+  try {
+    return parse_scenario(doc, base);
+  } catch (const Error& e) {
+    throw e.in("scenario " + a.scenario_file + (a.flags.any() ? " with the command-line flags" : ""));
+  }
+}
+
 void run_predict(const PredictArgs& a) {
   // Output paths first: a path that cannot be written fails the command before it simulates anything.
   if (!a.trace_file.empty()) check_output_path("--trace", a.trace_file);
   if (!a.timeline_file.empty()) check_output_path("--timeline", a.timeline_file);
+  check_distinct_outputs({{"--trace", a.trace_file}, {"--timeline", a.timeline_file}},
+                         {{"scenario", a.scenario_file}, {"--profile", a.profile_file}, {"--model", a.flags.model}});
   require(a.trace.first_given().empty() || !a.trace_file.empty(), a.trace.first_given(), "given without --trace",
           "selects what --trace FILE writes: give --trace FILE too");
   nlohmann::json doc;
@@ -54,7 +66,7 @@ void run_predict(const PredictArgs& a) {
   if (doc.is_object() && !doc.contains("name") && !a.scenario_file.empty()) {
     doc["name"] = std::filesystem::path(a.scenario_file).stem().string();
   }
-  Scenario scenario = parse_scenario(doc, base);
+  Scenario scenario = parse_predicted(doc, base, a);
   const TraceSelection selection = a.trace.selection(scenario);
   PredictOptions options;
   options.expansion = a.expand_ranks ? Expansion::kAllRanks : Expansion::kAuto;

@@ -3,6 +3,8 @@
 #include <filesystem>
 
 #include "models/error.h"
+#include "models/limits.h"
+#include "tools/orrery/commands.h"
 
 namespace orrery::cli {
 
@@ -18,28 +20,25 @@ void add_switch(CLI::App& app, const std::string& names, std::optional<bool>& ta
 
 }  // namespace
 
-// Rejects an empty value ("--tp ''"), which CLI11 would otherwise leave unset without a word.
-const CLI::Validator kNotEmpty(
-    [](std::string& value) { return value.empty() ? std::string("must not be empty") : std::string(); }, "", "not empty");
-
 void ScenarioFlags::add_to(CLI::App& app) {
-  app.add_option("--model", model, "model preset name or path to a Hugging Face config.json")->check(kNotEmpty);
-  app.add_option("--cluster", cluster, "cluster preset name (orrery list clusters)")->check(kNotEmpty);
-  app.add_option("--num-gpus", num_gpus, "number of GPUs")->check(kNotEmpty);
-  app.add_option("--tp,--tensor-model-parallel-size", tp, "tensor-parallel size")->check(kNotEmpty);
-  app.add_option("--pp,--pipeline-model-parallel-size", pp, "pipeline-parallel size")->check(kNotEmpty);
-  app.add_option("--dp,--data-parallel-size", dp, "data-parallel size (default: derived from --num-gpus)")->check(kNotEmpty);
-  app.add_option("--cp,--context-parallel-size", cp, "context-parallel size")->check(kNotEmpty);
-  app.add_option("--cp-comm-type", cp_comm_type, "context-parallel exchange: p2p (ring), a2a or allgather")->check(kNotEmpty);
-  app.add_option("--ep,--expert-model-parallel-size", ep, "expert-parallel size")->check(kNotEmpty);
-  app.add_option("--etp,--expert-tensor-parallel-size", etp, "expert tensor-parallel size")->check(kNotEmpty);
-  app.add_option("--vpp,--virtual-pipeline-model-parallel-size", vpp, "virtual pipeline stages per pipeline rank")->check(kNotEmpty);
+  app.add_option("--model", model, "model preset name or path to a Hugging Face config.json")->check(non_empty());
+  app.add_option("--cluster", cluster, "cluster preset name (orrery list clusters)")->check(non_empty());
+  app.add_option("--num-gpus", num_gpus, "number of GPUs")->check(non_empty());
+  app.add_option("--tp,--tensor-model-parallel-size", tp, "tensor-parallel size")->check(non_empty());
+  app.add_option("--pp,--pipeline-model-parallel-size", pp, "pipeline-parallel size")->check(non_empty());
+  app.add_option("--dp,--data-parallel-size", dp, "data-parallel size (default: derived from --num-gpus)")->check(non_empty());
+  app.add_option("--cp,--context-parallel-size", cp, "context-parallel size")->check(non_empty());
+  app.add_option("--cp-comm-type", cp_comm_type, "context-parallel exchange: p2p (ring), a2a or allgather")->check(non_empty());
+  app.add_option("--ep,--expert-model-parallel-size", ep, "expert-parallel size")->check(non_empty());
+  app.add_option("--etp,--expert-tensor-parallel-size", etp, "expert tensor-parallel size")->check(non_empty());
+  app.add_option("--vpp,--virtual-pipeline-model-parallel-size", vpp, "virtual pipeline stages per pipeline rank")->check(non_empty());
   app.add_option("--num-layers-per-virtual-pipeline-stage", layers_per_virtual_stage,
-                 "Megatron's way to set vpp: layers per virtual stage");
+                 "Megatron's way to set vpp: layers per virtual stage")
+      ->check(non_empty());
   add_switch(app, "--sequence-parallel,!--no-sequence-parallel", sequence_parallel, "sequence parallelism");
-  app.add_option("--zero-stage", zero_stage, "ZeRO stage (1 = Megatron's distributed optimizer)")->check(kNotEmpty);
+  app.add_option("--zero-stage", zero_stage, "ZeRO stage (1 = Megatron's distributed optimizer)")->check(non_empty());
   add_switch(app, "--use-distributed-optimizer", distributed_optimizer, "ZeRO stage 1");
-  app.add_option("--schedule", schedule, "pipeline schedule: 1f1b (interleaved when vpp > 1), gpipe, zb-h1, dualpipe or dualpipev")->check(kNotEmpty);
+  app.add_option("--schedule", schedule, "pipeline schedule: 1f1b (interleaved when vpp > 1), gpipe, zb-h1, dualpipe or dualpipev")->check(non_empty());
   add_switch(app, "--overlap-grad-reduce,!--no-overlap-grad-reduce", overlap_grad_reduce, "overlap DP gradient reduction");
   add_switch(app, "--overlap-param-gather,!--no-overlap-param-gather", overlap_param_gather, "overlap ZeRO-1 param gather");
   add_switch(app, "--tp-comm-overlap,!--no-tp-comm-overlap", tp_comm_overlap, "overlap TP communication with GEMMs");
@@ -48,28 +47,28 @@ void ScenarioFlags::add_to(CLI::App& app) {
              "merge each backward with another micro-batch's forward to hide expert all-to-alls");
   add_switch(app, "--delay-wgrad-compute,!--no-delay-wgrad-compute", delay_wgrad_compute,
              "with the expert overlap: expert weight gradients after the dispatch's backward all-to-all is issued");
-  app.add_option("--decoder-first-pipeline-num-layers", decoder_first, "layers on the first pipeline stage")->check(kNotEmpty);
-  app.add_option("--decoder-last-pipeline-num-layers", decoder_last, "layers on the last pipeline stage")->check(kNotEmpty);
+  app.add_option("--decoder-first-pipeline-num-layers", decoder_first, "layers on the first pipeline stage")->check(non_empty());
+  app.add_option("--decoder-last-pipeline-num-layers", decoder_last, "layers on the last pipeline stage")->check(non_empty());
   add_switch(app, "--account-for-embedding-in-pipeline-split", account_for_embedding, "the embedding counts as a layer");
   add_switch(app, "--account-for-loss-in-pipeline-split", account_for_loss, "the loss counts as a layer");
-  app.add_option("--seq-length", seq_length, "sequence length")->check(kNotEmpty);
-  app.add_option("--micro-batch-size", micro_batch_size, "micro-batch size")->check(kNotEmpty);
-  app.add_option("--global-batch-size", global_batch_size, "global batch size")->check(kNotEmpty);
-  app.add_option("--precision", precision, "bf16, fp16, fp32 or fp8")->check(kNotEmpty);
-  app.add_option("--fp8-recipe", fp8_recipe, "with fp8: delayed, tensorwise, blockwise or mxfp8")->check(kNotEmpty);
+  app.add_option("--seq-length", seq_length, "sequence length")->check(whole_number(1, limits::kSequence));
+  app.add_option("--micro-batch-size", micro_batch_size, "micro-batch size")->check(whole_number(1, limits::kMicroBatch));
+  app.add_option("--global-batch-size", global_batch_size, "global batch size")->check(whole_number(1, limits::kGlobalBatch));
+  app.add_option("--precision", precision, "bf16, fp16, fp32 or fp8")->check(non_empty());
+  app.add_option("--fp8-recipe", fp8_recipe, "with fp8: delayed, tensorwise, blockwise or mxfp8")->check(non_empty());
   app.add_option("--fp8-format", fp8_format,
                  "hybrid or e4m3: FP8 GEMMs (with --bf16, as Megatron-LM takes it: BF16 elsewhere); same rate either way")
-      ->check(kNotEmpty);
+      ->check(non_empty());
   app.add_flag("--bf16", bf16, "same as --precision bf16");
   app.add_flag("--fp16", fp16, "same as --precision fp16");
-  app.add_option("--recompute,--recompute-granularity", recompute, "none, selective or full")->check(kNotEmpty);
+  app.add_option("--recompute,--recompute-granularity", recompute, "none, selective or full")->check(non_empty());
   app.add_flag("--recompute-activations", recompute_activations, "Megatron's flag for selective recompute");
   app.add_option("--recompute-modules", recompute_modules,
                  "with selective recompute: core_attn, layernorm, moe_act, mlp, shared_experts, mla_up_proj, moe "
                  "(Megatron-Core's names), comma-separated")
-      ->delimiter(',')
-      ->allow_extra_args(false);
-  app.add_option("--attention-backend", attention_backend, "flash or unfused")->check(kNotEmpty);
+      ->allow_extra_args(false)
+      ->check(non_empty());
+  app.add_option("--attention-backend", attention_backend, "flash or unfused")->check(non_empty());
   add_switch(app, "--grad-reduce-in-fp32,--accumulate-allreduce-grads-in-fp32,!--no-grad-reduce-in-fp32",
              grad_reduce_in_fp32, "gradient buffer and DP reduction in fp32 (--no-...: bf16)");
 }
@@ -90,7 +89,9 @@ void set(json& doc, const char* section, const char* key, const std::optional<T>
 
 void ScenarioFlags::apply(json& doc) const {
   if (!model.empty()) {
-    if (std::filesystem::exists(model)) {
+    // Anything at that path, a broken link included, is a file the model is read from (and its error names it).
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::symlink_status(model, ec))) {
       doc["model"] = {{"hf_config", std::filesystem::absolute(model).string()}};
     } else {
       doc["model"] = model;
@@ -163,7 +164,22 @@ void ScenarioFlags::apply(json& doc) const {
   if (recompute && recompute_activations) throw Error::invalid("--recompute-activations", "and --recompute", "give the policy once");
   set(doc, "training", "recompute", recompute);
   if (recompute_activations) set(doc, "training", "recompute", std::optional<std::string>("selective"));
-  if (!recompute_modules.empty()) doc["training"]["recompute_modules"] = recompute_modules;
+  if (!recompute_modules.empty()) {
+    // Split here, not by CLI11, whose delimiter drops an empty item ("mlp,,core_attn") without a word.
+    json names = json::array();
+    for (const std::string& given : recompute_modules) {
+      std::size_t start = 0;
+      for (std::size_t comma = given.find(','); start <= given.size(); comma = given.find(',', start)) {
+        const std::string name = given.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        require(!name.empty(), "--recompute-modules", "\"" + given + "\"",
+                "has an empty item (two commas in a row, or one at an end)");
+        names.push_back(name);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+    }
+    doc["training"]["recompute_modules"] = names;
+  }
   set(doc, "training", "attention_backend", attention_backend);
   set(doc, "training", "grad_reduce_in_fp32", grad_reduce_in_fp32);
 }

@@ -16,6 +16,8 @@
 #include "hardware/gpu_profile.h"
 #include "models/error.h"
 #include "models/json_fields.h"
+#include "models/limits.h"
+#include "models/physical_bounds.h"
 #include "models/output_file.h"
 #include "sim/pipeline_layout.h"
 #include "sim/search/plan_search.h"
@@ -34,11 +36,14 @@ struct SearchArgs {
   std::string scenario_file, model, cluster, precision;
   std::optional<int> num_gpus;
   std::optional<std::int64_t> seq_length, global_batch_size;
-  std::string tp, pp, cp, ep, etp, vpp, micro_batch, recompute, zero_stage, schedule, fp8 = "auto";
+  // Lists set when given: an empty one is an error, not the defaults.
+  std::optional<std::string> tp, pp, cp, ep, etp, vpp, micro_batch, recompute, zero_stage, schedule;
+  std::string fp8 = "auto";
   std::optional<std::string> fp8_recipe;  // set when --fp8-recipe is given (an empty value is an error)
-  int max_tp = 0;
+  std::optional<int> max_tp;              // unset: the NVLink domain
   std::string objective = "time";
-  double gpu_hour_price = 0, target_tokens_per_s = 0, memory_margin = 0.05, memory_cap_gib = 0;
+  double gpu_hour_price = 0, target_tokens_per_s = 0, memory_margin = 0.05;
+  std::optional<double> memory_cap_gib;  // unset: all of each GPU's memory
   int top = 10, threads = 0;
   bool no_prune = false, quiet = false, mpi = false;
   std::string shard, csv_file, json_file, profile;
@@ -50,12 +55,18 @@ struct MergeArgs {
   std::string csv_file, json_file;
 };
 
-std::vector<std::string> split(const std::string& text) {
+// The items of a comma-separated list, spaces dropped. An empty list ("") or item ("1,,2") is refused: the one
+// searched the defaults, the other fewer values than written, both without a word.
+std::vector<std::string> split(const std::string& text, const std::string& field) {
   std::vector<std::string> out;
   std::string item;
   for (char ch : text + ",") {
     if (ch == ',') {
-      if (!item.empty()) out.push_back(item);
+      require(!item.empty(), field, "\"" + text + "\"",
+              out.empty() && text.find_first_not_of(' ') == std::string::npos
+                  ? "must list at least one value"
+                  : "has an empty item (two commas in a row, or one at an end)");
+      out.push_back(item);
       item.clear();
     } else if (ch != ' ') {
       item += ch;
@@ -76,9 +87,10 @@ int parse_int(const std::string& text, const std::string& field, int lo = 0, int
 
 // "1,2,4" (fixed values) or "2..8" (the defaults within the range), "" for the defaults; values from `least`
 // to `most`.
-std::vector<int> int_list(const std::string& text, const std::string& field, const std::vector<int>& defaults,
-                          int least = 1, int most = 1 << 20) {
-  if (text.empty()) return {};
+std::vector<int> int_list(const std::optional<std::string>& given, const std::string& field,
+                          const std::vector<int>& defaults, int least = 1, int most = 1 << 20) {
+  if (!given) return {};
+  const std::string& text = *given;
   if (const auto dots = text.find(".."); dots != std::string::npos) {
     const auto bound = [&](const std::string& t) {
       require(!t.empty(), field, text, "must be a range LOW..HIGH");
@@ -97,16 +109,16 @@ std::vector<int> int_list(const std::string& text, const std::string& field, con
     return out;
   }
   std::vector<int> out;
-  for (const std::string& item : split(text)) out.push_back(parse_int(item, field, least, most));
-  require(!out.empty(), field, text, "must list at least one value");
+  for (const std::string& item : split(text, field)) out.push_back(parse_int(item, field, least, most));
   return out;
 }
 
 template <class E>
-std::vector<E> enum_list(const std::string& text, const std::string& field,
+std::vector<E> enum_list(const std::optional<std::string>& given, const std::string& field,
                          std::span<const std::pair<const char*, E>> names) {
   std::vector<E> out;
-  for (const std::string& item : split(text)) {
+  if (!given) return out;
+  for (const std::string& item : split(*given, field)) {
     bool found = false;
     for (const auto& [name, value] : names) {
       if (item == name) {
@@ -155,7 +167,10 @@ Scenario base_scenario(const SearchArgs& a, const Scenario* file) {
   if (!doc.contains("cluster")) doc["cluster"] = nlohmann::json{{"preset", "dgx-h100"}};
   if (doc["cluster"].is_string()) doc["cluster"] = nlohmann::json{{"preset", doc["cluster"]}};
   // The GPU count to search: --num-gpus, else the scenario's (given or derived from its plan).
-  if (a.num_gpus) require(*a.num_gpus >= 1, "--num-gpus", std::to_string(*a.num_gpus), "must be at least 1");
+  if (a.num_gpus) {
+    require(*a.num_gpus >= 1 && *a.num_gpus <= limits::kGpus, "--num-gpus", std::to_string(*a.num_gpus),
+            fmt::format("must be from 1 to {} (limits::kGpus, the most GPUs of one job)", limits::kGpus));
+  }
   int gpus = a.num_gpus.value_or(0);
   std::vector<int> own_layout;
   if (file) {
@@ -216,7 +231,8 @@ Scenario base_scenario(const SearchArgs& a, const Scenario* file) {
   // The FP8 candidates' recipe: --fp8-recipe, else the file's FP8 recipe, else the default (delayed).
   if (file && file->training.precision == Precision::kFp8) s.training.fp8_recipe = file->training.fp8_recipe;
   if (a.fp8_recipe) {
-    const std::vector<Fp8Recipe> recipes = enum_list<Fp8Recipe>(*a.fp8_recipe, "--fp8-recipe", kFp8RecipeNames);
+    require(!a.fp8_recipe->empty(), "--fp8-recipe", "", "takes one of delayed, tensorwise, blockwise, mxfp8");
+    const std::vector<Fp8Recipe> recipes = enum_list<Fp8Recipe>(a.fp8_recipe, "--fp8-recipe", kFp8RecipeNames);
     require(recipes.size() == 1, "--fp8-recipe", *a.fp8_recipe, "takes one of delayed, tensorwise, blockwise, mxfp8");
     s.training.fp8_recipe = recipes.front();
   }
@@ -265,7 +281,7 @@ SearchSpace user_space(const SearchArgs& a, const Scenario& base) {
   } else {
     require(a.fp8 == "auto", "--fp8", a.fp8, "must be off, on, both or auto (both where the GPU has FP8)");
   }
-  s.max_tp = a.max_tp;
+  s.max_tp = a.max_tp.value_or(0);
   const SearchSpace space = default_space(base, s);
   if (a.fp8_recipe) {
     const bool fp8_candidates = std::find(space.fp8.begin(), space.fp8.end(), true) != space.fp8.end();
@@ -290,12 +306,22 @@ SearchOptions search_options(const SearchArgs& a) {
   }
   require(std::isfinite(a.gpu_hour_price) && a.gpu_hour_price >= 0, "--gpu-hour-price", fmt::format("{}", a.gpu_hour_price),
           "must be a finite, non-negative price");
-  require(a.threads >= 0, "--threads", std::to_string(a.threads), "must not be negative (0: all cores)");
-  require(a.max_tp >= 0, "--max-tp", std::to_string(a.max_tp), "must not be negative (0: the NVLink domain)");
+  // As validate -j: more threads than that only cost memory, and 100,000 of them abort.
+  require(a.threads >= 0 && a.threads <= 1024, "--threads", std::to_string(a.threads),
+          "must be from 1 to 1024 (0: all cores)");
+  if (a.max_tp) {
+    require(*a.max_tp >= 1 && *a.max_tp <= limits::kGpus, "--max-tp", std::to_string(*a.max_tp),
+            fmt::format("must be from 1 to {} (leave it out for the NVLink domain size)", limits::kGpus));
+  }
   o.gpu_hour_price = a.gpu_hour_price;
   o.memory_margin = a.memory_margin;
-  require(a.memory_cap_gib >= 0, "--memory-cap", fmt::format("{}", a.memory_cap_gib), "must be a positive GiB figure");
-  o.memory_cap = from_GiB(a.memory_cap_gib);
+  if (a.memory_cap_gib) {
+    const bounds::Range& hbm = bounds::kHbmCapacityGiB;
+    require(*a.memory_cap_gib > 0 && *a.memory_cap_gib <= hbm.max, "--memory-cap", fmt::format("{}", *a.memory_cap_gib),
+            fmt::format("must be a GiB figure above 0 and at most {} (the HBM bound; leave it out to use all of each "
+                        "GPU's memory)", hbm.max));
+    o.memory_cap = from_GiB(*a.memory_cap_gib);
+  }
   o.top_k = a.top;
   o.threads = a.threads;
   o.prune = !a.no_prune;
@@ -318,10 +344,12 @@ SearchOptions search_options(const SearchArgs& a) {
   return o;
 }
 
-// Before the search: a path that cannot be written is refused (exit 2) before hours of work, not after.
-void check_outputs(const std::string& csv_file, const std::string& json_file) {
+// Before the search: a path that cannot be written is refused (exit 2) before hours of work, not after, as are
+// outputs that would replace each other or an input.
+void check_outputs(const std::string& csv_file, const std::string& json_file, const std::vector<PathOption>& inputs) {
   if (!csv_file.empty()) check_output_path("--csv", csv_file);
   if (!json_file.empty()) check_output_path("--json", json_file);
+  check_distinct_outputs({{"--csv", csv_file}, {"--json", json_file}}, inputs);
 }
 
 // Each file is written whole or not at all (OutputFile).
@@ -411,7 +439,7 @@ void report_given(std::ostream& out, const SearchResult& r, const Candidate& giv
 }
 
 void run_search_command(const SearchArgs& a) {
-  check_outputs(a.csv_file, a.json_file);
+  check_outputs(a.csv_file, a.json_file, {{"scenario", a.scenario_file}, {"--profile", a.profile}, {"--model", a.model}});
   std::optional<Scenario> file;
   if (!a.scenario_file.empty()) file = load_scenario(a.scenario_file);
   const Scenario base = base_scenario(a, file ? &*file : nullptr);
@@ -437,8 +465,8 @@ void run_search_command(const SearchArgs& a) {
   SearchResult result;
   if (a.objective == "gpus") {
     // The fewest GPUs (whole nodes, doubling) whose best plan reaches the target throughput.
-    require(a.target_tokens_per_s > 0, "--target-tokens-per-s", fmt::format("{}", a.target_tokens_per_s),
-            "must be positive for --objective gpus");
+    require(a.target_tokens_per_s > 0 && std::isfinite(a.target_tokens_per_s), "--target-tokens-per-s",
+            fmt::format("{}", a.target_tokens_per_s), "must be a finite, positive throughput for --objective gpus");
     const int most = base.cluster.num_gpus;
     const double tokens = static_cast<double>(base.training.global_batch_size * base.training.seq_length);
     bool reached = false;
@@ -468,7 +496,9 @@ void run_search_command(const SearchArgs& a) {
 }
 
 void run_merge(const MergeArgs& a) {
-  check_outputs(a.csv_file, a.json_file);
+  std::vector<PathOption> inputs;
+  for (const std::string& f : a.files) inputs.push_back({"files", f});
+  check_outputs(a.csv_file, a.json_file, inputs);
   std::vector<SearchResult> shards;
   for (const std::string& f : a.files) shards.push_back(read_search_json(read_json_file(f, "search output"), f));
   const SearchResult merged = merge_searches(shards);
@@ -483,12 +513,14 @@ void add_search_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("search", "search the parallel plans of a model on a cluster for the best one");
   cmd->add_option("scenario", a->scenario_file, "scenario JSON whose model, cluster and training to search around")
       ->check(non_empty_file());
-  cmd->add_option("--model", a->model, "model preset name or path to a Hugging Face config.json");
-  cmd->add_option("--cluster", a->cluster, "cluster preset name (default dgx-h100)");
+  cmd->add_option("--model", a->model, "model preset name or path to a Hugging Face config.json")->check(non_empty());
+  cmd->add_option("--cluster", a->cluster, "cluster preset name (default dgx-h100)")->check(non_empty());
   cmd->add_option("--num-gpus", a->num_gpus, "GPUs (for --objective gpus: the most to consider)");
-  cmd->add_option("--seq-length,--seq-len", a->seq_length, "sequence length");
-  cmd->add_option("--global-batch-size", a->global_batch_size, "global batch size in sequences");
-  cmd->add_option("--precision", a->precision, "bf16 (default), fp16 or fp32; FP8 is a search dimension (--fp8)");
+  cmd->add_option("--seq-length,--seq-len", a->seq_length, "sequence length")->check(whole_number(1, limits::kSequence));
+  cmd->add_option("--global-batch-size", a->global_batch_size, "global batch size in sequences")
+      ->check(whole_number(1, limits::kGlobalBatch));
+  cmd->add_option("--precision", a->precision, "bf16 (default), fp16 or fp32; FP8 is a search dimension (--fp8)")
+      ->check(non_empty());
   cmd->add_option("--tp", a->tp, "TP values: a list 1,2,4 or a range 2..8 (default 1,2,4,8)");
   cmd->add_option("--pp", a->pp, "PP values (default 1,2,4,8,16)");
   cmd->add_option("--cp", a->cp, "CP values (default 1,2,4)");
@@ -512,7 +544,7 @@ void add_search_command(CLI::App& app) {
   cmd->add_option("--threads", a->threads, "worker threads (default: all cores)");
   cmd->add_flag("--no-prune", a->no_prune, "simulate every candidate that passes the memory bound (exhaustive)");
   cmd->add_flag("--quiet", a->quiet, "no progress bar");
-  cmd->add_option("--shard", a->shard, "evaluate shard I of N (I/N, from 0), e.g. as a Slurm array task");
+  cmd->add_option("--shard", a->shard, "evaluate shard I of N (I/N, from 0), e.g. as a Slurm array task")->check(non_empty());
   cmd->add_flag("--mpi", a->mpi, "under mpirun: each rank searches one shard; rank 0 merges and reports");
   cmd->add_option("--profile", a->profile, "price ops from a measured GPU profile (calibrate/) where it covers them")->check(non_empty_file());
   cmd->add_option("--csv", a->csv_file, "write every candidate as CSV")->check(non_empty_file());

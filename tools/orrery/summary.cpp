@@ -1,4 +1,6 @@
 #include <fmt/format.h>
+
+#include "models/utf8.h"
 #include <fmt/ostream.h>
 
 #include "models/param_count.h"
@@ -86,7 +88,8 @@ void print_summary(std::ostream& out, const Prediction& p) {
                k.dp_imbalance, k.critical_dp_rank);
     fmt::print(out, "    CP ranks' attention work, max / mean         {:6.3f}  (worst micro-batch)\n", k.cp_imbalance);
   }
-  for (const std::string& w : r.warnings) fmt::print(out, "\n  warning: {}\n", w);
+  // Warnings quote input (an override's key): printed with its control characters escaped.
+  for (const std::string& w : r.warnings) fmt::print(out, "\n  warning: {}\n", printable_utf8(w, false));
 }
 
 }  // namespace orrery::cli

@@ -7,6 +7,8 @@
 #include <cmath>
 
 #include "models/error.h"
+#include "models/utf8.h"
+#include "tools/orrery/commands.h"
 
 namespace orrery::cli {
 
@@ -54,19 +56,23 @@ void TraceFlags::add_to(CLI::App& app) {
   app.add_option("--trace-ranks", ranks,
                  "trace only these ranks, e.g. 0-7,64 (without --expand-ranks a track stands for several ranks and is "
                  "named by the lowest)")
-      ->type_name("LIST");
-  app.add_option("--trace-stages", stages, "trace only these pipeline stages, e.g. 0,3")->type_name("LIST");
+      ->type_name("LIST")
+      ->check(non_empty());
+  app.add_option("--trace-stages", stages, "trace only these pipeline stages, e.g. 0,3")->type_name("LIST")->check(non_empty());
   app.add_option("--trace-microbatches", microbatches,
                  "trace only these micro-batches' tasks, e.g. 0-3 (leaves out per-iteration work: optimizer, "
                  "gradient reduction)")
-      ->type_name("LIST");
+      ->type_name("LIST")
+      ->check(non_empty());
   app.add_option("--trace-window", window, "trace only tasks that overlap START_S:END_S (seconds; e.g. 2.5:3, or 10: to the end)")
-      ->type_name("START_S:END_S");
+      ->type_name("START_S:END_S")
+      ->check(non_empty());
   app.add_option("--trace-max-events", max_events,
                  fmt::format("most events in the trace (default {}, about 150 MB; 0: no limit); beyond it the trace "
                              "stops at the time the limit is reached and says so",
                              TraceSelection{}.max_events))
-      ->type_name("N");
+      ->type_name("N")
+      ->check(whole_number(0, TraceSelection::kMostEvents, " (0: no limit; a billion events make about 150 GB)"));
 }
 
 std::string TraceFlags::first_given() const {
@@ -97,15 +103,13 @@ TraceSelection TraceFlags::selection(const Scenario& scenario) const {
     if (!to.empty()) s.window_end = to_nanos(parse_seconds(window, to));
     require(s.window_start < s.window_end, "--trace-window", window, "must end after it starts");
   }
-  if (max_events) {
-    require(*max_events >= 0, "--trace-max-events", std::to_string(*max_events), "must be 0 (no limit) or more");
-    s.max_events = *max_events;
-  }
+  if (max_events) s.max_events = *max_events;
   return s;
 }
 
-void warn_about_trace(std::ostream& err, const std::string& path, const TraceSummary& summary,
+void warn_about_trace(std::ostream& err, const std::string& file, const TraceSummary& summary,
                       const TraceSelection& selection, const Prediction& p) {
+  const std::string path = printable_utf8(file, false);  // as given on the command line, control characters escaped
   if (summary.left_out > 0) {
     err << fmt::format(
         "warning: --trace {}: left out {} of {} events, those from {:.6g} s on (the iteration ends at {:.6g} s), on "

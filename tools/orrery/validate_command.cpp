@@ -16,9 +16,11 @@
 #include "hardware/gpu_profile.h"
 #include "models/error.h"
 #include "models/json_fields.h"
+#include "models/utf8.h"
 #include "sim/validation.h"
 #include "tools/orrery/commands.h"
 #include "tools/orrery/outputs.h"
+#include "tools/orrery/validate_inputs.h"
 
 namespace orrery::cli {
 
@@ -38,60 +40,53 @@ struct ValidateArgs {
   std::string profile;
 };
 
-std::vector<fs::path> scenario_files(const std::vector<std::string>& paths) {
-  std::vector<fs::path> files;
-  for (const std::string& p : paths) {
-    if (fs::is_directory(p)) {
-      for (const auto& entry : fs::recursive_directory_iterator(p)) {
-        if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path());
-      }
-    } else if (fs::exists(p)) {
-      files.emplace_back(p);
-    } else {
-      throw Error::invalid("validate", p, "is neither a scenario file nor a folder");
-    }
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
+// A record's name or file as text output shows it: names are file names, which may hold control characters (an
+// ESC a terminal would act on) or bytes that are not UTF-8. The JSON output escapes them itself.
+std::string shown(const std::string& name) { return printable_utf8(name, false); }
 
 struct Outcome {
   RecordResult result;
   std::optional<Prediction> prediction;  // kept only for --explain
-  bool has_expect = false;
+  bool is_record = false;  // an expect block, or a file given by name
 };
 
-Outcome evaluate(const fs::path& file, bool keep_prediction, const PredictOptions& options) {
+Outcome evaluate(const ValidateInput& input, bool keep_prediction, const PredictOptions& options) {
+  const fs::path& file = input.path;
   Outcome o;
   o.result.file = file.string();
   o.result.name = file.stem().string();
   o.result.prefix = source_prefix(o.result.name);
   try {
-    // Only documents with an `expect` block are records; others (scenarios without published figures, and the
-    // measurement files kept beside the measured scenarios) are passed over without being parsed as scenarios.
+    // Only documents with an `expect` block are records; others in a folder (scenarios without published figures,
+    // the measurement files kept beside the measured scenarios) are passed over without being parsed as scenarios.
+    // A file given by name is meant as a record: without one it is a broken input, as an unreadable one is.
     const nlohmann::json doc = read_json_file(file, "scenario");
-    if (!doc.is_object() || !doc.contains("expect")) return o;
+    const bool block = doc.is_object() && doc.contains("expect");
+    if (!block && !input.named) return o;
+    o.is_record = true;
+    require(block, "scenario " + file.string(), "",
+            "has no expect block: a record needs the published figures it is compared with");
     Scenario s = load_scenario(doc, file);
-    o.has_expect = !s.expect.empty();
-    if (!o.has_expect) return o;
+    require(!s.expect.empty(), "scenario " + file.string(), "",
+            "has an empty expect block: a record needs the published figures it is compared with");
     Prediction p = predict(s, options);
     o.result = compare_with_expectations(p, file.string());
     if (keep_prediction) o.prediction = std::move(p);
   } catch (const Error& e) {
-    o.has_expect = true;
+    o.is_record = true;
     o.result.error = e.what();
     o.result.not_modelled = e.kind() == ErrorKind::kNotModelled;
   }
   return o;
 }
 
-std::vector<Outcome> evaluate_all(const std::vector<fs::path>& files, int jobs, const std::string& explain,
+std::vector<Outcome> evaluate_all(const std::vector<ValidateInput>& files, int jobs, const std::string& explain,
                                   const PredictOptions& options) {
   std::vector<Outcome> out(files.size());
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
     for (std::size_t i = next++; i < files.size(); i = next++) {
-      out[i] = evaluate(files[i], files[i].stem().string() == explain, options);
+      out[i] = evaluate(files[i], files[i].path.stem().string() == explain, options);
     }
   };
   const int n = std::max(1, std::min(jobs > 0 ? jobs : static_cast<int>(std::thread::hardware_concurrency()),
@@ -106,12 +101,12 @@ void print_table(const std::vector<RecordResult>& results) {
   fmt::print("{:<48} {:<22} {:>12} {:>12} {:>8}\n", "record", "figure", "predicted", "published", "error");
   for (const RecordResult& r : results) {
     if (!r.simulated) {
-      fmt::print("{:<48} {}\n", r.name, r.error.substr(0, 110));
+      fmt::print("{:<48} {}\n", shown(r.name), r.error.substr(0, 110));
       continue;
     }
     bool first = true;
     for (const FigureComparison& c : r.figures) {
-      fmt::print("{:<48} {:<22} {:>12.4g} {:>12.4g} {:>+7.1f}%\n", first ? r.name : "", c.figure, c.predicted,
+      fmt::print("{:<48} {:<22} {:>12.4g} {:>12.4g} {:>+7.1f}%\n", first ? shown(r.name) : "", c.figure, c.predicted,
                  c.published, c.error_pct);
       first = false;
     }
@@ -121,7 +116,7 @@ void print_table(const std::vector<RecordResult>& results) {
 // Each record's predicted step by part, and the part its error most probably lies in (attribute_error).
 void print_explanations(const std::vector<RecordResult>& results) {
   std::size_t width = 6;  // the name column fits the longest record name
-  for (const RecordResult& r : results) width = std::max(width, r.name.size());
+  for (const RecordResult& r : results) width = std::max(width, shown(r.name).size());
   fmt::print("{:<{}} {:>7}  {:>8} {:>8} {:>8} {:>8}  {}\n", "record", width, "error", "compute", "host", "comm", "bubble",
              "dominant part (its share of the error)");
   for (const RecordResult& r : results) {
@@ -131,7 +126,7 @@ void print_explanations(const std::vector<RecordResult>& results) {
     for (Seconds s : a.seconds) total += s;
     const auto pct = [&](int p) { return total > 0 ? 100.0 * a.seconds[static_cast<std::size_t>(p)] / total : 0.0; };
     const double share = a.error != 0 ? 100.0 * a.allotted[static_cast<std::size_t>(a.dominant)] / a.error : 100.0;
-    fmt::print("{:<{}} {:>+6.1f}%  {:>7.1f}% {:>7.1f}% {:>7.1f}% {:>7.1f}%  {} ({:.0f}%, {:+.3g} s)\n", r.name, width,
+    fmt::print("{:<{}} {:>+6.1f}%  {:>7.1f}% {:>7.1f}% {:>7.1f}% {:>7.1f}%  {} ({:.0f}%, {:+.3g} s)\n", shown(r.name), width,
                *r.iteration_error_pct, pct(0), pct(1), pct(2), pct(3), to_string(a.dominant), share,
                a.allotted[static_cast<std::size_t>(a.dominant)]);
   }
@@ -143,10 +138,10 @@ void print_explanations(const std::vector<RecordResult>& results) {
 
 void print_summary_block(const ValidationSummary& s) {
   fmt::print("\niteration time: MAPE {:.1f}% over {} record{}", s.mape, s.records, s.records == 1 ? "" : "s");
-  if (!s.worst.empty()) fmt::print("; worst {} ({:+.1f}%)", s.worst, s.worst_error_pct);
+  if (!s.worst.empty()) fmt::print("; worst {} ({:+.1f}%)", shown(s.worst), s.worst_error_pct);
   fmt::print("; {} not simulated\n", s.failed);
   for (const auto& [prefix, entry] : s.by_prefix) {
-    fmt::print("  {:<20} MAPE {:5.1f}%  ({} record{})\n", prefix, entry.first, entry.second, entry.second == 1 ? "" : "s");
+    fmt::print("  {:<20} MAPE {:5.1f}%  ({} record{})\n", shown(prefix), entry.first, entry.second, entry.second == 1 ? "" : "s");
   }
 }
 
@@ -183,16 +178,16 @@ nlohmann::json to_json(const std::vector<RecordResult>& results, const Validatio
 }
 
 int run_validate(const ValidateArgs& a) {
-  auto files = scenario_files(a.paths);
-  std::erase_if(files, [&](const fs::path& f) {
+  auto files = validate_inputs(a.paths, std::cerr);
+  std::erase_if(files, [&](const ValidateInput& f) {
     return std::any_of(a.skip.begin(), a.skip.end(),
-                       [&](const std::string& k) { return f.stem().string().find(k) != std::string::npos; });
+                       [&](const std::string& k) { return f.path.stem().string().find(k) != std::string::npos; });
   });
   if (!a.explain.empty()) {
     // Simulate only the named record when a file carries its name (records are named after their files).
-    std::vector<fs::path> named;
+    std::vector<ValidateInput> named;
     std::copy_if(files.begin(), files.end(), std::back_inserter(named),
-                 [&](const fs::path& f) { return f.stem().string() == a.explain; });
+                 [&](const ValidateInput& f) { return f.path.stem().string() == a.explain; });
     if (!named.empty()) files = named;
   }
   const CostParams params = cost_params_with_profile(a.profile);
@@ -202,13 +197,7 @@ int run_validate(const ValidateArgs& a) {
   std::vector<RecordResult> results;
   const Outcome* explained = nullptr;
   for (const Outcome& o : outcomes) {
-    if (!o.has_expect) {
-      // A file named on the command line is meant as a record: say why it was not compared.
-      if (std::find(a.paths.begin(), a.paths.end(), o.result.file) != a.paths.end()) {
-        std::cerr << fmt::format("note: {} has no expect block: nothing to compare\n", o.result.file);
-      }
-      continue;
-    }
+    if (!o.is_record) continue;  // a file in a folder without an expect block
     results.push_back(o.result);
     if (!a.explain.empty() && o.result.name == a.explain) explained = &o;
   }
@@ -252,7 +241,7 @@ int run_validate(const ValidateArgs& a) {
     }
     for (const RecordResult& r : results) {
       if (r.simulated || r.not_modelled) continue;
-      fmt::print(stderr, "validate: {} failed: {}\n", r.name, r.error);
+      fmt::print(stderr, "validate: {} failed: {}\n", shown(r.name), r.error);
       status = 1;
     }
   }
@@ -261,7 +250,7 @@ int run_validate(const ValidateArgs& a) {
     status = 1;
   }
   if (a.max_error && std::fabs(summary.worst_error_pct) > *a.max_error) {
-    fmt::print(stderr, "validate: {} misses by {:+.1f}%, beyond --max-error {:.1f}%\n", summary.worst,
+    fmt::print(stderr, "validate: {} misses by {:+.1f}%, beyond --max-error {:.1f}%\n", shown(summary.worst),
                summary.worst_error_pct, *a.max_error);
     status = 1;
   }
@@ -273,7 +262,7 @@ int run_validate(const ValidateArgs& a) {
       std::any_of(results.begin(), results.end(), [](const RecordResult& r) { return r.simulated; });
   if (!any_simulated && broken != results.end()) {
     fmt::print(stderr, "error: validate: none of the {} record{} could be read and simulated (the first: {}: {})\n",
-               results.size(), results.size() == 1 ? "" : "s", broken->name, broken->error);
+               results.size(), results.size() == 1 ? "" : "s", shown(broken->name), broken->error);
     return 2;
   }
   return status;
@@ -305,7 +294,8 @@ void add_validate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--profile", args->profile, "price ops from a measured GPU profile (calibrate/) where it covers them")->check(non_empty_file());
   cmd->callback([args, explain, &exit_code] {
     // `validate --explain PATH...`: --explain takes an optional record name, so a path right after it lands there.
-    if (!args->explain.empty() && fs::exists(args->explain)) {
+    std::error_code ec;
+    if (!args->explain.empty() && fs::exists(fs::symlink_status(args->explain, ec))) {
       args->paths.insert(args->paths.begin(), args->explain);
       args->explain.clear();
     }
