@@ -69,6 +69,14 @@ Prediction predict(const Scenario& scenario, const PredictOptions& options) {
     check_memory_estimate(run_bytes(p.graph, task_instances, ranks, options.run), options.memory_budget,
                           fmt::format("--expand-ranks ({} ranks, {:.3g} task instances)", ranks, task_instances));
   }
+  if (options.expansion == Expansion::kAuto && !p.scenario.stragglers.empty()) {
+    // Splitting the ranks by how they relate to each straggler keeps a signature of one int per straggler for
+    // each rank (sim/instances.cpp), up to one class per rank: refused up front when that alone is above budget.
+    const double ranks = static_cast<double>(p.scenario.cluster.num_gpus);
+    const double stragglers = static_cast<double>(p.scenario.stragglers.size());
+    check_memory_estimate(ranks * (stragglers + 1) * 2 * sizeof(int) + ranks * 64, options.memory_budget,
+                          fmt::format("splitting {:.0f} ranks by {:.0f} stragglers", ranks, stragglers));
+  }
   p.instances = make_instances(p.scenario.parallel, p.scenario.stragglers, options.expansion);
   double task_instances = 0;
   for (const Instance& in : p.instances.instances) {

@@ -105,8 +105,8 @@ def flag_ranges(orrery):
         refused(orrery, ["predict", *SMALL_FLAGS, "--trace", os.devnull, flag, ""], f"{flag}: must not be empty",
                 what=f"{flag} ''")
     # 0 meant "the default" for --memory-cap and --max-tp: given, it must be a real value.
-    for args, words in ((["--memory-cap", "0"], "--memory-cap (0) must be a GiB figure above 0 and at most 4096"),
-                        (["--memory-cap", "inf"], "--memory-cap (inf) must be a GiB figure above 0"),
+    for args, words in ((["--memory-cap", "0"], "--memory-cap (0) must be a GiB figure from 1/1024 (1 MiB) to 4096"),
+                        (["--memory-cap", "inf"], "--memory-cap (inf) must be a GiB figure from 1/1024"),
                         (["--max-tp", "0"], "--max-tp (0) must be from 1 to 1048576"),
                         (["--threads", "100000"], "--threads (100000) must be from 1 to 1024"),
                         (["--objective", "gpus", "--target-tokens-per-s", "inf"],
@@ -331,6 +331,23 @@ def main():
                  stragglers=[{"rank": 1, "compute_slowdown": 2}])
     code, out, err, _ = run(orrery, "predict", write(tmp, "strag.json", strag))
     expect(code == 0 and "iteration time" in out, f"straggler on 65,536 GPUs: exit {code}, {err[:300]!r}")
+
+    # From the second review: values that rounded to "none" or to an empty message, a window past the 64-bit
+    # nanosecond clock, and stragglers that split 2^20 ranks into classes beyond the memory budget.
+    refused(orrery, ["predict", *SMALL_FLAGS, "--memory-budget", "1e-300"], "--memory-budget (9.31e-10 GiB)",
+            "is below the", what="--memory-budget 1e-300 (rounded to 0 bytes: no budget)")
+    refused(orrery, ["search", *SMALL_FLAGS, "--memory-cap", "1e-10"], "--memory-cap (1e-10)", "1/1024 (1 MiB)",
+            what="search --memory-cap 1e-10 (rounded to no cap)")
+    refused(orrery, ["collective", "--op", "all_reduce", "--num-gpus", "8", "--bytes", "0.4"], "--bytes (0.4)",
+            "whole number of bytes", what="collective --bytes 0.4 (printed -nan GB/s)")
+    refused(orrery, ["predict", *SMALL_FLAGS, "--trace", os.path.join(tmp, "w.json"), "--trace-window", "1e10:"],
+            "--trace-window (1e10:)", "within 1e9 s", what="--trace-window past the clock")
+    many = dict(SMALL, cluster={"preset": "dgx-h100", "num_gpus": 1 << 20},
+                parallel={"tp": 8, "pp": 2, "sequence_parallel": True, "zero_stage": 1},
+                training={"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 65536},
+                stragglers=[{"rank": i * 4099 % (1 << 20), "compute_slowdown": 1.5} for i in range(1000)])
+    refused(orrery, ["predict", write(tmp, "many_stragglers.json", many), "--memory-budget", "1"],
+            "estimated for splitting 1048576 ranks by 1000 stragglers", what="1,000 stragglers on 2^20 GPUs")
 
     unbounded_numbers(orrery, tmp)
     flag_ranges(orrery)

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <optional>
 
@@ -56,7 +57,10 @@ Bytes parse_bytes(const std::string& text, const std::string& field) {
   // Past 2^63 the conversion to Bytes would wrap; no message or threshold comes near a pebibyte.
   constexpr double kMaxBytes = 1125899906842624.0;  // 2^50
   if (!(value * scale <= kMaxBytes)) throw Error::invalid(field, text, "must be at most 1048576G (2^50 bytes)");
-  return static_cast<Bytes>(value * scale);
+  // Bytes are whole: 0.4 would price an empty message (a bandwidth of NaN), 1.5 would be cut to 1.
+  const double bytes = value * scale;
+  if (bytes != std::floor(bytes)) throw Error::invalid(field, text, "must be a whole number of bytes");
+  return static_cast<Bytes>(bytes);
 }
 
 namespace {

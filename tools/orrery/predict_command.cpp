@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -70,7 +71,10 @@ void run_predict(const PredictArgs& a) {
   const TraceSelection selection = a.trace.selection(scenario);
   PredictOptions options;
   options.expansion = a.expand_ranks ? Expansion::kAllRanks : Expansion::kAuto;
-  if (a.memory_budget_gib > 0) options.memory_budget = static_cast<std::int64_t>(a.memory_budget_gib * (1 << 30));
+  // At least one byte: a budget that rounds to 0 would read as none.
+  if (a.memory_budget_gib > 0) {
+    options.memory_budget = std::max<std::int64_t>(1, static_cast<std::int64_t>(a.memory_budget_gib * (1 << 30)));
+  }
   const CostParams params = cost_params_with_profile(a.profile_file);
   options.params = &params;
   Prediction p = predict(scenario, options);

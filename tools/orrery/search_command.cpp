@@ -317,8 +317,9 @@ SearchOptions search_options(const SearchArgs& a) {
   o.memory_margin = a.memory_margin;
   if (a.memory_cap_gib) {
     const bounds::Range& hbm = bounds::kHbmCapacityGiB;
-    require(*a.memory_cap_gib > 0 && *a.memory_cap_gib <= hbm.max, "--memory-cap", fmt::format("{}", *a.memory_cap_gib),
-            fmt::format("must be a GiB figure above 0 and at most {} (the HBM bound; leave it out to use all of each "
+    // At least one MiB: a cap that rounds to 0 bytes would read as no cap.
+    require(*a.memory_cap_gib >= 1.0 / 1024 && *a.memory_cap_gib <= hbm.max, "--memory-cap", fmt::format("{}", *a.memory_cap_gib),
+            fmt::format("must be a GiB figure from 1/1024 (1 MiB) to {} (the HBM bound; leave it out to use all of each "
                         "GPU's memory)", hbm.max));
     o.memory_cap = from_GiB(*a.memory_cap_gib);
   }
