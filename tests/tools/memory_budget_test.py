@@ -3,7 +3,10 @@
   - the estimate a refusal prints is above the peak resident memory the same run measures without a budget, and
     within 2x of it (the peak is the kernel's count, ru_maxrss: a second method);
   - --expand-ranks on 2^20 GPUs is refused at once when its estimate is above the budget, naming the ranks;
-  - a --memory-budget that is not a positive number of GiB is refused with exit 2.
+  - a --memory-budget that is not a positive number of GiB is refused with exit 2;
+  - five million stragglers (a 180 MB file; once still parsing after 11 minutes, the duplicate-key check being
+    quadratic) are read in linear time and refused at the first rank beyond the GPU limit, with at most 2.5 GiB of peak
+    memory.
 Usage: memory_budget_test.py ORRERY"""
 import json
 import os
@@ -72,12 +75,29 @@ def bad_budgets_refused(orrery):
                f"--memory-budget {value!r}: exit {r.returncode}, {r.stderr!r}")
 
 
+def five_million_stragglers(orrery, tmp):
+    path = os.path.join(tmp, "stragglers.json")
+    with open(path, "w") as f:
+        f.write('{"name": "5M stragglers", "model": "llama3-8b", "cluster": {"preset": "dgx-h100", "num_gpus": 1048576},'
+                ' "parallel": {"tp": 8}, "training": {"seq_length": 4096, "global_batch_size": 131072}, "stragglers": [')
+        f.write(",".join('{"rank": %d, "compute_slowdown": 1.5}' % i for i in range(5_000_000)))
+        f.write("]}")
+    p = subprocess.Popen([orrery, "predict", path], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err = p.stderr.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    expect(code == 2 and "stragglers[1048577].rank (1048577) must be at most 1048576" in err,
+           f"5 million stragglers: exit {code}, {err[:300]!r}")
+    expect(usage.ru_maxrss < 2.5 * (1 << 20), f"5 million stragglers: peak memory {usage.ru_maxrss} KiB")
+
+
 def main():
     orrery = sys.argv[1]
     with tempfile.TemporaryDirectory() as tmp:
         estimate_matches_peak(orrery)
         million_gpus_refused(orrery, tmp)
         bad_budgets_refused(orrery)
+        five_million_stragglers(orrery, tmp)
     for p in problems:
         print("FAIL:", p)
     print(f"memory budget: {len(problems)} problem(s)")

@@ -8,6 +8,9 @@
   trace_selection          --trace-ranks/-stages/-microbatches/-window select exactly what they say; the trace is valid
                            JSON with well-formed events whose flows pair up; --trace-max-events cuts and says so
   unwritable_path_refused  an output path that cannot be written is refused with exit 2 before any work
+  sc21_trace_capped        the issue's case: --trace on the SC21 530B record (1,120 GPUs) at the default cap writes
+                           at most a million events (not 626 MB), says what it left out, and stays under 1 GiB of
+                           memory (it needed 10.7 GB); the kernel's peak (ru_maxrss) is the measure
 Usage: outputs_test.py ORRERY SOURCE_DIR CASE"""
 import collections
 import json
@@ -275,6 +278,25 @@ def unwritable_path_refused(orrery, source, tmp):
                f"{' '.join(args[:2])} {option} unwritable: exit {r.returncode}, stdout {r.stdout[:100]!r}, "
                f"stderr {r.stderr[:300]!r}")
     expect(not os.path.exists(os.path.dirname(missing)), "the check created the missing folder")
+
+
+def sc21_trace_capped(orrery, source, tmp):
+    target = os.path.join(tmp, "sc21.json")
+    p = subprocess.Popen([orrery, "predict", os.path.join(source, BIG), "--trace", target],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err = p.stderr.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    expect(code == 0, f"sc21 --trace: exit {code}, {err[:300]!r}")
+    expect("left out 3343163 of 4343163 events" in err and "--trace-max-events" in err,
+           f"sc21 --trace: the warning does not say what was left out: {err[:300]!r}")
+    with open(target) as f:
+        events = json.load(f)["traceEvents"]
+    # The cap counts every event but the track names and the note of what was left out: tasks (X), memory
+    # counters (C) and the flow ends (s, f).
+    counted = sum(1 for e in events if e.get("ph") in ("X", "C", "s", "f"))
+    expect(counted == 1000000, f"sc21 --trace: {counted} events, the default cap is 1,000,000")
+    expect(usage.ru_maxrss < 1 << 20, f"sc21 --trace: peak memory {usage.ru_maxrss} KiB, above 1 GiB")
 
 
 def main():
