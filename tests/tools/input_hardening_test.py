@@ -349,6 +349,11 @@ def main():
     refused(orrery, ["predict", write(tmp, "many_stragglers.json", many), "--memory-budget", "1"],
             "estimated for splitting 1048576 ranks by 1000 stragglers", what="1,000 stragglers on 2^20 GPUs")
 
+    # 100,000 layers were within the limit and lowered for minutes (bucketing grows with layers squared).
+    deep_model = dict(SMALL, model={"preset": "llama3-8b", "num_hidden_layers": 100000})
+    refused(orrery, ["predict", write(tmp, "layers.json", deep_model)], "num_hidden_layers (100000)", "10000",
+            what="100,000 layers")
+
     unbounded_numbers(orrery, tmp)
     flag_ranges(orrery)
     unreadable_paths(orrery, tmp)
