@@ -72,6 +72,7 @@ Prediction predict(const Scenario& scenario, const PredictOptions& options) {
   if (options.expansion == Expansion::kAuto && !p.scenario.stragglers.empty()) {
     // Splitting the ranks by how they relate to each straggler keeps a signature of one int per straggler for
     // each rank (sim/instances.cpp), up to one class per rank: refused up front when that alone is above budget.
+    // Per rank: the signature and its copy as a map key, plus the map node and the rank's instance index (64 B).
     const double ranks = static_cast<double>(p.scenario.cluster.num_gpus);
     const double stragglers = static_cast<double>(p.scenario.stragglers.size());
     check_memory_estimate(ranks * (stragglers + 1) * 2 * sizeof(int) + ranks * 64, options.memory_budget,
