@@ -11,7 +11,7 @@
 #include "sim/engine/engine.h"
 #include "sim/instances.h"
 #include "sim/scenario.h"
-#include "sim/engine/workload_graph.h"
+#include "sim/task_vocabulary.h"
 
 namespace orrery {
 

@@ -9,7 +9,7 @@
 
 #include "models/error.h"
 #include "models/json_fields.h"
-#include "sim/engine/workload_graph.h"
+#include "sim/task_vocabulary.h"
 
 namespace orrery {
 

@@ -23,7 +23,7 @@ bench::WorkloadFile export_workload(const Prediction& p) {
     const Task& t = prog.tasks[i];
     bench::WorkloadTask x;
     x.id = static_cast<int>(i);
-    x.stream = to_string(t.stream);
+    x.stream = p.graph.streams[t.stream].name;
     x.phase = to_string(t.phase);
     x.layer = t.layer;
     x.microbatch = t.microbatch;

@@ -6,7 +6,7 @@
 #include "hardware/cost_params.h"
 #include "sim/engine/engine.h"
 #include "sim/scenario.h"
-#include "sim/engine/workload_graph.h"
+#include "sim/task_vocabulary.h"
 
 namespace orrery {
 

@@ -81,6 +81,7 @@ bool consistent(const RankLayout& layout, const std::vector<int>& instance_of, c
 Instantiation every_rank(const RankLayout& layout, const std::vector<Straggler>& stragglers) {
   const auto n = static_cast<std::size_t>(layout.num_ranks());
   Instantiation out;
+  out.group_kinds = kNumGroupKinds;
   out.instances.reserve(n);
   for (std::size_t r = 0; r < n; ++r) out.instances.push_back({layout.coord(static_cast<int>(r)).pp, static_cast<int>(r), 1, 1.0});
   for (const Straggler& s : stragglers) out.instances[static_cast<std::size_t>(s.rank)].compute_slowdown = s.compute_slowdown;
@@ -116,6 +117,7 @@ Instantiation make_instances(const ParallelPlan& plan, const std::vector<Straggl
   if (expansion == Expansion::kAllRanks) return every_rank(layout, stragglers);
   const int n = layout.num_ranks();
   Instantiation out;
+  out.group_kinds = kNumGroupKinds;
   std::vector<int> instance_of(static_cast<std::size_t>(n));
   std::map<std::vector<int>, int> by_signature;
   for (int r = 0; r < n; ++r) {

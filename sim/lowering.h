@@ -4,7 +4,7 @@
 
 #include "hardware/cost_params.h"
 #include "sim/scenario.h"
-#include "sim/engine/workload_graph.h"
+#include "sim/task_vocabulary.h"
 
 namespace orrery {
 

@@ -118,8 +118,10 @@ Prediction predict(const Scenario& scenario, const PredictOptions& options) {
 }
 
 RunOptions engine_options(const CostParams& params, RunOptions base) {
-  base.overlap_slowdown = params.compute.overlap_slowdown;
-  base.share_network = true;
+  // SM contention first: the order fixes how the models' factors multiply (each task is paced by one of them).
+  base.resources.clear();
+  if (params.compute.overlap_slowdown > 0) base.resources.push_back({"sm_contention", params.compute.overlap_slowdown});
+  base.resources.push_back({"port_fair_share", 0.0});
   return base;
 }
 

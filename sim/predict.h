@@ -11,7 +11,7 @@
 #include "sim/memory_budget.h"
 #include "sim/report.h"
 #include "sim/scenario.h"
-#include "sim/engine/workload_graph.h"
+#include "sim/task_vocabulary.h"
 
 namespace orrery {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "sim/scenario.h"
-#include "sim/engine/workload_graph.h"
+#include "sim/task_vocabulary.h"
 
 namespace orrery {
 

@@ -24,24 +24,20 @@ enum Activity : int {
   kCompute, kOptimizerCompute, kTp, kCp, kEp, kPp, kPipelineWait, kOffload, kDp, kOptimizerComm, kHost, kCount
 };
 
-// Groups whose members sit on different pipeline stages: waiting for them is pipeline bubble.
-bool spans_stages(GroupKind g) {
-  return g == GroupKind::kModelParallel || g == GroupKind::kEmbedding || is_pipeline_transfer(g);
+// The activity of a group kind's communication, from the category the graph declares for it (anything else, and
+// tasks of no group, count as data-parallel-side traffic).
+int category_activity(const std::string& category) {
+  if (category == "tp") return kTp;
+  if (category == "cp") return kCp;
+  if (category == "ep") return kEp;
+  if (category == "pp") return kPp;
+  return kDp;
 }
 
-int comm_activity(const Task& t) {
+int comm_activity(const Task& t, const std::vector<int>& activity_of_kind) {
   if (t.phase == Phase::kOptimizer) return kOptimizerComm;
   if (t.kind == TaskKind::kHostOp) return kOffload;
-  if (is_pipeline_transfer(t.group)) return kPp;
-  switch (t.group) {
-    case GroupKind::kTp: return kTp;
-    case GroupKind::kCp:
-    case GroupKind::kCpA2a:
-    case GroupKind::kCpP2p: return kCp;
-    case GroupKind::kEp:
-    case GroupKind::kExpertTp: return kEp;
-    default: return kDp;
-  }
+  return activity_of_kind[t.group];
 }
 
 double op_flops(const Op& op) {
@@ -52,7 +48,9 @@ double op_flops(const Op& op) {
 
 }  // namespace
 
-Breakdown breakdown_of(const Program& program, const InstanceRun& run, Nanoseconds until) {
+Breakdown breakdown_of(const WorkloadGraph& graph, const Program& program, const InstanceRun& run, Nanoseconds until) {
+  std::vector<int> activity_of_kind;
+  for (const GroupKindInfo& k : graph.group_kinds) activity_of_kind.push_back(category_activity(k.category));
   struct Edge {
     Nanoseconds time;
     int activity;
@@ -69,21 +67,20 @@ Breakdown breakdown_of(const Program& program, const InstanceRun& run, Nanosecon
     const TaskTiming& tm = run.timings[i];
     if (t.kind == TaskKind::kCommCopy) {
       add(tm.start, tm.end, kDp);  // a data-parallel collective's copies (sim/lower/sharded_params.h)
-    } else if (t.is_compute()) {
+    } else if (graph.streams[t.stream].compute) {
       add(tm.start, tm.end, t.phase == Phase::kOptimizer ? kOptimizerCompute : kCompute);
-    } else if (spans_stages(t.group)) {
+    } else if (const GroupKindInfo& kind = graph.group_kinds[t.group]; kind.spans_stages) {
       // Waiting for another stage is pipeline bubble; a send waiting for its receiver occupies only its own stream.
-      const bool send = is_pipeline_send(t.group);
-      if (!send) add(tm.ready, tm.start, kPipelineWait);
-      add(tm.start, tm.end, comm_activity(t));
+      if (!(kind.pair >= 0 && kind.sends)) add(tm.ready, tm.start, kPipelineWait);
+      add(tm.start, tm.end, comm_activity(t, activity_of_kind));
     } else {
-      add(tm.ready, tm.end, comm_activity(t));  // includes waiting for slower members at the rendezvous
+      add(tm.ready, tm.end, comm_activity(t, activity_of_kind));  // includes waiting for slower members at the rendezvous
     }
   }
   // Waiting for the host: from the end of the compute task before to the issue of a compute task issued later.
   std::vector<std::size_t> compute;
   for (std::size_t i = 0; i < program.tasks.size(); ++i) {
-    if (program.tasks[i].is_compute()) compute.push_back(i);
+    if (graph.streams[program.tasks[i].stream].compute) compute.push_back(i);
   }
   std::sort(compute.begin(), compute.end(), [&](std::size_t a, std::size_t c) { return run.timings[a].start < run.timings[c].start; });
   Nanoseconds previous_end = 0;
@@ -215,7 +212,7 @@ Report analyze(const Scenario& s, const WorkloadGraph& graph, const Instantiatio
   const Instance& ci = instances.instances[critical];
   r.critical_stage = ci.program;
   r.critical_rank = ci.representative_rank;
-  r.breakdown = breakdown_of(graph.programs[static_cast<std::size_t>(ci.program)], run.instances[critical], run.makespan);
+  r.breakdown = breakdown_of(graph, graph.programs[static_cast<std::size_t>(ci.program)], run.instances[critical], run.makespan);
   for (const std::string& w : s.warnings) r.warnings.push_back(w);
   return r;
 }

@@ -10,7 +10,7 @@
 #include "sim/instances.h"
 #include "sim/packing.h"
 #include "sim/scenario.h"
-#include "sim/engine/workload_graph.h"
+#include "sim/task_vocabulary.h"
 
 namespace orrery {
 
@@ -60,7 +60,9 @@ double graph_flops_per_iteration(const WorkloadGraph& graph, const ParallelPlan&
 Report analyze(const Scenario& scenario, const WorkloadGraph& graph, const Instantiation& instances,
                const RunResult& run);
 
-/// The breakdown of one recorded instance over [0, until].
-Breakdown breakdown_of(const Program& program, const InstanceRun& run, Nanoseconds until);
+/// The breakdown of one recorded instance of `program` (one of `graph`'s) over [0, until]; its communication counts
+/// under the category `graph` declares for each group kind (GroupKindInfo::category), compute is what runs on its
+/// compute streams (StreamInfo::compute).
+Breakdown breakdown_of(const WorkloadGraph& graph, const Program& program, const InstanceRun& run, Nanoseconds until);
 
 }  // namespace orrery

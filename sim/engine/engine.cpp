@@ -2,12 +2,13 @@
 
 #include "models/error.h"
 #include "models/process_memory.h"
+#include "sim/engine/event_queue.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
-#include <queue>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -28,18 +29,11 @@ void check_resident_memory(std::int64_t budget) {
                                    static_cast<double>(resident) / kGiB));
 }
 
-// 24 bytes: the queue holds one per running task of every simulated rank, and its sift-downs dominate the run
-// time of `--expand-ranks`, so the event stays small.
-struct Event {
-  Nanoseconds time;
-  std::int64_t seq;  // issue order: ties in time resolve deterministically; also identifies re-timed events
-  std::int32_t instance;
-  std::int32_t task;  // the task that ends; ~task (negative): the host has issued it
-};
-
-// Orders the queue's top as the earliest (time, seq).
-struct Later {
-  bool operator()(const Event& a, const Event& b) const { return a.time != b.time ? a.time > b.time : a.seq > b.seq; }
+// What an event means, in the low two bits of Event::order (the rest is the push sequence number).
+enum EventKind : std::int64_t {
+  kEnd = 0,     // Event::id's task ends (a task of fixed duration)
+  kIssued = 1,  // the host has issued task Event::id, whose predecessors had ended
+  kPaced = 2,   // action Event::id's work may be done: it is if this is the action's latest event and time
 };
 
 struct Arrival {
@@ -51,34 +45,26 @@ struct Rendezvous {
   std::vector<Arrival> arrived;
 };
 
-// The compute task running on an instance, for re-timing under communication contention.
-struct RunningCompute {
+constexpr int kMaxModels = 4;
+
+// A running task whose speed resource models set (resource_model.h).
+struct Action {
+  std::int32_t instance = -1;
   std::int32_t task = -1;
-  double remaining = 0;    // nanoseconds of work left at full speed
-  Nanoseconds since = 0;   // when `remaining` was last updated
-  bool slowed = false;
-  Nanoseconds end = 0;      // when the task ends at the current speeds
-  std::int64_t event = -1;  // seq of the queued completion event that stands for it; any other is superseded
+  double remaining = 0;        // nanoseconds of work left at full speed, as of `since`
+  double stretch = 1;          // time per unit of work: the product of `factor`
+  std::array<double, kMaxModels> factor{1, 1, 1, 1};
+  Nanoseconds since = 0;
+  Nanoseconds end = 0;         // when its work is done at the current speeds
+  Nanoseconds queued = 0;      // the time of its latest queued event
+  std::int64_t event = -1;     // Event::order of that event; any other of its events is stale (-1: not queued yet)
+  std::int32_t group = -1;     // the PacedGroup it ends with (-1: it ends on its own)
 };
 
-// A running transfer that leaves the instance's NVLink domain, for re-timing as others start and end beside it.
-struct RunningTransfer {
-  std::int32_t task = -1;
-  std::uint8_t directions = 0;  // bit 0: it sends through the network port, bit 1: it receives
-  double remaining = 0;         // nanoseconds of work left at the whole port's speed
-  Nanoseconds since = 0;        // when `remaining` was last updated
-  int share = 0;                // transfers on its busiest direction, itself included (0: not yet timed)
-  Nanoseconds end = 0;
-  std::int64_t event = -1;      // seq of the queued completion event that stands for it
-  std::int32_t group = -1;      // the TransferGroup it ends with (-1: it ends on its own)
-};
-
-constexpr std::uint8_t kSends = 1, kReceives = 2;
-
-// A rendezvous transfer over several instances while its members' ports re-time them apart.
-struct TransferGroup {
+// A rendezvous whose members are all paced: each does its work at its own speed, and all end with the last.
+struct PacedGroup {
   std::vector<Arrival> members;
-  int running = 0;  // members still transferring
+  int running = 0;  // members whose work is not done
 };
 
 // One lane of one instance: whether a task runs on it, and the ready tasks waiting for it, per side (min-heaps on
@@ -95,12 +81,49 @@ struct DeferredGroup {
   int side = 0;
 };
 
-class Simulation {
+// How a task with one demand mask meets the models: each enabled model's role bits, and whether any model paces it.
+struct DemandPlan {
+  std::array<std::uint8_t, kMaxModels> roles{};
+  std::array<std::uint8_t, kMaxModels> paced{};  // roles & the model's paced_roles()
+  bool any = false;
+  bool is_paced = false;
+};
+
+// Errors: std::logic_error naming the first task whose stream, group kind or demand bit is outside the graph's tables.
+void check_tables(const WorkloadGraph& g, const Instantiation& inst) {
+  if (g.group_kinds.empty() || inst.group_kinds != static_cast<int>(g.group_kinds.size())) {
+    throw std::logic_error(fmt::format("engine: the instantiation has {} group kinds, the graph declares {}",
+                                       inst.group_kinds, g.group_kinds.size()));
+  }
+  if (g.demands.size() > static_cast<std::size_t>(kMaxDemands)) {
+    throw std::logic_error(fmt::format("engine: the graph declares {} demands, at most {}", g.demands.size(), kMaxDemands));
+  }
+  const auto demand_limit = static_cast<unsigned>(1u << g.demands.size());
+  for (const Program& p : g.programs) {
+    if (!p.demands.empty() && p.demands.size() != p.tasks.size()) {
+      throw std::logic_error(fmt::format("engine: program {} has {} demand masks for {} tasks", p.stage, p.demands.size(),
+                                         p.tasks.size()));
+    }
+    for (std::size_t t = 0; t < p.tasks.size(); ++t) {
+      const Task& task = p.tasks[t];
+      const std::uint8_t d = p.demands.empty() ? 0 : p.demands[t];
+      if (task.stream >= g.streams.size() || task.group >= g.group_kinds.size() || d >= demand_limit) {
+        throw std::logic_error(fmt::format("engine: task {} of program {} has stream {}, group kind {}, demands {:#x}, "
+                                           "beyond the graph's {} streams, {} group kinds and {} demands",
+                                           t, p.stage, task.stream, task.group, d, g.streams.size(),
+                                           g.group_kinds.size(), g.demands.size()));
+      }
+    }
+  }
+}
+
+class Simulation final : private Pacing {
  public:
   Simulation(const WorkloadGraph& g, const Instantiation& inst, const Durations& d, const RunOptions& opt)
-      : graph_(g), inst_(inst), durations_(d), slowdown_(opt.overlap_slowdown), share_network_(opt.share_network),
-        memory_budget_(opt.memory_budget) {
+      : graph_(g), inst_(inst), durations_(d), memory_budget_(opt.memory_budget) {
+    check_tables(g, inst);
     const std::size_t n = inst.instances.size();
+    set_up_models(opt.resources, n);
     offset_.resize(n + 1);
     std::int64_t total = 0;
     for (std::size_t i = 0; i < n; ++i) {
@@ -118,7 +141,6 @@ class Simulation {
       for (Seconds s : d.op_seconds[p]) base_ns_[p].push_back(to_nanos(s));
     }
     result_.instances.resize(n);
-    running_.resize(n);
     host_on_ = !d.issue_seconds.empty();
     if (host_on_) {
       issue_prefix_.resize(g.programs.size());
@@ -146,49 +168,42 @@ class Simulation {
       host_waiting_.resize(n);
       host_bases_.resize(n);
     }
-    // Lanes matter only when a program merges passes onto twin streams; otherwise stream order already runs one
-    // task per stream at a time, and the run skips the bookkeeping.
+    // Lanes matter only when some task runs on a second side of one; otherwise stream order already runs one task
+    // per stream at a time, and the run skips the bookkeeping.
+    for (const StreamInfo& s : g.streams) num_lanes_ = std::max(num_lanes_, s.lane + 1);
     for (const Program& p : g.programs) {
-      lanes_on_ = lanes_on_ || std::any_of(p.tasks.begin(), p.tasks.end(), [](const Task& t) { return is_twin(t.stream); });
+      lanes_on_ = lanes_on_ || std::any_of(p.tasks.begin(), p.tasks.end(), [&](const Task& t) {
+                    return graph_.streams[t.stream].lane >= 0 && graph_.streams[t.stream].side != 0;
+                  });
     }
-    if (lanes_on_) lanes_.resize(n);
+    if (lanes_on_) lanes_.resize(n * static_cast<std::size_t>(num_lanes_));
     // A lane of a program with its own issue order is one CUDA stream: its tasks run in issue order, each after
     // the one issued before it on the lane (Megatron-Core's merged passes share its compute and communication
     // streams). That order is an extra predecessor of each such task.
     lane_next_.resize(g.programs.size());
+    std::vector<std::vector<std::size_t>> instances_of(g.programs.size());
+    for (std::size_t i = 0; i < n; ++i) instances_of[static_cast<std::size_t>(inst.instances[i].program)].push_back(i);
     for (std::size_t p = 0; lanes_on_ && p < g.programs.size(); ++p) {
       const Program& prog = g.programs[p];
       if (prog.issue_order.empty()) continue;
       lane_next_[p].assign(prog.tasks.size(), -1);
-      std::array<std::int32_t, kNumLanes> last{};
-      last.fill(-1);
+      std::vector<std::int32_t> last(static_cast<std::size_t>(num_lanes_), -1);
       for (std::int32_t t : prog.issue_order) {
-        const int lane = twin_lane(prog.tasks[static_cast<std::size_t>(t)].stream);
+        const int lane = graph_.streams[prog.tasks[static_cast<std::size_t>(t)].stream].lane;
         if (lane < 0) continue;
         std::int32_t& before = last[static_cast<std::size_t>(lane)];
         if (before >= 0) lane_next_[p][static_cast<std::size_t>(before)] = t;
         before = t;
       }
-      for (std::size_t i = 0; i < n; ++i) {
-        if (static_cast<std::size_t>(inst.instances[i].program) != p) continue;
+      for (std::size_t i : instances_of[p]) {
         for (std::int32_t next : lane_next_[p]) {
           if (next >= 0) ++pending_[static_cast<std::size_t>(offset_[i] + next)];
         }
       }
     }
-    communicating_.assign(n, 0);
-    if (share_network_) {
-      transfers_.resize(n);
-      port_users_.assign(n, {0, 0});
-      directions_.resize(g.programs.size());
-      for (std::size_t p = 0; p < g.programs.size(); ++p) {
-        const Program& prog = g.programs[p];
-        directions_[p].reserve(prog.tasks.size());
-        for (const Task& t : prog.tasks) directions_[p].push_back(network_directions(prog, t));
-      }
-    }
     const bool record_all = total <= opt.record_budget;
     std::vector<bool> stage_seen(g.programs.size(), false);
+    live_.resize(n);
     for (std::size_t i = 0; i < n; ++i) {
       const Instance& in = inst.instances[i];
       bool record = record_all || !stage_seen[static_cast<std::size_t>(in.program)] || in.compute_slowdown != 1.0;
@@ -196,9 +211,8 @@ class Simulation {
       InstanceRun& run = result_.instances[i];
       run.recorded = record;
       if (record) run.timings.resize(program(i).tasks.size());
-      live_.push_back({});
       for (int k = 0; k < kNumMemoryKinds; ++k) {
-        live_.back()[static_cast<std::size_t>(k)] = program(i).static_memory[static_cast<std::size_t>(k)];
+        live_[i][static_cast<std::size_t>(k)] = program(i).static_memory[static_cast<std::size_t>(k)];
       }
       note_memory(i, 0);
     }
@@ -218,19 +232,14 @@ class Simulation {
       // The estimate before the run cannot see the queue and the rendezvous at their fullest: the resident size
       // can, every 65,536 events (a /proc read each, under 0.1% of the run).
       if ((++polls & 0xFFFFu) == 0) check_resident_memory(memory_budget_);
-      Event e = events_.top();
-      events_.pop();
-      if (e.task < 0) {  // the host has issued a task whose predecessors had ended
-        arrive(e.instance, ~e.task, e.time);
-        continue;
+      const Event e = events_.pop();
+      switch (e.order & 3) {
+        case kIssued: arrive(e.instance, e.id, e.time); break;
+        case kPaced: paced_event(e); break;
+        default:
+          finish(e.instance, e.id, e.time);
+          ++result_.events;
       }
-      if (share_network_ && directions(static_cast<std::size_t>(e.instance), e.task) != 0) {
-        if (!transfer_done(e)) continue;
-      } else if (slowdown_ > 0 && !due(e)) {
-        continue;
-      }
-      finish(e.instance, e.task, e.time);
-      ++result_.events;
     }
     if (completed_ != static_cast<std::int64_t>(pending_.size())) {
       throw std::logic_error(fmt::format("engine: {} of {} tasks never ran (deadlock in the workload graph); {}",
@@ -242,6 +251,57 @@ class Simulation {
   }
 
  private:
+  // The enabled models, in RunOptions order, and for each of the 2^demands masks how a task meets them.
+  void set_up_models(const std::vector<ResourceSetting>& settings, std::size_t instances) {
+    if (settings.size() > static_cast<std::size_t>(kMaxModels)) {
+      throw std::invalid_argument(fmt::format("engine: {} resource models, at most {}", settings.size(), kMaxModels));
+    }
+    std::vector<std::pair<int, std::uint8_t>> bit_role(graph_.demands.size(), {-1, 0});  // demand bit -> model, role
+    for (std::size_t m = 0; m < settings.size(); ++m) {
+      for (std::size_t k = 0; k < m; ++k) {
+        if (settings[k].model == settings[m].model) {
+          throw std::invalid_argument("engine: resource model \"" + settings[m].model + "\" enabled twice");
+        }
+      }
+      models_.push_back(make_resource_model(settings[m], instances, static_cast<int>(m)));
+      const std::vector<std::string>& roles = resource_roles(settings[m].model);
+      for (std::size_t b = 0; b < graph_.demands.size(); ++b) {
+        if (graph_.demands[b].model != settings[m].model) continue;
+        const auto role = std::find(roles.begin(), roles.end(), graph_.demands[b].role);
+        if (role == roles.end()) {
+          throw std::logic_error("engine: the graph's demand " + std::to_string(b) + " names role \"" +
+                                 graph_.demands[b].role + "\", which " + settings[m].model + " does not have");
+        }
+        bit_role[b] = {static_cast<int>(m), static_cast<std::uint8_t>(1u << (role - roles.begin()))};
+      }
+    }
+    plans_.resize(std::size_t{1} << graph_.demands.size());
+    for (std::size_t mask = 0; mask < plans_.size(); ++mask) {
+      DemandPlan& plan = plans_[mask];
+      for (std::size_t b = 0; b < bit_role.size(); ++b) {
+        if (!(mask & (std::size_t{1} << b)) || bit_role[b].first < 0) continue;
+        const auto m = static_cast<std::size_t>(bit_role[b].first);
+        plan.roles[m] = static_cast<std::uint8_t>(plan.roles[m] | bit_role[b].second);
+      }
+      for (std::size_t m = 0; m < models_.size(); ++m) {
+        plan.paced[m] = static_cast<std::uint8_t>(plan.roles[m] & models_[m]->paced_roles());
+        plan.any = plan.any || plan.roles[m] != 0;
+        plan.is_paced = plan.is_paced || plan.paced[m] != 0;
+      }
+    }
+  }
+
+  const DemandPlan& plan_of(std::size_t instance, std::int32_t task) const {
+    const Program& p = program(instance);
+    return plans_[p.demands.empty() || models_.empty() ? 0 : p.demands[static_cast<std::size_t>(task)]];
+  }
+
+  std::int64_t queue(Nanoseconds time, EventKind kind, std::int32_t instance, std::int32_t id) {
+    const std::int64_t order = (next_seq_++ << 2) | kind;
+    events_.push({time, order, instance, id});
+    return order;
+  }
+
   // The rendezvous each instance is stuck at, for the deadlock message.
   std::string describe_stuck() const {
     std::string text;
@@ -249,7 +309,7 @@ class Simulation {
       for (const Arrival& a : r.arrived) {
         const Task& t = program(static_cast<std::size_t>(a.instance)).tasks[static_cast<std::size_t>(a.task)];
         text += fmt::format("[instance {} task {} ({}, group {}, seq {}, layer {}, mb {}) waits at group {}] ",
-                            a.instance, a.task, t.label, static_cast<int>(t.group), t.group_seq, t.layer,
+                            a.instance, a.task, t.label, graph_.group_kinds[t.group].name, t.group_seq, t.layer,
                             t.microbatch, key >> 32);
       }
       if (text.size() > 2000) break;
@@ -258,61 +318,6 @@ class Simulation {
       text += fmt::format("[group of {} members waits for lane {}] ", g.members.size(), g.lane);
     }
     return text;
-  }
-
-  // Which directions of the rank's network port a task uses: none unless it is a transfer whose group spans
-  // NVLink domains (or an expert dispatch that sends across them).
-  static std::uint8_t network_directions(const Program& p, const Task& t) {
-    if (t.is_compute() || t.op < 0) return 0;
-    const auto* c = std::get_if<CollectiveOp>(&p.ops[static_cast<std::size_t>(t.op)]);
-    if (!c || c->bytes <= 0) return 0;
-    const bool crosses = c->kind == CollectiveKind::kExpertDispatch ? c->network_bytes > 0 : c->placement.domains > 1;
-    if (!crosses) return 0;
-    switch (t.stream) {
-      case Stream::kPpSendNext: case Stream::kPpSendPrev: case Stream::kPpReverseSendPrev: case Stream::kPpReverseSendNext:
-        return kSends;
-      case Stream::kPpRecvPrev: case Stream::kPpRecvNext: case Stream::kPpReverseRecvNext: case Stream::kPpReverseRecvPrev:
-        return kReceives;
-      default: return kSends | kReceives;
-    }
-  }
-
-  std::uint8_t directions(std::size_t instance, std::int32_t task) const {
-    return directions_[static_cast<std::size_t>(inst_.instances[instance].program)][static_cast<std::size_t>(task)];
-  }
-
-  // Transfers on the port's busiest direction among those `directions` uses.
-  int port_share(std::size_t instance, std::uint8_t dirs) const {
-    const auto& users = port_users_[instance];
-    return std::max({1, (dirs & kSends) ? users[0] : 0, (dirs & kReceives) ? users[1] : 0});
-  }
-
-  // A transfer started or ended on the instance's port: the others' speeds follow the new shares from now on.
-  void reshare(std::int32_t instance, Nanoseconds now) {
-    const auto i = static_cast<std::size_t>(instance);
-    for (RunningTransfer& r : transfers_[i]) {
-      const int share = port_share(i, r.directions);
-      if (share == r.share) continue;
-      if (r.share > 0) r.remaining = std::max(0.0, r.remaining - static_cast<double>(now - r.since) / r.share);
-      r.since = now;
-      r.share = share;
-      r.end = after(now, static_cast<Nanoseconds>(std::llround(r.remaining * share)));
-      r.event = next_seq_;
-      events_.push({r.end, next_seq_++, instance, r.task});
-    }
-  }
-
-  void begin_transfer(std::int32_t instance, std::int32_t task, std::uint8_t dirs, Nanoseconds now, Nanoseconds d) {
-    const auto i = static_cast<std::size_t>(instance);
-    if (dirs & kSends) ++port_users_[i][0];
-    if (dirs & kReceives) ++port_users_[i][1];
-    RunningTransfer r;
-    r.task = task;
-    r.directions = dirs;
-    r.remaining = static_cast<double>(d);
-    r.since = now;
-    transfers_[i].push_back(r);
-    reshare(instance, now);  // times it (share 0 -> its real share) and queues its completion
   }
 
   const Program& program(std::size_t instance) const {
@@ -324,7 +329,7 @@ class Simulation {
     const auto p = static_cast<std::size_t>(in.program);
     const Task& t = graph_.programs[p].tasks[static_cast<std::size_t>(task)];
     const auto op = static_cast<std::size_t>(t.op);
-    if (in.compute_slowdown == 1.0 || !t.is_compute()) return base_ns_[p][op];
+    if (in.compute_slowdown == 1.0 || !graph_.streams[t.stream].compute) return base_ns_[p][op];
     return to_nanos(durations_.op_seconds[p][op] * in.compute_slowdown);
   }
 
@@ -368,7 +373,7 @@ class Simulation {
       }
       if (TaskTiming* t = timing(instance, task)) t->issued = issued;
       if (issued > now) {
-        events_.push({issued, next_seq_++, instance, ~task});
+        queue(issued, kIssued, instance, task);
         return;
       }
     }
@@ -402,18 +407,22 @@ class Simulation {
     rendezvous_.erase(key);
   }
 
-  // The lane of a task's stream (-1: none, or no twin streams in this run), and which side of it the stream is.
-  int lane_of(Stream s) const { return lanes_on_ ? twin_lane(s) : -1; }
-  static int side_of(Stream s) { return is_twin(s) ? 1 : 0; }
+  // The lane of a task's stream (-1: none, or no lane has a second side in this run), and its side of it.
+  int lane_of(std::uint8_t s) const { return lanes_on_ ? graph_.streams[s].lane : -1; }
+  int side_of(std::uint8_t s) const { return graph_.streams[s].side; }
+  Lane& lane(std::size_t instance, int l) { return lanes_[instance * static_cast<std::size_t>(num_lanes_) + static_cast<std::size_t>(l)]; }
+  const Lane& lane(std::size_t instance, int l) const {
+    return lanes_[instance * static_cast<std::size_t>(num_lanes_) + static_cast<std::size_t>(l)];
+  }
 
   // Starts a task now, or queues it while its lane runs another.
   void start_or_wait(std::int32_t instance, std::int32_t task, Nanoseconds now) {
-    const Stream stream = program(static_cast<std::size_t>(instance)).tasks[static_cast<std::size_t>(task)].stream;
-    const int lane = lane_of(stream);
-    if (lane >= 0) {
-      Lane& l = lanes_[static_cast<std::size_t>(instance)][static_cast<std::size_t>(lane)];
-      if (l.busy) {
-        std::vector<std::int32_t>& heap = l.waiting[static_cast<std::size_t>(side_of(stream))];
+    const std::uint8_t stream = program(static_cast<std::size_t>(instance)).tasks[static_cast<std::size_t>(task)].stream;
+    const int l = lane_of(stream);
+    if (l >= 0) {
+      Lane& ln = lane(static_cast<std::size_t>(instance), l);
+      if (ln.busy) {
+        std::vector<std::int32_t>& heap = ln.waiting[static_cast<std::size_t>(side_of(stream))];
         heap.push_back(task);
         std::push_heap(heap.begin(), heap.end(), std::greater<>{});
         return;
@@ -422,67 +431,41 @@ class Simulation {
     start(instance, task, now, duration(instance, task));
   }
 
-  bool lane_free(const std::vector<Arrival>& members, int lane) const {
-    return std::none_of(members.begin(), members.end(), [&](const Arrival& a) {
-      return lanes_[static_cast<std::size_t>(a.instance)][static_cast<std::size_t>(lane)].busy;
-    });
+  bool lane_free(const std::vector<Arrival>& members, int l) const {
+    return std::none_of(members.begin(), members.end(),
+                        [&](const Arrival& a) { return lane(static_cast<std::size_t>(a.instance), l).busy; });
   }
 
   // All members start together and take as long as the slowest.
   void start_group(const std::vector<Arrival>& members, Nanoseconds now) {
     Nanoseconds d = 0;
     for (const Arrival& a : members) d = std::max(d, duration(a.instance, a.task));
-    for (const Arrival& a : members) start(a.instance, a.task, now, d);
-    // Members re-timed by their own ports' sharing still end together, when the last has done its part.
-    if (!share_network_ || !std::all_of(members.begin(), members.end(), [&](const Arrival& a) {
-          return directions(static_cast<std::size_t>(a.instance), a.task) != 0;
-        })) {
-      return;
+    // Members paced apart (each by its own port's sharing) still end together, when the last has done its part.
+    const bool together = std::all_of(members.begin(), members.end(), [&](const Arrival& a) {
+      return plan_of(static_cast<std::size_t>(a.instance), a.task).is_paced;
+    });
+    std::int32_t id = -1;
+    if (together) {
+      id = static_cast<std::int32_t>(paced_groups_.size());
+      if (free_groups_.empty()) {
+        paced_groups_.emplace_back();
+      } else {
+        id = free_groups_.back();
+        free_groups_.pop_back();
+      }
+      paced_groups_[static_cast<std::size_t>(id)] = {members, static_cast<int>(members.size())};
     }
-    std::int32_t id = static_cast<std::int32_t>(transfer_groups_.size());
-    if (free_transfer_groups_.empty()) {
-      transfer_groups_.emplace_back();
-    } else {
-      id = free_transfer_groups_.back();
-      free_transfer_groups_.pop_back();
-    }
-    transfer_groups_[static_cast<std::size_t>(id)] = {members, static_cast<int>(members.size())};
-    // start() has just appended each member's transfer to its instance's list.
-    for (const Arrival& a : members) transfers_[static_cast<std::size_t>(a.instance)].back().group = id;
-  }
-
-  // A network transfer's completion event was popped. It stands only while it is the latest queued for the
-  // transfer (re-sharing the port re-queues it); then the transfer's part is done: it leaves the port, the others
-  // speed up. One of a group of several instances ends only with the group's last member, which ends them all.
-  // Returns whether the task ends now on its own (finish() is the caller's).
-  bool transfer_done(const Event& e) {
-    const auto i = static_cast<std::size_t>(e.instance);
-    auto& running = transfers_[i];
-    const auto it = std::find_if(running.begin(), running.end(), [&](const RunningTransfer& r) { return r.task == e.task; });
-    if (it == running.end() || it->event != e.seq) return false;
-    if (it->directions & kSends) --port_users_[i][0];
-    if (it->directions & kReceives) --port_users_[i][1];
-    const std::int32_t group = it->group;
-    running.erase(it);
-    reshare(e.instance, e.time);
-    if (group < 0) return true;
-    TransferGroup& g = transfer_groups_[static_cast<std::size_t>(group)];
-    if (--g.running > 0) return false;
-    const std::vector<Arrival> members = std::move(g.members);
-    g.members.clear();
-    free_transfer_groups_.push_back(group);
-    for (const Arrival& a : members) finish(a.instance, a.task, e.time);
-    return false;
+    for (const Arrival& a : members) start(a.instance, a.task, now, d, id);
   }
 
   // The lane's task on `instance` ended: the other side's earliest issued waiting task starts if there is one
   // (the GPU, or the one communication stream, alternates between the merged passes as Megatron-Core interleaves
   // their layers), else the same side's; then deferred groups of this instance whose members are all free.
-  void release_lane(std::int32_t instance, int lane, int side, Nanoseconds now) {
-    Lane& l = lanes_[static_cast<std::size_t>(instance)][static_cast<std::size_t>(lane)];
-    l.busy = false;
+  void release_lane(std::int32_t instance, int l, int side, Nanoseconds now) {
+    Lane& ln = lane(static_cast<std::size_t>(instance), l);
+    ln.busy = false;
     for (int s : {1 - side, side}) {
-      std::vector<std::int32_t>& heap = l.waiting[static_cast<std::size_t>(s)];
+      std::vector<std::int32_t>& heap = ln.waiting[static_cast<std::size_t>(s)];
       if (heap.empty()) continue;
       std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
       const std::int32_t next = heap.back();
@@ -493,10 +476,10 @@ class Simulation {
     for (int s : {1 - side, side}) {
       for (std::size_t k = 0; k < deferred_.size(); ++k) {
         DeferredGroup& g = deferred_[k];
-        if (g.lane != lane || g.side != s) continue;
+        if (g.lane != l || g.side != s) continue;
         const bool member = std::any_of(g.members.begin(), g.members.end(),
                                         [&](const Arrival& a) { return a.instance == instance; });
-        if (!member || !lane_free(g.members, lane)) continue;
+        if (!member || !lane_free(g.members, l)) continue;
         const std::vector<Arrival> members = std::move(g.members);
         deferred_.erase(deferred_.begin() + static_cast<std::ptrdiff_t>(k));
         start_group(members, now);
@@ -505,42 +488,98 @@ class Simulation {
     }
   }
 
-  void start(std::int32_t instance, std::int32_t task, Nanoseconds now, Nanoseconds d) {
+  // Starts a task of `d` nanoseconds at full speed; `group` is its PacedGroup (-1: none).
+  void start(std::int32_t instance, std::int32_t task, Nanoseconds now, Nanoseconds d, std::int32_t group = -1) {
     if (TaskTiming* t = timing(instance, task)) t->start = now;
     const auto i = static_cast<std::size_t>(instance);
     const Task& t = program(i).tasks[static_cast<std::size_t>(task)];
     apply(i, t.at_start(), now);
-    if (const int lane = lane_of(t.stream); lane >= 0) lanes_[i][static_cast<std::size_t>(lane)].busy = true;
-    if (slowdown_ > 0 && t.is_compute()) {
-      RunningCompute& rc = running_[i];
-      rc.task = task;
-      rc.remaining = static_cast<double>(d);
-      rc.since = now;
-      rc.slowed = communicating_[i] > 0;
-      rc.end = after(now, stretched(rc.remaining, rc.slowed));
-      rc.event = next_seq_;
-      events_.push({rc.end, next_seq_++, instance, task});
+    if (const int l = lane_of(t.stream); l >= 0) lane(i, l).busy = true;
+    const DemandPlan& plan = plan_of(i, task);
+    if (!plan.any) {
+      queue(after(now, d), kEnd, instance, task);
       return;
     }
-    if (const std::uint8_t dirs = share_network_ ? directions(i, task) : 0; dirs != 0) {
-      begin_transfer(instance, task, dirs, now, d);
-    } else {
-      events_.push({after(now, d), next_seq_++, instance, task});
+    std::int32_t a = -1;
+    if (plan.is_paced) {
+      if (free_actions_.empty()) {
+        a = static_cast<std::int32_t>(actions_.size());
+        actions_.emplace_back();
+      } else {
+        a = free_actions_.back();
+        free_actions_.pop_back();
+      }
+      Action& act = actions_[static_cast<std::size_t>(a)];
+      act = Action{};
+      act.instance = instance;
+      act.task = task;
+      act.remaining = static_cast<double>(d);
+      act.since = now;
+      act.group = group;
     }
-    if (slowdown_ > 0 && t.contends_for_sms() && ++communicating_[i] == 1) retime(instance, now);
+    for (std::size_t m = 0; m < models_.size(); ++m) {
+      if (plan.roles[m]) models_[m]->started(*this, instance, plan.roles[m], a, now);
+    }
+    if (a < 0) {
+      queue(after(now, d), kEnd, instance, task);
+      return;
+    }
+    Action& act = actions_[static_cast<std::size_t>(a)];
+    act.end = act.queued = after(now, stretched(act.remaining, act.stretch));
+    act.event = queue(act.end, kPaced, instance, a);
   }
 
-  // Whether a popped event completes its task now. A compute task's event stands only while it is the one its
-  // RunningCompute names; if the task was slowed since, its end moved later and the event is re-queued there.
-  bool due(const Event& e) {
-    const auto i = static_cast<std::size_t>(e.instance);
-    if (!program(i).tasks[static_cast<std::size_t>(e.task)].is_compute()) return true;
-    RunningCompute& rc = running_[i];
-    if (rc.task != e.task || rc.event != e.seq) return false;
-    if (rc.end == e.time) return true;
-    rc.event = next_seq_;
-    events_.push({rc.end, next_seq_++, e.instance, e.task});
-    return false;
+  static Nanoseconds stretched(double ns, double stretch) { return static_cast<Nanoseconds>(std::llround(ns * stretch)); }
+
+  // Pacing: the model in `slot` changes action `a`'s factor. The work done since the last change is settled at the
+  // old speed; an earlier end is queued now, a later one when the queued event surfaces (paced_event), which saves a
+  // queue push for every slow-down.
+  void set_factor(std::int32_t a, int slot, double factor, Nanoseconds now) override {
+    if (!(factor >= 1.0) || !std::isfinite(factor)) throw std::logic_error("engine: a resource factor below 1");
+    Action& act = actions_[static_cast<std::size_t>(a)];
+    if (act.factor[static_cast<std::size_t>(slot)] == factor) return;
+    act.remaining = std::max(0.0, act.remaining - static_cast<double>(now - act.since) / act.stretch);
+    act.since = now;
+    act.factor[static_cast<std::size_t>(slot)] = factor;
+    act.stretch = act.factor[0] * act.factor[1] * act.factor[2] * act.factor[3];
+    if (act.event < 0) return;  // starting: start() queues it
+    act.end = after(now, stretched(act.remaining, act.stretch));
+    if (act.end < act.queued) {
+      act.queued = act.end;
+      act.event = queue(act.end, kPaced, act.instance, a);
+    }
+  }
+
+  // An action's event surfaced. It stands only while it is the action's latest; if the action slowed since, it is
+  // re-queued at its new end. Otherwise its work is done: it gives its paced roles back, and it ends now, or, in a
+  // paced group, with the group's last member, which ends them all.
+  void paced_event(const Event& e) {
+    Action& act = actions_[static_cast<std::size_t>(e.id)];
+    if (act.event != e.order) return;
+    if (act.end != e.time) {
+      act.queued = act.end;
+      act.event = queue(act.end, kPaced, act.instance, e.id);
+      return;
+    }
+    const std::int32_t instance = act.instance, task = act.task, group = act.group;
+    act.event = -2;  // done: later events of this slot are stale until it is reused
+    const DemandPlan& plan = plan_of(static_cast<std::size_t>(instance), task);
+    for (std::size_t m = 0; m < models_.size(); ++m) {
+      if (plan.paced[m]) models_[m]->ended(*this, instance, plan.paced[m], e.id, e.time);
+    }
+    free_actions_.push_back(e.id);
+    if (group < 0) {
+      finish(instance, task, e.time);
+      ++result_.events;
+      return;
+    }
+    PacedGroup& g = paced_groups_[static_cast<std::size_t>(group)];
+    if (--g.running > 0) return;
+    const std::vector<Arrival> members = std::move(g.members);
+    g.members.clear();
+    free_groups_.push_back(group);
+    // RunResult::events counts the tasks that ended by their own event, so a group's members are not counted.
+    for (const Arrival& m : members) finish(m.instance, m.task, e.time);
   }
 
   // Event times stay far inside 64-bit nanoseconds (about 292 years); beyond that the input is unphysical.
@@ -553,39 +592,13 @@ class Simulation {
     return now + d;
   }
 
-  Nanoseconds stretched(double ns, bool slowed) const {
-    return static_cast<Nanoseconds>(std::llround(slowed ? ns * (1.0 + slowdown_) : ns));
-  }
-
-  // The instance started or stopped communicating: its running compute task changes speed from now on.
-  void retime(std::int32_t instance, Nanoseconds now) {
-    const auto i = static_cast<std::size_t>(instance);
-    RunningCompute& rc = running_[i];
-    const bool slowed = communicating_[i] > 0;
-    if (rc.task < 0 || rc.slowed == slowed) return;
-    const double elapsed = static_cast<double>(now - rc.since);
-    rc.remaining = std::max(0.0, rc.remaining - (rc.slowed ? elapsed / (1.0 + slowdown_) : elapsed));
-    rc.since = now;
-    rc.slowed = slowed;
-    const Nanoseconds end = after(now, stretched(rc.remaining, slowed));
-    // A later end waits for the queued event to surface (due() re-queues it then), which saves a queue push for
-    // every slow-down; an earlier end must be queued now.
-    if (end < rc.end) {
-      rc.event = next_seq_;
-      events_.push({end, next_seq_++, instance, rc.task});
-    }
-    rc.end = end;
-  }
-
   void finish(std::int32_t instance, std::int32_t task, Nanoseconds now) {
     ++completed_;
     const auto i = static_cast<std::size_t>(instance);
-    if (slowdown_ > 0) {
-      const Task& done = program(i).tasks[static_cast<std::size_t>(task)];
-      if (done.is_compute()) {
-        running_[i].task = -1;
-      } else if (done.contends_for_sms() && --communicating_[i] == 0) {
-        retime(instance, now);
+    if (const DemandPlan& plan = plan_of(i, task); plan.any) {
+      for (std::size_t m = 0; m < models_.size(); ++m) {
+        const auto unpaced = static_cast<std::uint8_t>(plan.roles[m] & ~plan.paced[m]);
+        if (unpaced) models_[m]->ended(*this, instance, unpaced, -1, now);
       }
     }
     if (TaskTiming* t = timing(instance, task)) t->end = now;
@@ -614,8 +627,8 @@ class Simulation {
       const std::int32_t after = next[static_cast<std::size_t>(task)];
       if (after >= 0 && --pending_[static_cast<std::size_t>(offset_[i] + after)] == 0) make_ready(instance, after, now);
     }
-    const Stream stream = p.tasks[static_cast<std::size_t>(task)].stream;
-    if (const int lane = lane_of(stream); lane >= 0) release_lane(instance, lane, side_of(stream), now);
+    const std::uint8_t stream = p.tasks[static_cast<std::size_t>(task)].stream;
+    if (const int l = lane_of(stream); l >= 0) release_lane(instance, l, side_of(stream), now);
   }
 
   void apply(std::size_t instance, const MemoryEffect& effect, Nanoseconds now) {
@@ -644,25 +657,23 @@ class Simulation {
   const WorkloadGraph& graph_;
   const Instantiation& inst_;
   const Durations& durations_;
-  double slowdown_ = 0.0;
-  bool share_network_ = false;
   std::int64_t memory_budget_ = 0;
-  std::vector<std::vector<RunningTransfer>> transfers_;   // per instance, while share_network_
-  std::vector<std::array<int, 2>> port_users_;            // per instance: transfers sending, receiving
-  std::vector<std::vector<std::uint8_t>> directions_;     // per program and task: network_directions()
-  std::vector<TransferGroup> transfer_groups_;
-  std::vector<std::int32_t> free_transfer_groups_;  // transfer_groups_ slots to reuse
-  std::vector<RunningCompute> running_;
-  std::vector<std::array<Lane, kNumLanes>> lanes_;  // per instance (lanes exist only when lanes_on_)
+  std::vector<std::unique_ptr<ResourceModel>> models_;
+  std::vector<DemandPlan> plans_;  // by demand mask
+  std::vector<Action> actions_;
+  std::vector<std::int32_t> free_actions_;  // actions_ slots to reuse
+  std::vector<PacedGroup> paced_groups_;
+  std::vector<std::int32_t> free_groups_;  // paced_groups_ slots to reuse
+  int num_lanes_ = 0;
+  std::vector<Lane> lanes_;  // [instance * num_lanes_ + lane] (only when lanes_on_)
   std::vector<DeferredGroup> deferred_;
-  bool lanes_on_ = false;  // some task runs on a twin stream
-  std::vector<int> communicating_;  // transferring communication tasks per instance
+  bool lanes_on_ = false;  // some task runs on a lane's second side
   std::vector<std::int64_t> offset_;
   std::vector<std::uint16_t> pending_;
   std::vector<std::vector<Nanoseconds>> base_ns_;
   // The host timeline (host_on_): per program, the cumulative issue time of its tasks and its blocking tasks in
-  // issue order (Program::issue_order, else task order); per instance, the blocking tasks ended so far, when the last ended, and the ready tasks whose host
-  // waits at a blocking task before them.
+  // issue order (Program::issue_order, else task order); per instance, the blocking tasks ended so far, when the
+  // last ended, and the ready tasks whose host waits at a blocking task before them.
   bool host_on_ = false;
   std::vector<std::vector<Nanoseconds>> issue_prefix_;     // by issue position
   std::vector<std::vector<std::int32_t>> issue_position_;  // task -> issue position; empty: the task index
@@ -673,7 +684,7 @@ class Simulation {
   std::vector<std::vector<Nanoseconds>> host_bases_;  // recorded instances: each blocking task's end, in order
   std::vector<std::vector<std::int32_t>> host_waiting_;
   std::vector<std::array<Bytes, kNumMemoryKinds>> live_;
-  std::priority_queue<Event, std::vector<Event>, Later> events_;
+  EventQueue events_;
   std::unordered_map<std::uint64_t, Rendezvous> rendezvous_;
   std::int64_t next_seq_ = 0;
   std::int64_t completed_ = 0;

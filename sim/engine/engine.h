@@ -7,9 +7,9 @@
 // Semantics: a task becomes ready when every predecessor in its program (data and stream order) has ended. A
 // task of a rendezvous group starts when every member instance of its group has made its task of the same group
 // kind and issue order ready (NCCL's matching of calls on a communicator), so one slow member delays the whole
-// group; others start when ready and their lane is free. A stream and its twin (kComputeB, kTpB, kCpB, kEpB: a
-// backward pass merged with a forward) form one lane that runs one task at a time, as the one GPU or the one
-// communication stream they stand for. A task that finds its lane busy waits; a complete rendezvous group waits
+// group; others start when ready and their lane is free. Streams the graph puts on one lane (StreamInfo::lane, on
+// side 0 and side 1: the lowering's backward pass merged with a forward) run one task at a time, as the one GPU or
+// the one communication stream they stand for. A task that finds its lane busy waits; a complete rendezvous group waits
 // while any member's lane is busy, reserving nothing, so later tasks may overtake it. When a lane frees, it takes
 // the other side's earliest issued waiting task, else the same side's, and only then a waiting group, so the merged
 // passes alternate (DualPipe's overlapped pairs). In a program with its own issue order (Program::issue_order:
@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "sim/engine/instantiation.h"
+#include "sim/engine/resource_model.h"
 #include "sim/engine/workload_graph.h"
 
 namespace orrery {
@@ -75,21 +76,20 @@ struct RunOptions {
   /// Keep per-task timings and memory samples of every instance when instances x tasks stays below this;
   /// above it, only the first instance of each stage and those with a slowdown are recorded.
   std::int64_t record_budget = 20'000'000;
-  /// Compute runs at 1 / (1 + overlap_slowdown) of its speed while the rank communicates (0: no contention).
-  double overlap_slowdown = 0.0;
-  /// Transfers that leave the rank's NVLink domain share its network port: each direction's bandwidth is split
-  /// evenly among the transfers using it, so a transfer runs at 1 / n of its own speed while n - 1 others use its
-  /// busiest direction (collectives send and receive; pipeline sends only send, receives only receive). A
-  /// rendezvous transfer over several instances ends, on all of them, when its last member's port has carried it.
-  /// false: each transfer sees the whole port.
-  bool share_network = false;
+  /// The resource models to run (sim/engine/resource_model.h), in the order their factors multiply; the graph's
+  /// demands on models not listed here are ignored (every task sees the whole resource). Each model at most once.
+  /// A rendezvous whose members are all paced (network transfers under port_fair_share) ends, on every member, when
+  /// its last member has done its work.
+  std::vector<ResourceSetting> resources;
   /// Bytes of resident memory the process may reach while the engine runs (sim/memory_budget.h); above it the run
   /// stops with Error::invalid naming --memory-budget. 0: no budget.
   std::int64_t memory_budget = 0;
 };
 
-/// Runs the graph. Errors: Error::invalid when RunOptions::memory_budget is reached; std::logic_error if tasks
-/// never become ready (a deadlock, i.e. a lowering bug).
+/// Runs the graph. Errors: Error::invalid when RunOptions::memory_budget is reached; std::invalid_argument for an
+/// unknown or repeated resource model; std::logic_error for a task whose stream, group kind or demand is not in the
+/// graph's tables, an instantiation with another number of group kinds, or tasks that never become ready (a
+/// deadlock, i.e. a lowering bug).
 RunResult run_engine(const WorkloadGraph& graph, const Instantiation& instances, const Durations& durations,
                      const RunOptions& options = {});
 

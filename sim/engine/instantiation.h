@@ -17,15 +17,17 @@ struct Instance {
   double compute_slowdown = 1.0;   // multiplies its compute durations
 };
 
-/// Instances and their rendezvous groups. group_of[i * kNumGroupKinds + kind] is the group id instance i uses
-/// for tasks of that kind (-1: none); group_size[g] counts the instances in group g.
+/// Instances and their rendezvous groups. group_of[i * group_kinds + kind] is the group id instance i uses for
+/// tasks of group kind `kind` (WorkloadGraph::group_kinds' index; -1: none); group_size[g] counts the instances in
+/// group g.
 struct Instantiation {
   std::vector<Instance> instances;
+  int group_kinds = 0;  // must equal WorkloadGraph::group_kinds.size()
   std::vector<std::int32_t> group_of;
   std::vector<std::int32_t> group_size;
 
-  std::int32_t group(std::size_t instance, GroupKind kind) const {
-    return group_of[instance * kNumGroupKinds + static_cast<std::size_t>(kind)];
+  std::int32_t group(std::size_t instance, std::uint8_t kind) const {
+    return group_of[instance * static_cast<std::size_t>(group_kinds) + kind];
   }
 };
 

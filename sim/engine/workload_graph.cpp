@@ -54,75 +54,6 @@ const char* to_string(Phase phase) {
   return "?";
 }
 
-const char* to_string(Stream stream) {
-  switch (stream) {
-    case Stream::kCompute: return "compute";
-    case Stream::kTp: return "tp";
-    case Stream::kCp: return "cp";
-    case Stream::kEp: return "ep";
-    case Stream::kDp: return "dp";
-    case Stream::kDpReduce: return "dp_reduce";
-    case Stream::kPpSendNext: return "pp_send_next";
-    case Stream::kPpRecvPrev: return "pp_recv_prev";
-    case Stream::kPpSendPrev: return "pp_send_prev";
-    case Stream::kPpRecvNext: return "pp_recv_next";
-    case Stream::kPpReverseSendPrev: return "pp_reverse_send_prev";
-    case Stream::kPpReverseRecvNext: return "pp_reverse_recv_next";
-    case Stream::kPpReverseSendNext: return "pp_reverse_send_next";
-    case Stream::kPpReverseRecvPrev: return "pp_reverse_recv_prev";
-    case Stream::kDeviceToHost: return "device_to_host";
-    case Stream::kHostToDevice: return "host_to_device";
-    case Stream::kComputeB: return "compute_b";
-    case Stream::kTpB: return "tp_b";
-    case Stream::kCpB: return "cp_b";
-    case Stream::kEpB: return "ep_b";
-    case Stream::kAmax: return "amax";
-  }
-  return "?";
-}
-
-int twin_lane(Stream stream) {
-  if (is_twin(stream)) return static_cast<int>(stream) - static_cast<int>(Stream::kComputeB);
-  for (int lane = 0; lane < kNumLanes; ++lane) {
-    if (kTwinStreams[lane] == stream) return lane;
-  }
-  return -1;
-}
-
-Stream overlapped_twin(Stream stream) {
-  const int lane = twin_lane(stream);
-  if (lane < 0 || is_twin(stream)) return stream;
-  return static_cast<Stream>(static_cast<int>(Stream::kComputeB) + lane);
-}
-
-const char* to_string(GroupKind kind) {
-  switch (kind) {
-    case GroupKind::kNone: return "none";
-    case GroupKind::kTp: return "tp";
-    case GroupKind::kCp: return "cp";
-    case GroupKind::kEp: return "ep";
-    case GroupKind::kDp: return "dp";
-    case GroupKind::kEmbedding: return "embedding";
-    case GroupKind::kModelParallel: return "model_parallel";
-    case GroupKind::kAmax: return "amax";
-    case GroupKind::kExpertTp: return "expert_tp";
-    case GroupKind::kExpertDp: return "expert_dp";
-    case GroupKind::kCpA2a: return "cp_a2a";
-    case GroupKind::kCpP2p: return "cp_p2p";
-    case GroupKind::kPpForwardSend: return "pp_forward_send";
-    case GroupKind::kPpForwardRecv: return "pp_forward_recv";
-    case GroupKind::kPpBackwardSend: return "pp_backward_send";
-    case GroupKind::kPpBackwardRecv: return "pp_backward_recv";
-    case GroupKind::kPipelineMirrorLow: return "pipeline_mirror_low";
-    case GroupKind::kPipelineMirrorHigh: return "pipeline_mirror_high";
-    case GroupKind::kPpReverseForwardSend: return "pp_reverse_forward_send";
-    case GroupKind::kPpReverseForwardRecv: return "pp_reverse_forward_recv";
-    case GroupKind::kPpReverseBackwardSend: return "pp_reverse_backward_send";
-    case GroupKind::kPpReverseBackwardRecv: return "pp_reverse_backward_recv";
-  }
-  return "?";
-}
-
 const char* to_string(MemoryKind kind) {
   switch (kind) {
     case MemoryKind::kWeights: return "weights";
@@ -134,7 +65,7 @@ const char* to_string(MemoryKind kind) {
   return "?";
 }
 
-ProgramBuilder::ProgramBuilder(int stage) : stage_(stage) { last_on_stream_.fill(-1); }
+ProgramBuilder::ProgramBuilder(int stage, DemandRule rule) : stage_(stage), rule_(rule) { last_on_stream_.fill(-1); }
 
 namespace {
 
@@ -192,6 +123,7 @@ ProgramBuilder::TaskId ProgramBuilder::add(Task task, const Op& op, std::initial
   }
   if (tasks_.size() >= UINT32_MAX) throw std::logic_error("workload graph: too many tasks in one program");
   last_on_stream_[stream] = id;
+  if (rule_) demands_.push_back(rule_(task, op));
   tasks_.push_back(task);
   return id;
 }
@@ -276,12 +208,13 @@ Program ProgramBuilder::finish() {
     if (p.in_degree[to] == UINT16_MAX) throw std::logic_error("workload graph: task in-degree overflow");
     ++p.in_degree[to];
   }
-  std::array<std::int32_t, kNumGroupKinds> next_seq{};
+  std::array<std::int32_t, 256> next_seq{};  // by Task::group
   for (Task& t : tasks_) {
     if (t.is_rendezvous()) t.group_seq = next_seq[static_cast<std::size_t>(t.group)]++;
   }
   p.tasks = std::move(tasks_);
   p.ops = std::move(ops_);
+  if (std::any_of(demands_.begin(), demands_.end(), [](std::uint8_t d) { return d != 0; })) p.demands = std::move(demands_);
   p.static_memory = static_memory_;
   return p;
 }

@@ -32,89 +32,34 @@ inline constexpr TaskKind kTaskKinds[] = {TaskKind::kGemm,       TaskKind::kAtte
 
 enum class Phase : std::uint8_t { kForward, kBackwardInput, kBackwardWeight, kRecompute, kOptimizer };
 
-/// Streams of one rank (ARCHITECTURE.md "The workload graph and the engine"): compute, and one per kind of
-/// communication so that overlap is modelled. Point-to-point traffic has a stream per direction and peer, as Megatron's
-/// batched isend/irecv lets each progress. The *B streams carry a backward pass that runs merged with a forward pass of
-/// another micro-batch (Megatron-Core's overlap_moe_expert_parallel_comm). A stream and its twin form one lane that the
-/// engine runs one task at a time, alternating between the passes when both have work (sim/engine/engine.h): the one
-/// GPU, and the one communication stream Megatron-Core issues both passes' collectives on. So one pass's all-to-alls
-/// hide behind the other's compute.
-enum class Stream : std::uint8_t {
-  kCompute,
-  kTp,
-  kCp,
-  kEp,
-  kDp,        // data-parallel parameter all-gathers
-  kDpReduce,  // data-parallel gradient all-reduces / reduce-scatters
-  kPpSendNext,
-  kPpRecvPrev,
-  kPpSendPrev,
-  kPpRecvNext,
-  // DualPipe's reverse direction (chunk 1): activations towards the previous rank, gradients towards the next.
-  kPpReverseSendPrev,
-  kPpReverseRecvNext,
-  kPpReverseSendNext,
-  kPpReverseRecvPrev,
-  kDeviceToHost,  // copy engine towards the host, and the host work that follows it (CPU offload)
-  kHostToDevice,  // copy engine towards the GPU
-  // FP8 amax all-reduces: Megatron-Core's amax reduction group is a communicator of its own (parallel_state
-  // _AMAX_REDUCTION_GROUP), so they do not queue behind the data-parallel gathers and reductions.
-  kAmax,
-  kComputeB,
-  kTpB,
-  kCpB,
-  kEpB,
+/// A stream of a rank as the graph declares it (WorkloadGraph::streams; Task::stream indexes the table). Tasks on
+/// one stream run in issue order, one at a time (CUDA streams are FIFO: ProgramBuilder adds the edges). Streams that
+/// share a lane run one task at a time across them, as one executor: the lowering's merged passes put a backward pass
+/// on side 1 of the compute lane while a forward pass runs on side 0 (sim/engine/engine.h says how a lane picks).
+struct StreamInfo {
+  std::string name;         // in traces and timelines: "compute", "tp", "pp_send_next"
+  std::int8_t lane = -1;    // the lane it shares with other streams; -1: it is its own executor
+  std::uint8_t side = 0;    // its side of the lane (0 or 1)
+  bool compute = false;     // runs on the GPU's SMs: an Instance's compute_slowdown stretches its tasks
 };
-inline constexpr int kNumStreams = 21;
 
-/// The streams that have a twin, in lane order; kTwinStreams[i]'s twin is Stream(kComputeB + i).
-inline constexpr Stream kTwinStreams[] = {Stream::kCompute, Stream::kTp, Stream::kCp, Stream::kEp};
-inline constexpr int kNumLanes = 4;
-/// The stream a merged backward pass uses in place of `stream` (the streams without a twin map to themselves).
-Stream overlapped_twin(Stream stream);
-/// The lane of `stream`: its index in kTwinStreams, or that of the stream it is the twin of; -1 for the others.
-int twin_lane(Stream stream);
-/// True for the twin streams (kComputeB, kTpB, kCpB, kEpB).
-inline bool is_twin(Stream stream) { return stream >= Stream::kComputeB; }
-
-/// The communication group a rendezvous task belongs to. The p2p kinds pair a sender with its receiver: a
-/// kPpForwardSend task of stage s and a kPpForwardRecv task of stage s+1 meet in the same group. The kPpReverse
-/// kinds carry DualPipe's reverse direction, whose forward runs from stage s to s-1; they have kinds of their own so
-/// that each direction's transfers pair in micro-batch order.
-enum class GroupKind : std::uint8_t {
-  kNone,
-  kTp,
-  kCp,
-  kEp,             // expert parallelism: the ranks that exchange tokens for their experts
-  kDp,             // data-parallel gradients and parameters (dp x cp ranks)
-  kEmbedding,      // first and last pipeline stage, for tied embeddings
-  kModelParallel,  // all tp x pp ranks of one model replica (gradient norm)
-  kAmax,           // all tp x cp x dp ranks of one pipeline stage (FP8 amax reduction, Megatron's amax group)
-  kExpertTp,       // expert tensor parallelism (ETP) inside an expert-parallel rank
-  kExpertDp,       // ranks holding the same expert shard: their gradients are reduced together
-  kCpA2a,          // hierarchical CP: the all-to-all group (consecutive CP ranks)
-  kCpP2p,          // hierarchical CP: the ring across all-to-all groups
-  // DualPipe: ranks s and pp-1-s, which hold copies of the same two model stages, summing the gradients of the
-  // one in the first (Low) or second (High) half of the model: two kinds, so each pairs on its own.
-  kPipelineMirrorLow,
-  kPipelineMirrorHigh,
-  // The point-to-point kinds come last, each send kind followed by its receive kind (instances.cpp pairs them).
-  kPpForwardSend,
-  kPpForwardRecv,
-  kPpBackwardSend,
-  kPpBackwardRecv,
-  kPpReverseForwardSend,   // me -> prev
-  kPpReverseForwardRecv,   // next -> me
-  kPpReverseBackwardSend,  // me -> next
-  kPpReverseBackwardRecv,  // prev -> me
+/// A family of rendezvous groups as the graph declares it (WorkloadGraph::group_kinds; Task::group indexes it, 0
+/// means no rendezvous). Instantiation numbers the concrete groups of each kind.
+struct GroupKindInfo {
+  std::string name;           // "tp", "pp_forward_send"
+  std::string category;       // the report's category of its communication: "tp", "cp", "ep", "pp" or "dp"
+  bool spans_stages = false;  // its members sit on different pipeline stages (waiting for them is bubble)
+  std::int8_t pair = -1;      // a point-to-point kind: the kind of the other end (a send's receive), else -1
+  bool sends = false;         // a point-to-point kind: the sending end
 };
-inline constexpr int kNumGroupKinds = 22;
-/// The point-to-point kinds (pipeline transfers), which pair one sender with one receiver.
-inline bool is_pipeline_transfer(GroupKind g) { return g >= GroupKind::kPpForwardSend; }
-/// The sending side of a point-to-point pair: the first of each send/receive pair of kinds.
-inline bool is_pipeline_send(GroupKind g) {
-  return is_pipeline_transfer(g) && (static_cast<int>(g) - static_cast<int>(GroupKind::kPpForwardSend)) % 2 == 0;
-}
+
+/// One kind of resource demand (WorkloadGraph::demands; bit k of Program::demands[t] is demands[k]): the resource
+/// model that serves it, by name (sim/engine/resource_model.h lists them), and the task's role in it.
+struct DemandInfo {
+  std::string model;  // "sm_contention", "port_fair_share"
+  std::string role;   // the model's own role names: "compute", "contender"; "send", "receive"
+};
+inline constexpr int kMaxDemands = 8;  // bits of one task's demand mask
 
 enum class MemoryKind : std::uint8_t { kWeights, kGradients, kOptimizer, kActivations, kOther };
 inline constexpr int kNumMemoryKinds = 5;
@@ -136,8 +81,8 @@ std::size_t hash_op(const Op& op);
 struct Task {
   TaskKind kind = TaskKind::kElementwise;
   Phase phase = Phase::kForward;
-  Stream stream = Stream::kCompute;
-  GroupKind group = GroupKind::kNone;
+  std::uint8_t stream = 0;       // index into WorkloadGraph::streams
+  std::uint8_t group = 0;        // index into WorkloadGraph::group_kinds; 0: no rendezvous
   MemoryKind start_kind = MemoryKind::kActivations;
   MemoryKind end_kind = MemoryKind::kActivations;
   std::int16_t chunk = -1;       // virtual-stage index on this rank (interleaving), -1 for none
@@ -151,11 +96,7 @@ struct Task {
 
   MemoryEffect at_start() const { return {start_kind, start_bytes}; }
   MemoryEffect at_end() const { return {end_kind, end_bytes}; }
-  bool is_rendezvous() const { return group != GroupKind::kNone; }
-  bool is_compute() const { return stream == Stream::kCompute || stream == Stream::kComputeB; }
-  /// Non-compute work that takes SMs from compute (NCCL kernels); PCIe copies run on copy engines and a host's
-  /// wait for a side-stream copy takes none.
-  bool contends_for_sms() const { return !is_compute() && kind != TaskKind::kHostOp && kind != TaskKind::kHostSync; }
+  bool is_rendezvous() const { return group != 0; }
 };
 
 /// Successor lists in compressed-sparse-row form, with 32-bit task ids (a program stays below 2^32 tasks).
@@ -174,10 +115,17 @@ struct Program {
   /// forward-and-backward layers: model_chunk_schedule_plan.py interleaves their sub-modules); empty: task order.
   /// A permutation of 0..tasks.size()-1; the engine's host timeline walks it.
   std::vector<std::int32_t> issue_order;
+  /// Per task, the resources it demands: bit k set means WorkloadGraph::demands[k] (empty: none at all).
+  std::vector<std::uint8_t> demands;
 };
 
+/// The programs and the tables their tasks index. The engine checks every index against the tables before it runs
+/// (std::logic_error names the first that is out of range).
 struct WorkloadGraph {
   std::vector<Program> programs;  // index = pipeline stage
+  std::vector<StreamInfo> streams;
+  std::vector<GroupKindInfo> group_kinds;  // [0] stands for "no rendezvous"
+  std::vector<DemandInfo> demands;
   std::size_t num_tasks() const;
 };
 
@@ -186,15 +134,17 @@ std::string task_name(const Program& program, const Task& task);
 
 const char* to_string(TaskKind kind);
 const char* to_string(Phase phase);
-const char* to_string(Stream stream);
-const char* to_string(GroupKind kind);
 const char* to_string(MemoryKind kind);
+
+/// Declares the resources a task demands, from the task and its operation (the bits of Program::demands).
+using DemandRule = std::uint8_t (*)(const Task& task, const Op& op);
 
 /// Builds one Program: adds tasks in issue order with their dependencies; the edge from the previous task on the
 /// same stream is added automatically (CUDA streams are FIFO).
 class ProgramBuilder {
  public:
-  explicit ProgramBuilder(int stage);
+  /// `rule` gives each added task its resource demands (nullptr: none).
+  explicit ProgramBuilder(int stage, DemandRule rule = nullptr);
   using TaskId = std::int32_t;
 
   /// Adds `task` doing `op` (interned) after `deps` (ids < 0 are ignored) and the previous task on its stream.
@@ -203,7 +153,7 @@ class ProgramBuilder {
   void alloc_at_start(TaskId task, MemoryKind kind, Bytes bytes);
   void free_at_end(TaskId task, MemoryKind kind, Bytes bytes);
   /// The last task added on `stream`, or -1.
-  TaskId last_on(Stream stream) const { return last_on_stream_[static_cast<std::size_t>(stream)]; }
+  TaskId last_on(std::uint8_t stream) const { return last_on_stream_[stream]; }
   TaskId last() const { return static_cast<TaskId>(tasks_.size()) - 1; }
   const Task& task(TaskId id) const { return tasks_[static_cast<std::size_t>(id)]; }
   const Op& op_of(TaskId id) const { return ops_[static_cast<std::size_t>(task(id).op)]; }
@@ -229,7 +179,9 @@ class ProgramBuilder {
   std::vector<Op> ops_;
   std::unordered_multimap<std::size_t, std::int32_t> op_index_;  // hash -> index into ops_
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;
-  std::array<TaskId, kNumStreams> last_on_stream_;
+  std::array<TaskId, 256> last_on_stream_;  // by Task::stream
+  DemandRule rule_ = nullptr;
+  std::vector<std::uint8_t> demands_;
   std::array<Bytes, kNumMemoryKinds> static_memory_{};
   std::vector<TaskId> issue_order_;  // the host's order of tasks 0..issue_order_.size()-1; empty: task order
   std::vector<std::pair<TaskId, TaskId>> reordered_;  // the ranges (first, last) issue_in_order() reordered

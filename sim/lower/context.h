@@ -11,7 +11,7 @@
 #include "sim/pipeline_layout.h"
 #include "sim/rank_layout.h"
 #include "sim/scenario.h"
-#include "sim/engine/workload_graph.h"
+#include "sim/task_vocabulary.h"
 
 namespace orrery {
 

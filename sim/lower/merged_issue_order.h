@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "sim/engine/workload_graph.h"
+#include "sim/task_vocabulary.h"
 
 namespace orrery {
 

@@ -29,7 +29,7 @@ class StageLowering {
   StageLowering(const LoweringContext& ctx, int stage)
       : ctx_(ctx),
         stage_(stage),
-        builder_(stage),
+        builder_(program_builder(stage)),
         emit_(ctx, builder_, stage),
         dp_(ctx, stage),
         sharded_(ctx, stage),
@@ -141,7 +141,7 @@ class StageLowering {
   // The first compute task at or after `first` (-1 if none).
   TaskId first_compute_from(TaskId first) const {
     for (TaskId t = first; t <= builder_.last(); ++t) {
-      if (builder_.task(t).is_compute()) return t;
+      if (is_compute(builder_.task(t))) return t;
     }
     return -1;
   }
@@ -492,6 +492,7 @@ class StageLowering {
 WorkloadGraph lower(const Scenario& scenario, const MemoryParams& memory) {
   LoweringContext ctx(scenario);
   WorkloadGraph graph;
+  declare_vocabulary(graph);
   for (int stage = 0; stage < scenario.parallel.pp; ++stage) {
     StageLowering lowering(ctx, stage);
     graph.programs.push_back(lowering.run(memory));

@@ -37,7 +37,7 @@ struct LayerCost {
 // Prices the compute-stream tasks of a scratch program that `emit_unit` fills for one micro-batch.
 template <class F>
 LayerCost probe(const LoweringContext& ctx, const CostModels& models, int layer, int microbatch, F&& emit_unit) {
-  ProgramBuilder builder(0);
+  ProgramBuilder builder = program_builder(0);
   Emitter emit(ctx, builder, 0);
   emit.at(microbatch, 0, layer, Phase::kForward);
   emit_unit(emit);
@@ -48,7 +48,7 @@ LayerCost probe(const LoweringContext& ctx, const CostModels& models, int layer,
       c.saved += (t.start_kind == MemoryKind::kActivations ? t.start_bytes : 0) +
                  (t.end_kind == MemoryKind::kActivations ? t.end_bytes : 0);
     }
-    if (!t.is_compute()) continue;
+    if (!is_compute(t)) continue;
     const Seconds d = op_duration(p.ops[static_cast<std::size_t>(t.op)], models);
     if (t.phase == Phase::kForward) {
       c.forward += d;

@@ -1,23 +1,74 @@
-// The event engine on hand-built graphs: dependencies, stream order, rendezvous and memory.
+// The event engine on hand-built graphs: dependencies, stream order, lanes, rendezvous, resources and memory. The
+// graphs declare a vocabulary of their own (streams, group kinds, demands), none of the lowering's: the engine runs
+// whatever the graph declares.
 #include <catch2/catch.hpp>
 
+#include <queue>
+#include <random>
+
 #include "sim/engine/engine.h"
+#include "sim/engine/event_queue.h"
 
 using namespace orrery;
 
 namespace {
 
+// Streams: two lanes of two sides (a GPU and a communication engine), and four executors of their own.
+enum TestStream : std::uint8_t { kGpu, kComm, kGpuB, kCommB, kSend, kRecv, kNetA, kNetB, kTestStreams };
+// Group kinds: 0 is no rendezvous.
+enum TestGroup : std::uint8_t { kSolo, kTeam, kOtherTeam, kTestGroups };
+// Demand bits, declared in this order below.
+constexpr std::uint8_t kOnSms = 1, kTakesSms = 2, kPortOut = 4, kPortIn = 8;
+
+// GPU work runs on SMs; everything else takes some; a transfer whose group spans domains uses the port (the send
+// and receive executors one direction each).
+std::uint8_t test_demands(const Task& t, const Op& op) {
+  if (t.stream == kGpu || t.stream == kGpuB) return kOnSms;
+  std::uint8_t d = kTakesSms;
+  if (const auto* c = std::get_if<CollectiveOp>(&op); c && c->placement.domains > 1) {
+    d |= t.stream == kSend ? kPortOut : t.stream == kRecv ? kPortIn : kPortOut | kPortIn;
+  }
+  return d;
+}
+
+ProgramBuilder builder(int stage) { return ProgramBuilder(stage, &test_demands); }
+
+// A graph of `programs` with the test vocabulary.
+WorkloadGraph graph_of(std::vector<Program> programs) {
+  WorkloadGraph g;
+  g.programs = std::move(programs);
+  g.streams = {{"gpu", 0, 0, true},  {"comm", 1, 0, false},  {"gpu_b", 0, 1, true}, {"comm_b", 1, 1, false},
+               {"send", -1, 0, false}, {"recv", -1, 0, false}, {"net_a", -1, 0, false}, {"net_b", -1, 0, false}};
+  g.group_kinds = {{"solo", "", false, -1, false}, {"team", "tp", false, -1, false}, {"other", "ep", false, -1, false}};
+  g.demands = {{"sm_contention", "compute"}, {"sm_contention", "contender"}, {"port_fair_share", "send"},
+               {"port_fair_share", "receive"}};
+  return g;
+}
+
+RunOptions with_sm_contention(double slowdown) {
+  RunOptions o;
+  o.resources = {{"sm_contention", slowdown}};
+  return o;
+}
+
+RunOptions with_port_sharing() {
+  RunOptions o;
+  o.resources = {{"port_fair_share", 0.0}};
+  return o;
+}
+
 Task compute(const char* label) {
   Task t;
   t.kind = TaskKind::kGemm;
+  t.stream = kGpu;
   t.label = label;
   return t;
 }
 
-Task collective(GroupKind group) {
+Task collective(std::uint8_t group) {
   Task t;
   t.kind = TaskKind::kCollective;
-  t.stream = Stream::kTp;
+  t.stream = kComm;
   t.group = group;
   t.label = "all_reduce";
   return t;
@@ -27,33 +78,35 @@ Task collective(GroupKind group) {
 GemmShape shape(std::int64_t id) { return GemmShape{id, 1, 1, 1, DType::kBf16}; }
 CollectiveOp comm() { return CollectiveOp{CollectiveKind::kAllReduce, 1 << 20, {}}; }
 
-// Appends two backward-pass tasks b1, b2 (durations of shapes 3 and 4) on the twin compute stream.
+// Appends two backward-pass tasks b1, b2 (durations of shapes 3 and 4) on the GPU lane's second side.
 void add_twin_pair(ProgramBuilder& b) {
   Task b1 = compute("b1"), b2 = compute("b2");
-  b1.stream = b2.stream = Stream::kComputeB;
+  b1.stream = b2.stream = kGpuB;
   b.add(b1, shape(3));
   b.add(b2, shape(4));
 }
 
 // One instance of program 0; `group` (if any) is a one-member group.
-Instantiation one_instance(GroupKind group = GroupKind::kNone) {
+Instantiation one_instance(std::uint8_t group = kSolo) {
   Instantiation inst;
   inst.instances = {{0, 0, 1, 1.0}};
-  inst.group_of.assign(kNumGroupKinds, -1);
-  if (group != GroupKind::kNone) {
-    inst.group_of[static_cast<int>(group)] = 0;
+  inst.group_kinds = kTestGroups;
+  inst.group_of.assign(kTestGroups, -1);
+  if (group != kSolo) {
+    inst.group_of[group] = 0;
     inst.group_size = {1};
   }
   return inst;
 }
 
 // Two instances `a` and `b` ({program, representative rank, ranks, compute slowdown}) forming one group of `group`.
-Instantiation pair_in_group(GroupKind group, Instance a, Instance b) {
+Instantiation pair_in_group(std::uint8_t group, Instance a, Instance b) {
   Instantiation inst;
   inst.instances = {a, b};
-  inst.group_of.assign(2 * kNumGroupKinds, -1);
-  inst.group_of[0 * kNumGroupKinds + static_cast<int>(group)] = 0;
-  inst.group_of[1 * kNumGroupKinds + static_cast<int>(group)] = 0;
+  inst.group_kinds = kTestGroups;
+  inst.group_of.assign(2 * kTestGroups, -1);
+  inst.group_of[0 * kTestGroups + group] = 0;
+  inst.group_of[1 * kTestGroups + group] = 0;
   inst.group_size = {2};
   return inst;
 }
@@ -63,14 +116,13 @@ Instantiation pair_in_group(GroupKind group, Instance a, Instance b) {
 TEST_CASE("a rendezvous collective waits for its slowest member", "[sim][engine]") {
   // One program: compute (1 ms) -> all-reduce (0.5 ms) -> compute (1 ms). Two instances in one TP group, the
   // second with compute twice as slow: the collective starts at 2 ms on both, so the fast one idles 1 ms.
-  ProgramBuilder b(0);
+  ProgramBuilder b = builder(0);
   auto c1 = b.add(compute("before"), shape(1));
-  auto ar = b.add(collective(GroupKind::kTp), comm(), {c1});
+  auto ar = b.add(collective(kTeam), comm(), {c1});
   b.add(compute("after"), shape(2), {ar});
-  WorkloadGraph g;
-  g.programs.push_back(b.finish());
+  const WorkloadGraph g = graph_of({b.finish()});
   Durations d{{{1e-3, 0.5e-3, 1e-3}}};  // ops in interning order: shape(1), comm, shape(2)
-  const Instantiation inst = pair_in_group(GroupKind::kTp, {0, 0, 1, 1.0}, {0, 1, 1, 2.0});
+  const Instantiation inst = pair_in_group(kTeam, {0, 0, 1, 1.0}, {0, 1, 1, 2.0});
   const RunResult r = run_engine(g, inst, d);
   REQUIRE(r.instances[0].recorded);
   const auto& fast = r.instances[0].timings;
@@ -85,16 +137,15 @@ TEST_CASE("a rendezvous collective waits for its slowest member", "[sim][engine]
 }
 
 TEST_CASE("stream order serialises tasks on one stream, and other streams overlap", "[sim][engine]") {
-  ProgramBuilder b(0);
+  ProgramBuilder b = builder(0);
   auto c1 = b.add(compute("a"), shape(1));
-  Task comm_task = collective(GroupKind::kTp);
+  Task comm_task = collective(kTeam);
   auto ar = b.add(comm_task, comm(), {c1});  // overlaps with b below
   b.add(compute("b"), shape(2));                  // only stream order on c1
   b.add(compute("c"), shape(3), {ar});            // waits for both
-  WorkloadGraph g;
-  g.programs.push_back(b.finish());
+  const WorkloadGraph g = graph_of({b.finish()});
   Durations d{{{1e-3, 3e-3, 1e-3, 1e-3}}};
-  const Instantiation inst = one_instance(GroupKind::kTp);
+  const Instantiation inst = one_instance(kTeam);
   const RunResult r = run_engine(g, inst, d);
   const auto& t = r.instances[0].timings;
   CHECK(t[2].start == 1'000'000);  // b after a, alongside the all-reduce
@@ -103,7 +154,7 @@ TEST_CASE("stream order serialises tasks on one stream, and other streams overla
 }
 
 TEST_CASE("memory effects: allocations at start, frees at end, peak with its composition", "[sim][engine]") {
-  ProgramBuilder b(0);
+  ProgramBuilder b = builder(0);
   auto f = b.add(compute("forward"), shape(1));
   b.alloc_at_start(f, MemoryKind::kActivations, 100);
   auto w = b.add(compute("workspace"), shape(2));
@@ -112,8 +163,7 @@ TEST_CASE("memory effects: allocations at start, frees at end, peak with its com
   auto back = b.add(compute("backward"), shape(3));
   b.free_at_end(back, MemoryKind::kActivations, 100);
   b.set_static_memory(MemoryKind::kWeights, 1000);
-  WorkloadGraph g;
-  g.programs.push_back(b.finish());
+  const WorkloadGraph g = graph_of({b.finish()});
   Durations d{{{1e-6, 1e-6, 1e-6}}};
   const RunResult r = run_engine(g, one_instance(), d);
   CHECK(r.instances[0].peak == 1150);
@@ -124,7 +174,7 @@ TEST_CASE("memory effects: allocations at start, frees at end, peak with its com
 }
 
 TEST_CASE("a dependency on a later task is refused (it would deadlock)", "[sim][engine]") {
-  ProgramBuilder b(0);
+  ProgramBuilder b = builder(0);
   auto a = b.add(compute("a"), shape(1));
   auto c = b.add(compute("c"), shape(2));
   CHECK_THROWS(b.depend(a, c));
@@ -134,17 +184,16 @@ TEST_CASE("two compute streams share the GPU: one compute task at a time, the ea
   // Forward pass on kCompute: f1, then an all-to-all on kEp, then f2 that needs it. Backward pass on the twin
   // streams: b1 and b2, independent of the forward. By hand (ms): f1 0-1; the all-to-all 1-3 while b1 runs 1-2 and
   // b2 2-3 in the gap; f2 3-4. One compute stream would give f1, all-to-all, f2, b1, b2 = 6 ms.
-  ProgramBuilder b(0);
+  ProgramBuilder b = builder(0);
   const auto f1 = b.add(compute("f1"), shape(1));
-  Task a2a = collective(GroupKind::kEp);
-  a2a.stream = Stream::kEp;
+  Task a2a = collective(kTeam);
+  a2a.stream = kComm;
   const auto x = b.add(a2a, comm(), {f1});
   b.add(compute("f2"), shape(2), {x});
   add_twin_pair(b);
-  WorkloadGraph g;
-  g.programs.push_back(b.finish());
+  const WorkloadGraph g = graph_of({b.finish()});
   Durations d{{{1e-3, 2e-3, 1e-3, 1e-3, 1e-3}}};
-  const Instantiation inst = one_instance(GroupKind::kEp);
+  const Instantiation inst = one_instance(kTeam);
   const RunResult r = run_engine(g, inst, d);
   const auto& t = r.instances[0].timings;
   CHECK(t[0].start == 0);
@@ -153,8 +202,7 @@ TEST_CASE("two compute streams share the GPU: one compute task at a time, the ea
   CHECK(t[2].start == 3'000'000);  // f2 after the all-to-all
   CHECK(r.makespan == 4'000'000);
   // Under SM contention the same order holds; only the compute beside the all-to-all slows down.
-  RunOptions slowed;
-  slowed.overlap_slowdown = 0.5;
+  const RunOptions slowed = with_sm_contention(0.5);
   const RunResult s = run_engine(g, inst, d, slowed);
   CHECK(s.instances[0].timings[3].end == 2'500'000);  // b1: 1 ms of work at 1 / 1.5 speed
   CHECK(s.instances[0].timings[4].start == 2'500'000);
@@ -163,12 +211,11 @@ TEST_CASE("two compute streams share the GPU: one compute task at a time, the ea
 TEST_CASE("when the GPU frees with both compute streams waiting, the other stream's task runs", "[sim][engine]") {
   // f1 and f2 on kCompute, b1 and b2 on kComputeB, all ready from the start but for stream order. The GPU
   // alternates between the streams: f1 0-1, b1 1-2, f2 2-3, b2 3-4 ms (issue order alone would run f2 before b1).
-  ProgramBuilder b(0);
+  ProgramBuilder b = builder(0);
   b.add(compute("f1"), shape(1));
   b.add(compute("f2"), shape(2));
   add_twin_pair(b);
-  WorkloadGraph g;
-  g.programs.push_back(b.finish());
+  const WorkloadGraph g = graph_of({b.finish()});
   Durations d{{{1e-3, 1e-3, 1e-3, 1e-3}}};
   const RunResult r = run_engine(g, one_instance(), d);
   const auto& t = r.instances[0].timings;
@@ -181,19 +228,19 @@ TEST_CASE("when the GPU frees with both compute streams waiting, the other strea
 TEST_CASE("a stream and its twin are one lane: a group waits until every member's lane is free", "[sim][engine]") {
   // Two ranks in one EP group, each issuing a forward all-to-all on kEp (2 ms) and a backward one on kEpB (1 ms),
   // both ready at once. One communication stream carries both: the second group starts when the first ends.
-  ProgramBuilder b(0);
-  Task forward = collective(GroupKind::kEp), backward = collective(GroupKind::kEp);
-  forward.stream = Stream::kEp;
-  backward.stream = Stream::kEpB;
+  ProgramBuilder b = builder(0);
+  Task forward = collective(kTeam), backward = collective(kTeam);
+  forward.stream = kComm;
+  backward.stream = kCommB;
   b.add(forward, comm());
   b.add(backward, CollectiveOp{CollectiveKind::kAllToAll, 1 << 10, {}});
-  WorkloadGraph g;
-  g.programs.push_back(b.finish());
+  const WorkloadGraph g = graph_of({b.finish()});
   Durations d{{{2e-3, 1e-3}}};
   Instantiation inst;
   inst.instances = {{0, 0, 1, 1.0}, {0, 1, 1, 1.0}};
-  inst.group_of.assign(2 * kNumGroupKinds, -1);
-  for (int i = 0; i < 2; ++i) inst.group_of[static_cast<std::size_t>(i * kNumGroupKinds + static_cast<int>(GroupKind::kEp))] = 0;
+  inst.group_kinds = kTestGroups;
+  inst.group_of.assign(2 * kTestGroups, -1);
+  for (int i = 0; i < 2; ++i) inst.group_of[static_cast<std::size_t>(i * kTestGroups + kTeam)] = 0;
   inst.group_size = {2};
   const RunResult r = run_engine(g, inst, d);
   for (const InstanceRun& run : r.instances) {
@@ -206,23 +253,22 @@ TEST_CASE("a stream and its twin are one lane: a group waits until every member'
 TEST_CASE("a group waits while one member's lane is busy and starts when it frees", "[sim][engine]") {
   // Rank 0 runs a 3 ms expert-TP collective of the merged backward (kEpB, a group of its own) when both ranks
   // reach their 1 ms EP all-to-all (kEp) at time 0: the all-to-all starts on both when rank 0's lane frees, 3-4 ms.
-  Task busy = collective(GroupKind::kExpertTp), a2a = collective(GroupKind::kEp);
-  busy.stream = Stream::kEpB;
-  a2a.stream = Stream::kEp;
-  ProgramBuilder first(0), second(1);
+  Task busy = collective(kOtherTeam), a2a = collective(kTeam);
+  busy.stream = kCommB;
+  a2a.stream = kComm;
+  ProgramBuilder first = builder(0), second = builder(1);
   first.add(busy, CollectiveOp{CollectiveKind::kAllGather, 1 << 10, {}});
   first.add(a2a, comm());
   second.add(a2a, comm());
-  WorkloadGraph g;
-  g.programs.push_back(first.finish());
-  g.programs.push_back(second.finish());
+  const WorkloadGraph g = graph_of({first.finish(), second.finish()});
   Durations d{{{3e-3, 1e-3}, {1e-3}}};
   Instantiation inst;
   inst.instances = {{0, 0, 1, 1.0}, {1, 1, 1, 1.0}};
-  inst.group_of.assign(2 * kNumGroupKinds, -1);
-  inst.group_of[static_cast<std::size_t>(GroupKind::kEp)] = 0;
-  inst.group_of[static_cast<std::size_t>(kNumGroupKinds + static_cast<int>(GroupKind::kEp))] = 0;
-  inst.group_of[static_cast<std::size_t>(GroupKind::kExpertTp)] = 1;
+  inst.group_kinds = kTestGroups;
+  inst.group_of.assign(2 * kTestGroups, -1);
+  inst.group_of[kTeam] = 0;
+  inst.group_of[kTestGroups + kTeam] = 0;
+  inst.group_of[kOtherTeam] = 1;
   inst.group_size = {2, 1};
   const RunResult r = run_engine(g, inst, d);
   CHECK(r.instances[0].timings[1].start == 3'000'000);
@@ -239,24 +285,22 @@ TEST_CASE("transfers across NVLink domains share the rank's network port, per di
     op.placement.size = 2 * domains;
     return op;
   };
-  const auto transfer = [](Stream stream) {
+  const auto transfer = [](std::uint8_t stream) {
     Task t;
-    t.kind = stream == Stream::kDp || stream == Stream::kDpReduce || stream == Stream::kTp ? TaskKind::kCollective
+    t.kind = stream == kNetA || stream == kNetB || stream == kComm ? TaskKind::kCollective
                                                                                           : TaskKind::kSendRecv;
     t.stream = stream;
     t.label = "transfer";
     return t;
   };
-  ProgramBuilder b(0);
-  b.add(transfer(Stream::kDp), crossing(CollectiveKind::kAllGather, 1, 2));           // 1 ms, network
-  b.add(transfer(Stream::kDpReduce), crossing(CollectiveKind::kReduceScatter, 2, 2));  // 2 ms, network
-  b.add(transfer(Stream::kTp), crossing(CollectiveKind::kAllReduce, 3, 1));            // 1 ms, inside the domain
-  b.add(transfer(Stream::kPpRecvPrev), crossing(CollectiveKind::kSendRecv, 4, 2));     // 3 ms, receives only
-  WorkloadGraph g;
-  g.programs.push_back(b.finish());
+  ProgramBuilder b = builder(0);
+  b.add(transfer(kNetA), crossing(CollectiveKind::kAllGather, 1, 2));           // 1 ms, network
+  b.add(transfer(kNetB), crossing(CollectiveKind::kReduceScatter, 2, 2));  // 2 ms, network
+  b.add(transfer(kComm), crossing(CollectiveKind::kAllReduce, 3, 1));            // 1 ms, inside the domain
+  b.add(transfer(kRecv), crossing(CollectiveKind::kSendRecv, 4, 2));     // 3 ms, receives only
+  const WorkloadGraph g = graph_of({b.finish()});
   const Durations d{{{1e-3, 2e-3, 1e-3, 3e-3}}};
-  RunOptions shared;
-  shared.share_network = true;
+  const RunOptions shared = with_port_sharing();
   const RunResult r = run_engine(g, one_instance(), d, shared);
   const auto& t = r.instances[0].timings;
   // Receives: the two collectives and the receive (3 users) until the all-gather has done its 1 ms of work at 1/3
@@ -273,11 +317,10 @@ TEST_CASE("transfers across NVLink domains share the rank's network port, per di
   CHECK(alone.instances[0].timings[3].end == 3'000'000);
 
   // A send and a receive use opposite directions and do not slow each other.
-  ProgramBuilder duplex(0);
-  duplex.add(transfer(Stream::kPpSendNext), crossing(CollectiveKind::kSendRecv, 5, 2));
-  duplex.add(transfer(Stream::kPpRecvPrev), crossing(CollectiveKind::kSendRecv, 6, 2));
-  WorkloadGraph g2;
-  g2.programs.push_back(duplex.finish());
+  ProgramBuilder duplex = builder(0);
+  duplex.add(transfer(kSend), crossing(CollectiveKind::kSendRecv, 5, 2));
+  duplex.add(transfer(kRecv), crossing(CollectiveKind::kSendRecv, 6, 2));
+  const WorkloadGraph g2 = graph_of({duplex.finish()});
   const RunResult both = run_engine(g2, one_instance(), Durations{{{1e-3, 1e-3}}}, shared);
   CHECK(both.instances[0].timings[0].end == 1'000'000);
   CHECK(both.instances[0].timings[1].end == 1'000'000);
@@ -293,29 +336,114 @@ TEST_CASE("a transfer over several ranks ends with its slowest member's port", "
   scatter.placement.domains = 2;
   Task ag;
   ag.kind = TaskKind::kCollective;
-  ag.stream = Stream::kDp;
-  ag.group = GroupKind::kDp;
+  ag.stream = kNetA;
+  ag.group = kTeam;
   ag.label = "all_gather";
   Task rs = ag;
-  rs.stream = Stream::kDpReduce;
-  rs.group = GroupKind::kNone;
+  rs.stream = kNetB;
+  rs.group = kSolo;
   rs.label = "reduce_scatter";
-  ProgramBuilder plain(0), busy(1);
+  ProgramBuilder plain = builder(0), busy = builder(1);
   auto g0 = plain.add(ag, gather);
   plain.add(compute("after"), shape(1), {g0});
   auto g1 = busy.add(ag, gather);
   busy.add(compute("after"), shape(1), {g1});
   busy.add(rs, scatter);
-  WorkloadGraph g;
-  g.programs.push_back(plain.finish());
-  g.programs.push_back(busy.finish());
+  const WorkloadGraph g = graph_of({plain.finish(), busy.finish()});
   const Durations d{{{1e-3, 1e-3}, {1e-3, 1e-3, 1e-3}}};
-  const Instantiation inst = pair_in_group(GroupKind::kDp, {0, 0, 1, 1.0}, {1, 1, 1, 1.0});
-  RunOptions shared;
-  shared.share_network = true;
+  const Instantiation inst = pair_in_group(kTeam, {0, 0, 1, 1.0}, {1, 1, 1, 1.0});
+  const RunOptions shared = with_port_sharing();
   const RunResult r = run_engine(g, inst, d, shared);
   CHECK(r.instances[1].timings[0].end == 2'000'000);  // the busy port: half speed while the reduce-scatter runs
   CHECK(r.instances[0].timings[0].end == 2'000'000);  // the quiet one waits for it
   CHECK(r.instances[0].timings[1].start == 2'000'000);
   CHECK(r.instances[1].timings[2].end == 2'000'000);  // the reduce-scatter shared the port the whole time
+}
+
+TEST_CASE("two transfers sharing a port each get half its rate", "[sim][engine][network]") {
+  // Two 2 ms all-gathers across NVLink domains on one rank, issued together on two executors: each does its 2 ms
+  // of work at half the port's rate, so both end at 4 ms; a third, inside the domain, is untouched at 2 ms.
+  CollectiveOp crossing{CollectiveKind::kAllGather, 1, {}};
+  crossing.placement.domains = 2;
+  CollectiveOp inside{CollectiveKind::kAllGather, 3, {}};
+  Task a = collective(kSolo), b = collective(kSolo), c = collective(kSolo);
+  a.stream = kNetA;
+  b.stream = kNetB;
+  CollectiveOp crossing_too = crossing;
+  crossing_too.bytes = 2;
+  ProgramBuilder p = builder(0);
+  p.add(a, crossing);
+  p.add(b, crossing_too);
+  p.add(c, inside);
+  const WorkloadGraph g = graph_of({p.finish()});
+  const Durations d{{{2e-3, 2e-3, 2e-3}}};
+  const RunResult r = run_engine(g, one_instance(), d, with_port_sharing());
+  CHECK(r.instances[0].timings[0].end == 4'000'000);
+  CHECK(r.instances[0].timings[1].end == 4'000'000);
+  CHECK(r.instances[0].timings[2].end == 2'000'000);
+  // The same graph with the model not enabled: the graph's demands are ignored and each sees the whole port.
+  const RunResult alone = run_engine(g, one_instance(), d);
+  CHECK(alone.instances[0].timings[0].end == 2'000'000);
+  CHECK(alone.instances[0].timings[1].end == 2'000'000);
+}
+
+TEST_CASE("the engine refuses graphs that use what they did not declare, and unknown resource models", "[sim][engine]") {
+  ProgramBuilder b = builder(0);
+  Task t = compute("stray");
+  t.stream = kTestStreams;  // no such stream in the table
+  b.add(t, shape(1));
+  const WorkloadGraph stray = graph_of({b.finish()});
+  CHECK_THROWS_AS(run_engine(stray, one_instance(), Durations{{{1e-3}}}), std::logic_error);
+
+  ProgramBuilder ok = builder(0);
+  ok.add(compute("fine"), shape(1));
+  const WorkloadGraph g = graph_of({ok.finish()});
+  Instantiation fewer = one_instance();
+  fewer.group_kinds = 2;
+  fewer.group_of.resize(2);
+  CHECK_THROWS_AS(run_engine(g, fewer, Durations{{{1e-3}}}), std::logic_error);
+  RunOptions unknown;
+  unknown.resources = {{"nvlink_share", 0.0}};
+  CHECK_THROWS_WITH(run_engine(g, one_instance(), Durations{{{1e-3}}}, unknown), Catch::Contains("nvlink_share"));
+  RunOptions twice;
+  twice.resources = {{"sm_contention", 0.1}, {"sm_contention", 0.2}};
+  CHECK_THROWS_AS(run_engine(g, one_instance(), Durations{{{1e-3}}}, twice), std::invalid_argument);
+  WorkloadGraph bad_role = g;
+  bad_role.demands[0].role = "borrower";
+  CHECK_THROWS_WITH(run_engine(bad_role, one_instance(), Durations{{{1e-3}}}, with_sm_contention(0.1)),
+                    Catch::Contains("borrower"));
+}
+
+TEST_CASE("the radix event queue pops in the order of a binary heap on (time, order)", "[sim][engine]") {
+  // A second method: std::priority_queue on the same monotone stream of pushes, with many equal times.
+  std::mt19937_64 random(7);
+  EventQueue radix;
+  const auto later = [](const Event& a, const Event& b) { return a.time != b.time ? a.time > b.time : a.order > b.order; };
+  std::priority_queue<Event, std::vector<Event>, decltype(later)> heap(later);
+  Nanoseconds now = 0;
+  std::int64_t order = 0;
+  std::int64_t popped = 0;
+  for (int step = 0; step < 200'000; ++step) {
+    if (heap.empty() || random() % 3 != 0) {
+      // Offsets from 0 (a tie with the current time) to 2^40 ns, skewed towards small ones.
+      const Nanoseconds offset = random() % 4 == 0 ? 0 : static_cast<Nanoseconds>(random() >> (24 + random() % 40));
+      const Event e{now + offset, order++, static_cast<std::int32_t>(step), 0};
+      radix.push(e);
+      heap.push(e);
+    } else {
+      const Event a = radix.pop(), b = heap.top();
+      heap.pop();
+      REQUIRE(a.time == b.time);
+      REQUIRE(a.order == b.order);
+      now = a.time;
+      ++popped;
+    }
+  }
+  while (!heap.empty()) {
+    REQUIRE(radix.pop().order == heap.top().order);
+    heap.pop();
+  }
+  CHECK(radix.empty());
+  CHECK(popped > 50'000);
+  CHECK_THROWS_AS(radix.push({now - 1, order, 0, 0}), std::logic_error);
 }

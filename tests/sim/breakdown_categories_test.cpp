@@ -37,7 +37,9 @@ TEST_CASE("each group kind's exposed time lands in its own category of the break
     const auto at = static_cast<Nanoseconds>(i) * ms;
     run.timings.push_back({at, 0, at, at + ms});
   }
-  const Breakdown b = breakdown_of(p, run, static_cast<Nanoseconds>(p.tasks.size()) * ms);
+  WorkloadGraph g;
+  declare_vocabulary(g);
+  const Breakdown b = breakdown_of(g, p, run, static_cast<Nanoseconds>(p.tasks.size()) * ms);
   CHECK(b.compute == Approx(1e-3));
   CHECK(b.exposed_tp_comm == Approx(1e-3));
   CHECK(b.exposed_cp_comm == Approx(3e-3));

@@ -24,7 +24,7 @@ TEST_CASE("an overlapped GEMM slows by the calibrated overlap_slowdown, and only
   // domain (no port sharing). The all-reduce keeps its speed and ends at 1 ms; meanwhile the GEMM runs at
   // 1 / (1 + f) speed and does 1 / (1 + f) ms of its work, the remaining 4 - 1 / (1 + f) ms at full speed after.
   // End: 1 + 4 - 1 / (1 + f) ms.
-  ProgramBuilder b(0);
+  ProgramBuilder b = program_builder(0);
   Task gemm;
   gemm.kind = TaskKind::kGemm;
   gemm.label = "gemm";
@@ -38,9 +38,11 @@ TEST_CASE("an overlapped GEMM slows by the calibrated overlap_slowdown, and only
   op.placement.size = 8;
   b.add(reduce, op);
   WorkloadGraph g;
+  declare_vocabulary(g);
   g.programs.push_back(b.finish());
   Instantiation one;
   one.instances = {{0, 0, 1, 1.0}};
+  one.group_kinds = kNumGroupKinds;
   one.group_of.assign(kNumGroupKinds, -1);
   const RunResult r = run_engine(g, one, Durations{{{4e-3, 1e-3}}}, engine_options(default_cost_params()));
   const auto& t = r.instances[0].timings;

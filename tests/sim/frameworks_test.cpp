@@ -235,7 +235,7 @@ TEST_CASE("Megatron-DeepSpeed's pipeline engine blocks on its sends: no compute 
         ++sends;
         for (std::size_t j = i + 1; j < prog.tasks.size(); ++j) {
           const Task& t = prog.tasks[j];
-          if (!t.is_compute() || t.kind == TaskKind::kElementwise && tm[j].end == tm[j].start) continue;
+          if (!is_compute(t) || t.kind == TaskKind::kElementwise && tm[j].end == tm[j].start) continue;
           if (tm[j].start < tm[i].end) ++overlapped;
           break;
         }
@@ -311,7 +311,7 @@ TEST_CASE("FSDP2 gathers one unit ahead: the next block's all-gather overlaps th
     const std::string label = t.label;
     if (label == "param_gather") gathers.push_back(i);
     if (label == "fsdp_all_gather_copy_out") copy_outs.push_back(i);
-    if (t.layer == 0 && t.is_compute() && t.kind != TaskKind::kCommCopy) layer0_end = std::max(layer0_end, tm[i].end);
+    if (t.layer == 0 && is_compute(t) && t.kind != TaskKind::kCommCopy) layer0_end = std::max(layer0_end, tm[i].end);
   }
   // Forward gathers in issue order: embedding, layers 0, 1, 2, head; copy-outs likewise.
   REQUIRE(gathers.size() == 5);

@@ -26,6 +26,7 @@ GemmShape shape(std::int64_t id) { return GemmShape{id, 1, 1, 1, DType::kBf16}; 
 Instantiation one_instance() {
   Instantiation inst;
   inst.instances = {{0, 0, 1, 1.0}};
+  inst.group_kinds = kNumGroupKinds;
   inst.group_of.assign(kNumGroupKinds, -1);
   return inst;
 }
@@ -34,9 +35,10 @@ Instantiation one_instance() {
 
 TEST_CASE("host timeline: kernels shorter than their issue cost run at the host's pace", "[sim][host]") {
   // Three 1 us kernels, each 10 us to issue: issued at 10, 20, 30 us, so they end at 11, 21, 31 us.
-  ProgramBuilder b(0);
+  ProgramBuilder b = program_builder(0);
   for (int i = 0; i < 3; ++i) b.add(kernel("k"), shape(i + 1));
   WorkloadGraph g;
+  declare_vocabulary(g);
   g.programs.push_back(b.finish());
   Durations d{{{1e-6, 1e-6, 1e-6}}, {{10e-6, 10e-6, 10e-6}}};
   const RunResult r = run_engine(g, one_instance(), d);
@@ -53,7 +55,7 @@ TEST_CASE("host timeline: a long kernel lets the host run ahead, a host sync sto
   // k0 (100 us), a .item() sync (1 us), k1 (1 us), k2 (1 us); 5 us to issue each. k0 is issued at 5 and runs to 105;
   // the sync is issued at 10, runs 105-106 after k0 (stream order), and holds the host until 106: k1 is issued at
   // 111 and k2 at 116, so the step ends at 117. Without the sync's hold k1 would have been issued at 15 and run at 106.
-  ProgramBuilder b(0);
+  ProgramBuilder b = program_builder(0);
   b.add(kernel("k0"), shape(1));
   Task sync;
   sync.kind = TaskKind::kHostSync;
@@ -62,6 +64,7 @@ TEST_CASE("host timeline: a long kernel lets the host run ahead, a host sync sto
   b.add(kernel("k1"), shape(2));
   b.add(kernel("k2"), shape(3));
   WorkloadGraph g;
+  declare_vocabulary(g);
   g.programs.push_back(b.finish());
   Durations d{{{100e-6, 1e-6, 1e-6, 1e-6}}, {{5e-6, 5e-6, 5e-6, 5e-6}}};
   const RunResult r = run_engine(g, one_instance(), d);
@@ -77,8 +80,9 @@ TEST_CASE("host timeline: a collective waits for the host of its last member", "
   // Two stages' programs meet at one TP all-reduce after one kernel. Stage 0's host issues each task in 1 us,
   // stage 1's in 40 us: stage 1 issues the all-reduce at 80 us, so both start it then, though stage 0 was ready at 2.
   WorkloadGraph g;
+  declare_vocabulary(g);
   for (int stage = 0; stage < 2; ++stage) {
-    ProgramBuilder b(stage);
+    ProgramBuilder b = program_builder(stage);
     const auto k = b.add(kernel("k"), shape(1));
     Task ar = kernel("all_reduce", Stream::kTp);
     ar.kind = TaskKind::kCollective;
@@ -88,6 +92,7 @@ TEST_CASE("host timeline: a collective waits for the host of its last member", "
   }
   Instantiation inst;
   inst.instances = {{0, 0, 1, 1.0}, {1, 1, 1, 1.0}};
+  inst.group_kinds = kNumGroupKinds;
   inst.group_of.assign(2 * kNumGroupKinds, -1);
   inst.group_of[static_cast<int>(GroupKind::kTp)] = 0;
   inst.group_of[kNumGroupKinds + static_cast<int>(GroupKind::kTp)] = 0;

@@ -24,6 +24,7 @@ Task task(TaskKind kind, const char* label, Stream stream) {
 Instantiation one_instance() {
   Instantiation inst;
   inst.instances = {{0, 0, 1, 1.0}};
+  inst.group_kinds = kNumGroupKinds;
   inst.group_of.assign(kNumGroupKinds, -1);
   return inst;
 }
@@ -32,7 +33,7 @@ Instantiation one_instance() {
 // F's token-count sync (after F.attn, on the device-to-host stream, 0 us), F.dispatch (EP, 100 us), then B.combine
 // (EP twin, 100 us) and B.mlp (compute twin, after B.combine, 100 us). Every task takes 1 us to issue.
 WorkloadGraph pair(bool megatron_order) {
-  ProgramBuilder b(0);
+  ProgramBuilder b = program_builder(0);
   const auto f_attn = b.add(task(TaskKind::kGemm, "f_attn", Stream::kCompute), GemmShape{1, 1, 1, 1, DType::kBf16});
   const auto sync = b.add(task(TaskKind::kHostSync, "counts_item", Stream::kDeviceToHost), HostSyncShape{}, {f_attn});
   b.add(task(TaskKind::kGemm, "f_dispatch", Stream::kEp), GemmShape{2, 1, 1, 1, DType::kBf16}, {sync});
@@ -41,6 +42,7 @@ WorkloadGraph pair(bool megatron_order) {
   // Megatron-Core: B.combine, F.attn, B.mlp, F.dispatch (the sync sits in token_dispatch).
   if (megatron_order) b.issue_in_order(0, {3, 0, 4, 1, 2});
   WorkloadGraph g;
+  declare_vocabulary(g);
   g.programs.push_back(b.finish());
   return g;
 }
@@ -71,11 +73,12 @@ TEST_CASE("merged passes: Megatron-Core's issue order keeps the GPU busy through
 TEST_CASE("merged passes: a stream runs its tasks in the host's issue order", "[sim][overlap]") {
   // Two compute kernels of the merged passes, issued backward first: the GPU runs them in that order although
   // the forward's was added first and both are ready at once (20 us and 10 us, issue costs of 1 us).
-  ProgramBuilder b(0);
+  ProgramBuilder b = program_builder(0);
   b.add(task(TaskKind::kGemm, "f", Stream::kCompute), GemmShape{1, 1, 1, 1, DType::kBf16});
   b.add(task(TaskKind::kGemm, "b", Stream::kComputeB), GemmShape{2, 1, 1, 1, DType::kBf16});
   b.issue_in_order(0, {1, 0});
   WorkloadGraph g;
+  declare_vocabulary(g);
   g.programs.push_back(b.finish());
   const RunResult r = run_engine(g, one_instance(), Durations{{{20e-6, 10e-6}}, {{1e-6, 1e-6}}});
   // b issued at 1 runs 1-11; f issued at 2 waits for it: 11-31.
@@ -86,13 +89,13 @@ TEST_CASE("merged passes: a stream runs its tasks in the host's issue order", "[
 
 TEST_CASE("merged passes: an issue order against a dependency falls back to task order", "[sim][overlap]") {
   // b depends on f; an order that issues b first could hold a stream on a task that waits for a later one.
-  ProgramBuilder b(0);
+  ProgramBuilder b = program_builder(0);
   const auto f = b.add(task(TaskKind::kGemm, "f", Stream::kCompute), GemmShape{1, 1, 1, 1, DType::kBf16});
   b.add(task(TaskKind::kGemm, "b", Stream::kComputeB), GemmShape{2, 1, 1, 1, DType::kBf16}, {f});
   b.issue_in_order(0, {1, 0});
   const Program p = b.finish();
   CHECK(p.issue_order == std::vector<std::int32_t>{0, 1});
-  ProgramBuilder bad(0);
+  ProgramBuilder bad = program_builder(0);
   bad.add(task(TaskKind::kGemm, "f", Stream::kCompute), GemmShape{1, 1, 1, 1, DType::kBf16});
   CHECK_THROWS_AS(bad.issue_in_order(0, {0, 0}), std::logic_error);
 }

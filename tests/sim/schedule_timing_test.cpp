@@ -220,13 +220,13 @@ TEST_CASE("DualPipe sums each stage's two copies as soon as both are done, besid
   std::vector<std::size_t> mirrors;
   for (std::size_t i = 0; i < rank0.tasks.size(); ++i) {
     const Task& t = rank0.tasks[i];
-    if (t.is_compute() && t.phase != Phase::kOptimizer) last_compute = std::max(last_compute, run.timings[i].end);
+    if (is_compute(t) && t.phase != Phase::kOptimizer) last_compute = std::max(last_compute, run.timings[i].end);
     if (std::string(t.label) == "mirror_grad") mirrors.push_back(i);
   }
   REQUIRE(mirrors.size() == 2);
   // One per model stage, in the low and the high half, each of the chunk's own shard (dp 4 ranks).
   std::set<GroupKind> kinds;
-  for (std::size_t i : mirrors) kinds.insert(rank0.tasks[i].group);
+  for (std::size_t i : mirrors) kinds.insert(group_of(rank0.tasks[i]));
   CHECK(kinds == std::set<GroupKind>{GroupKind::kPipelineMirrorLow, GroupKind::kPipelineMirrorHigh});
   Bytes owned = 0;
   for (std::size_t i : mirrors) owned += std::get<CollectiveOp>(rank0.ops[static_cast<std::size_t>(rank0.tasks[i].op)]).bytes;

@@ -37,8 +37,8 @@ TEST_CASE("a straggler 10% slower delays its data-parallel group and the iterati
   Nanoseconds slow_compute = 0, reduce = 0, slow_optimizer = 0, fast_optimizer = 0;
   for (const Task& t : prog.tasks) {
     const double d = seconds[static_cast<std::size_t>(t.op)];
-    if (t.is_compute() && t.phase != Phase::kOptimizer) slow_compute += to_nanos(d * 1.1);
-    if (t.is_compute() && t.phase == Phase::kOptimizer) {
+    if (is_compute(t) && t.phase != Phase::kOptimizer) slow_compute += to_nanos(d * 1.1);
+    if (is_compute(t) && t.phase == Phase::kOptimizer) {
       slow_optimizer += to_nanos(d * 1.1);
       fast_optimizer += to_nanos(d);
     }

@@ -223,8 +223,8 @@ TEST_CASE("ZeRO-2/3 with experts: dense state sharded over DP, expert state over
   for (const Task& t : g.programs[0].tasks) {
     const auto* c = std::get_if<CollectiveOp>(&g.programs[0].ops[static_cast<std::size_t>(t.op)]);
     if (!c || std::string(t.label) == "fp8_amax") continue;
-    if (c->kind == CollectiveKind::kAllGather && std::string(t.label) == "param_gather") gathered[t.group] += static_cast<double>(c->bytes);
-    if (c->kind == CollectiveKind::kReduceScatter && std::string(t.label) == "grad_reduce") scattered[t.group] += static_cast<double>(c->bytes);
+    if (c->kind == CollectiveKind::kAllGather && std::string(t.label) == "param_gather") gathered[group_of(t)] += static_cast<double>(c->bytes);
+    if (c->kind == CollectiveKind::kReduceScatter && std::string(t.label) == "grad_reduce") scattered[group_of(t)] += static_cast<double>(c->bytes);
   }
   CHECK(gathered[GroupKind::kExpertDp] == Approx(2 * local_expert * 2));
   CHECK(gathered[GroupKind::kDp] == Approx(2 * dense * 2));
@@ -241,7 +241,7 @@ TEST_CASE("ZeRO-3 gathers only what is sharded: no expert traffic when EP = DP, 
     std::map<GroupKind, double> gathered;
     for (const Task& t : g.programs[0].tasks) {
       const auto* c = std::get_if<CollectiveOp>(&g.programs[0].ops[static_cast<std::size_t>(t.op)]);
-      if (c && std::string(t.label) == "param_gather") gathered[t.group] += static_cast<double>(c->bytes);
+      if (c && std::string(t.label) == "param_gather") gathered[group_of(t)] += static_cast<double>(c->bytes);
     }
     return gathered;
   };

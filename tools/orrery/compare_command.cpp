@@ -155,7 +155,7 @@ void run_compare(const CompareArgs& a) {
   if (!layer_steps.empty()) {
     std::map<int, std::pair<double, double>> predicted_layer;
     for (const Task& t : program.tasks) {
-      if (t.layer < 0 || !t.is_compute()) continue;
+      if (t.layer < 0 || !is_compute(t)) continue;
       const double d = p.durations.op_seconds.front()[static_cast<std::size_t>(t.op)];
       (t.phase == Phase::kForward ? predicted_layer[t.layer].first : predicted_layer[t.layer].second) += d;
     }

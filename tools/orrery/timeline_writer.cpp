@@ -18,7 +18,7 @@ void write_timeline(const TextSink& sink, const Prediction& p) {
       const Task& task = prog.tasks[t];
       const TaskTiming& tm = run.timings[t];
       out.print("{}{{\"rank\":{},\"stream\":\"{}\",\"kind\":\"{}\",\"name\":", first ? "\n" : ",\n", in.representative_rank,
-                to_string(task.stream), to_string(task.kind));
+                p.graph.streams[task.stream].name, to_string(task.kind));
       out.quoted(task_name(prog, task));
       out.print(",\"stage\":{},\"layer\":{},\"microbatch\":{},\"phase\":\"{}\",\"start_s\":", in.program, task.layer,
                 task.microbatch, to_string(task.phase));

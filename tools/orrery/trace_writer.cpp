@@ -48,7 +48,9 @@ struct Filter {
 // base[g] + q * members + position of its start, is unique in the trace and the same at both ends.
 class Flows {
  public:
-  explicit Flows(const Prediction& p) : inst_(p.instances), by_seq_(p.graph.programs.size()) {
+  explicit Flows(const Prediction& p)
+      : graph_(p.graph), inst_(p.instances), kinds_(p.graph.group_kinds.size()),
+        by_seq_(p.graph.programs.size(), std::vector<std::vector<std::int32_t>>(kinds_)) {
     for (std::size_t prog = 0; prog < p.graph.programs.size(); ++prog) {
       const std::vector<Task>& tasks = p.graph.programs[prog].tasks;
       for (std::size_t t = 0; t < tasks.size(); ++t) {
@@ -61,15 +63,18 @@ class Flows {
     }
     members_.resize(inst_.group_size.size());
     for (std::size_t i = 0; i < inst_.instances.size(); ++i) {
-      for (int k = 1; k < kNumGroupKinds; ++k) {
-        const std::int32_t g = inst_.group(i, static_cast<GroupKind>(k));
-        if (g >= 0 && inst_.group_size[static_cast<std::size_t>(g)] > 1) members_[static_cast<std::size_t>(g)].push_back({i, static_cast<GroupKind>(k)});
+      for (std::size_t k = 1; k < kinds_; ++k) {
+        const std::int32_t g = inst_.group(i, static_cast<std::uint8_t>(k));
+        if (g >= 0 && inst_.group_size[static_cast<std::size_t>(g)] > 1) members_[static_cast<std::size_t>(g)].push_back({i, static_cast<std::uint8_t>(k)});
       }
     }
     position_.assign(inst_.group_of.size(), -1);
     std::uint64_t next = 0;
     for (std::vector<Member>& m : members_) {
-      std::stable_partition(m.begin(), m.end(), [](const Member& x) { return is_pipeline_send(x.kind); });
+      std::stable_partition(m.begin(), m.end(), [&](const Member& x) {
+        const GroupKindInfo& kind = graph_.group_kinds[x.kind];
+        return kind.pair >= 0 && kind.sends;
+      });
       for (std::size_t pos = 0; pos < m.size(); ++pos) position_[slot(m[pos].instance, m[pos].kind)] = static_cast<std::int32_t>(pos);
       base_.push_back(next);
       std::size_t rendezvous = 0;
@@ -109,24 +114,26 @@ class Flows {
  private:
   struct Member {
     std::size_t instance;
-    GroupKind kind;
+    std::uint8_t kind;  // WorkloadGraph::group_kinds index
   };
+  const WorkloadGraph& graph_;
   const Instantiation& inst_;
-  std::vector<std::array<std::vector<std::int32_t>, kNumGroupKinds>> by_seq_;  // [program][kind][q] -> task
+  std::size_t kinds_;
+  std::vector<std::vector<std::vector<std::int32_t>>> by_seq_;  // [program][kind][q] -> task
   std::vector<std::vector<Member>> members_;  // per group, in flow order
   std::vector<std::int32_t> position_;        // [instance * kinds + kind] -> position in its group's members
   std::vector<std::uint64_t> base_;           // per group: its first flow id
 
-  static std::size_t slot(std::size_t i, GroupKind k) { return i * kNumGroupKinds + static_cast<std::size_t>(k); }
+  std::size_t slot(std::size_t i, std::uint8_t k) const { return i * kinds_ + k; }
   const std::vector<std::int32_t>& row(const Member& x) const {
     return by_seq_[static_cast<std::size_t>(inst_.instances[x.instance].program)][static_cast<std::size_t>(x.kind)];
   }
 };
 
-// A flow's name: its group kind, the sending kind for a pipeline pair, so both ends carry the same one.
-const char* flow_name(GroupKind k) {
-  if (is_pipeline_transfer(k) && !is_pipeline_send(k)) k = static_cast<GroupKind>(static_cast<int>(k) - 1);
-  return to_string(k);
+// A flow's name: its group kind's, the sending kind's for a point-to-point pair, so both ends carry the same one.
+const std::string& flow_name(const WorkloadGraph& graph, std::uint8_t k) {
+  const GroupKindInfo& kind = graph.group_kinds[k];
+  return kind.pair >= 0 && !kind.sends ? graph.group_kinds[static_cast<std::size_t>(kind.pair)].name : kind.name;
 }
 
 // The time from which events must be left out so that at most `limit` remain: the events are counted in 2^20 time
@@ -155,22 +162,22 @@ class Cutter {
   std::vector<std::int64_t> counts_;
 };
 
-void write_track_names(JsonStream& out, const Instance& in, bool& first) {
+void write_track_names(JsonStream& out, const WorkloadGraph& graph, const Instance& in, bool& first) {
   const int pid = in.representative_rank;
   const std::string label = in.rank_count > 1 ? fmt::format("rank {} (stage {}, stands for {} ranks)", pid, in.program, in.rank_count)
                                               : fmt::format("rank {} (stage {})", pid, in.program);
   out.print("{}{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":", first ? "\n" : ",\n", pid);
   out.quoted(label);
   out.print("}}}},\n{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}", pid, pid);
-  for (int s = 0; s < kNumStreams; ++s) {
+  for (std::size_t s = 0; s < graph.streams.size(); ++s) {
     out.print(",\n{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"{}\"}}}}", pid, s,
-              to_string(static_cast<Stream>(s)));
+              graph.streams[s].name);
   }
   first = false;
 }
 
 // One task's slice and flow events; returns how many events it wrote.
-int write_task(JsonStream& out, int pid, const Program& prog, const Task& task, const TaskTiming& tm, const Flows::Links& l) {
+int write_task(JsonStream& out, int pid, const WorkloadGraph& graph, const Program& prog, const Task& task, const TaskTiming& tm, const Flows::Links& l) {
   const int tid = static_cast<int>(task.stream);
   out.print(",\n{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"name\":", pid, tid);
   out.quoted(task_name(prog, task));
@@ -181,7 +188,7 @@ int write_task(JsonStream& out, int pid, const Program& prog, const Task& task, 
   out.print(",\"args\":{{\"layer\":{},\"microbatch\":{},\"chunk\":{}}}}}", task.layer, task.microbatch, task.chunk);
   const auto flow = [&](const char* ph, const char* bind, std::int64_t id) {
     out.print(",\n{{\"ph\":\"{}\"{},\"id\":{},\"pid\":{},\"tid\":{},\"name\":\"{}\",\"cat\":\"flow\",\"ts\":", ph, bind, id, pid,
-              tid, flow_name(task.group));
+              tid, flow_name(graph, task.group));
     out.micros(tm.start);
     out.print("}}");
   };
@@ -222,12 +229,12 @@ std::int64_t write_track(JsonStream& out, const Prediction& p, const Filter& fil
   const Instance& in = p.instances.instances[i];
   const Program& prog = filter.program(i);
   const InstanceRun& run = p.run.instances[i];
-  write_track_names(out, in, first);
+  write_track_names(out, p.graph, in, first);
   std::int64_t events = 0;
   for (std::size_t t = 0; t < prog.tasks.size(); ++t) {
     if (!filter.task(i, t)) continue;
     const Task& task = prog.tasks[t];
-    events += write_task(out, in.representative_rank, prog, task, run.timings[t], flows.links(i, task, filter));
+    events += write_task(out, in.representative_rank, p.graph, prog, task, run.timings[t], flows.links(i, task, filter));
   }
   for (const MemorySample& m : run.memory) {
     if (!filter.sample(m)) continue;
