@@ -41,8 +41,14 @@ struct Arrival {
   std::int32_t task;
 };
 
+// The members of one group's call of one issue order (Task::group_seq) that have arrived.
 struct Rendezvous {
+  std::int32_t seq = 0;
   std::vector<Arrival> arrived;
+};
+
+struct GroupState {
+  std::vector<Rendezvous> open;
 };
 
 constexpr int kMaxModels = 4;
@@ -124,17 +130,35 @@ class Simulation final : private Pacing {
     check_tables(g, inst);
     const std::size_t n = inst.instances.size();
     set_up_models(opt.resources, n);
-    offset_.resize(n + 1);
-    std::int64_t total = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      offset_[i] = total;
-      total += static_cast<std::int64_t>(program(i).tasks.size());
+    paced_stream_.assign(g.streams.size(), -1);
+    std::int32_t paced_rows = 0;
+    for (const Program& p : g.programs) {
+      for (std::size_t t = 0; t < p.demands.size(); ++t) {
+        std::int32_t& row = paced_stream_[p.tasks[t].stream];
+        if (row < 0 && plans_[p.demands[t]].is_paced) row = paced_rows++;
+      }
     }
-    offset_[n] = total;
-    pending_.resize(static_cast<std::size_t>(total));
-    for (std::size_t i = 0; i < n; ++i) {
-      const Program& p = program(i);
-      std::copy(p.in_degree.begin(), p.in_degree.end(), pending_.begin() + offset_[i]);
+    if (static_cast<double>(paced_rows) * static_cast<double>(n) >= 2e9) {
+      throw std::logic_error("engine: too many paced streams x instances for 32-bit action ids");
+    }
+    actions_.resize(static_cast<std::size_t>(paced_rows) * n);
+    // Pending counts are laid out task-major within each program ([task][instance of the program]): the ranks of
+    // a symmetric job end the same task at about the same time, so consecutive events touch neighbouring counts
+    // instead of one cache line per rank (instance-major, this decrement was 44% of an --expand-ranks run).
+    std::vector<std::size_t> per_program(g.programs.size(), 0);
+    slot_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) slot_[i] = per_program[static_cast<std::size_t>(inst.instances[i].program)]++;
+    program_base_.resize(g.programs.size());
+    program_width_ = per_program;
+    std::size_t total = 0;
+    for (std::size_t p = 0; p < g.programs.size(); ++p) {
+      program_base_[p] = total;
+      total += g.programs[p].tasks.size() * per_program[p];
+    }
+    pending_.resize(total);
+    initial_pending_.resize(g.programs.size());
+    for (std::size_t p = 0; p < g.programs.size(); ++p) {
+      initial_pending_[p].assign(g.programs[p].in_degree.begin(), g.programs[p].in_degree.end());
     }
     base_ns_.resize(g.programs.size());
     for (std::size_t p = 0; p < g.programs.size(); ++p) {
@@ -181,8 +205,6 @@ class Simulation final : private Pacing {
     // the one issued before it on the lane (Megatron-Core's merged passes share its compute and communication
     // streams). That order is an extra predecessor of each such task.
     lane_next_.resize(g.programs.size());
-    std::vector<std::vector<std::size_t>> instances_of(g.programs.size());
-    for (std::size_t i = 0; i < n; ++i) instances_of[static_cast<std::size_t>(inst.instances[i].program)].push_back(i);
     for (std::size_t p = 0; lanes_on_ && p < g.programs.size(); ++p) {
       const Program& prog = g.programs[p];
       if (prog.issue_order.empty()) continue;
@@ -195,15 +217,20 @@ class Simulation final : private Pacing {
         if (before >= 0) lane_next_[p][static_cast<std::size_t>(before)] = t;
         before = t;
       }
-      for (std::size_t i : instances_of[p]) {
-        for (std::int32_t next : lane_next_[p]) {
-          if (next >= 0) ++pending_[static_cast<std::size_t>(offset_[i] + next)];
-        }
+      for (std::int32_t next : lane_next_[p]) {
+        if (next >= 0) ++initial_pending_[p][static_cast<std::size_t>(next)];
       }
     }
-    const bool record_all = total <= opt.record_budget;
+    for (std::size_t p = 0; p < g.programs.size(); ++p) {
+      const std::size_t width = program_width_[p];
+      for (std::size_t t = 0; t < initial_pending_[p].size(); ++t) {
+        std::fill_n(pending_.begin() + static_cast<std::ptrdiff_t>(program_base_[p] + t * width), width, initial_pending_[p][t]);
+      }
+    }
+    groups_.resize(inst.group_size.size());
+    const bool record_all = static_cast<std::int64_t>(total) <= opt.record_budget;
     std::vector<bool> stage_seen(g.programs.size(), false);
-    live_.resize(n);
+    hot_.resize(n);
     for (std::size_t i = 0; i < n; ++i) {
       const Instance& in = inst.instances[i];
       bool record = record_all || !stage_seen[static_cast<std::size_t>(in.program)] || in.compute_slowdown != 1.0;
@@ -211,20 +238,23 @@ class Simulation final : private Pacing {
       InstanceRun& run = result_.instances[i];
       run.recorded = record;
       if (record) run.timings.resize(program(i).tasks.size());
-      for (int k = 0; k < kNumMemoryKinds; ++k) {
-        live_[i][static_cast<std::size_t>(k)] = program(i).static_memory[static_cast<std::size_t>(k)];
-      }
+      Hot& h = hot_[i];
+      h.recorded = record;
+      h.live = program(i).static_memory;
       note_memory(i, 0);
     }
   }
 
   RunResult run() {
+    std::vector<std::vector<std::int32_t>> sources(graph_.programs.size());  // per program: tasks ready at 0
+    for (std::size_t p = 0; p < graph_.programs.size(); ++p) {
+      for (std::size_t t = 0; t < initial_pending_[p].size(); ++t) {
+        if (initial_pending_[p][t] == 0) sources[p].push_back(static_cast<std::int32_t>(t));
+      }
+    }
     for (std::size_t i = 0; i < inst_.instances.size(); ++i) {
-      const Program& p = program(i);
-      for (std::size_t t = 0; t < p.tasks.size(); ++t) {
-        if (pending_[static_cast<std::size_t>(offset_[i]) + t] == 0) {
-          make_ready(static_cast<std::int32_t>(i), static_cast<std::int32_t>(t), 0);
-        }
+      for (std::int32_t t : sources[static_cast<std::size_t>(inst_.instances[i].program)]) {
+        make_ready(static_cast<std::int32_t>(i), t, 0);
       }
     }
     std::uint32_t polls = 0;
@@ -246,7 +276,10 @@ class Simulation final : private Pacing {
                                          static_cast<std::int64_t>(pending_.size()) - completed_, pending_.size(),
                                          describe_stuck()));
     }
-    for (const InstanceRun& r : result_.instances) result_.makespan = std::max(result_.makespan, r.end);
+    for (std::size_t i = 0; i < hot_.size(); ++i) {
+      result_.instances[i].end = hot_[i].end;
+      result_.makespan = std::max(result_.makespan, hot_[i].end);
+    }
     return std::move(result_);
   }
 
@@ -305,14 +338,15 @@ class Simulation final : private Pacing {
   // The rendezvous each instance is stuck at, for the deadlock message.
   std::string describe_stuck() const {
     std::string text;
-    for (const auto& [key, r] : rendezvous_) {
-      for (const Arrival& a : r.arrived) {
-        const Task& t = program(static_cast<std::size_t>(a.instance)).tasks[static_cast<std::size_t>(a.task)];
-        text += fmt::format("[instance {} task {} ({}, group {}, seq {}, layer {}, mb {}) waits at group {}] ",
-                            a.instance, a.task, t.label, graph_.group_kinds[t.group].name, t.group_seq, t.layer,
-                            t.microbatch, key >> 32);
+    for (std::size_t group = 0; group < groups_.size() && text.size() <= 2000; ++group) {
+      for (const Rendezvous& r : groups_[group].open) {
+        for (const Arrival& a : r.arrived) {
+          const Task& t = program(static_cast<std::size_t>(a.instance)).tasks[static_cast<std::size_t>(a.task)];
+          text += fmt::format("[instance {} task {} ({}, group {}, seq {}, layer {}, mb {}) waits at group {}] ",
+                              a.instance, a.task, t.label, graph_.group_kinds[t.group].name, t.group_seq, t.layer,
+                              t.microbatch, group);
+        }
       }
-      if (text.size() > 2000) break;
     }
     for (const DeferredGroup& g : deferred_) {
       text += fmt::format("[group of {} members waits for lane {}] ", g.members.size(), g.lane);
@@ -334,8 +368,8 @@ class Simulation final : private Pacing {
   }
 
   TaskTiming* timing(std::int32_t instance, std::int32_t task) {
-    InstanceRun& r = result_.instances[static_cast<std::size_t>(instance)];
-    return r.recorded ? &r.timings[static_cast<std::size_t>(task)] : nullptr;
+    if (!hot_[static_cast<std::size_t>(instance)].recorded) return nullptr;
+    return &result_.instances[static_cast<std::size_t>(instance)].timings[static_cast<std::size_t>(task)];
   }
 
   // Whether a task holds its host until it ends: a device-to-host synchronisation, or CPU work on the host.
@@ -394,17 +428,26 @@ class Simulation final : private Pacing {
       start_or_wait(instance, task, now);
       return;
     }
-    const std::uint64_t key = (static_cast<std::uint64_t>(group) << 32) | static_cast<std::uint32_t>(t.group_seq);
-    Rendezvous& r = rendezvous_[key];
-    r.arrived.push_back({instance, task});
-    if (static_cast<std::int32_t>(r.arrived.size()) < members) return;
-    const int lane = lane_of(t.stream);
-    if (lane >= 0 && !lane_free(r.arrived, lane)) {
-      deferred_.push_back({std::move(r.arrived), lane, side_of(t.stream)});
-    } else {
-      start_group(r.arrived, now);
+    // A group has few rendezvous open at once (its members' calls of one issue order, and perhaps the next), so a
+    // short list per group finds it.
+    std::vector<Rendezvous>& open = groups_[static_cast<std::size_t>(group)].open;
+    auto it = std::find_if(open.begin(), open.end(), [&](const Rendezvous& r) { return r.seq == t.group_seq; });
+    if (it == open.end()) {
+      open.emplace_back();
+      it = std::prev(open.end());
+      it->seq = t.group_seq;
+      it->arrived.reserve(static_cast<std::size_t>(members));
     }
-    rendezvous_.erase(key);
+    it->arrived.push_back({instance, task});
+    if (static_cast<std::int32_t>(it->arrived.size()) < members) return;
+    std::vector<Arrival> arrived = std::move(it->arrived);
+    open.erase(it);
+    const int lane = lane_of(t.stream);
+    if (lane >= 0 && !lane_free(arrived, lane)) {
+      deferred_.push_back({std::move(arrived), lane, side_of(t.stream)});
+    } else {
+      start_group(arrived, now);
+    }
   }
 
   // The lane of a task's stream (-1: none, or no lane has a second side in this run), and its side of it.
@@ -502,13 +545,7 @@ class Simulation final : private Pacing {
     }
     std::int32_t a = -1;
     if (plan.is_paced) {
-      if (free_actions_.empty()) {
-        a = static_cast<std::int32_t>(actions_.size());
-        actions_.emplace_back();
-      } else {
-        a = free_actions_.back();
-        free_actions_.pop_back();
-      }
+      a = action_of(t.stream, i);
       Action& act = actions_[static_cast<std::size_t>(a)];
       act = Action{};
       act.instance = instance;
@@ -567,7 +604,6 @@ class Simulation final : private Pacing {
     for (std::size_t m = 0; m < models_.size(); ++m) {
       if (plan.paced[m]) models_[m]->ended(*this, instance, plan.paced[m], e.id, e.time);
     }
-    free_actions_.push_back(e.id);
     if (group < 0) {
       finish(instance, task, e.time);
       ++result_.events;
@@ -604,13 +640,13 @@ class Simulation final : private Pacing {
     if (TaskTiming* t = timing(instance, task)) t->end = now;
     const Program& p = program(i);
     apply(i, p.tasks[static_cast<std::size_t>(task)].at_end(), now);
-    InstanceRun& r = result_.instances[i];
-    r.end = std::max(r.end, now);
+    Hot& h = hot_[i];
+    h.end = std::max(h.end, now);
     if (host_on_ && blocks_host(p, p.tasks[static_cast<std::size_t>(task)])) {
       // The host resumes: the tasks after this one are issued from now on.
       ++host_segment_[i];
       host_base_[i] = now;
-      if (r.recorded) host_bases_[i].push_back(now);
+      if (h.recorded) host_bases_[i].push_back(now);
       std::vector<std::int32_t> waiting = std::move(host_waiting_[i]);
       host_waiting_[i].clear();
       for (std::int32_t w : waiting) make_ready(instance, w, now);
@@ -620,12 +656,12 @@ class Simulation final : private Pacing {
     auto [begin, end] = boost::out_edges(static_cast<std::uint32_t>(task), p.successors);
     for (auto e = begin; e != end; ++e) {
       const auto next = static_cast<std::int32_t>(boost::target(*e, p.successors));
-      if (--pending_[static_cast<std::size_t>(offset_[i] + next)] == 0) make_ready(instance, next, now);
+      if (--pending_[pending_index(i, next)] == 0) make_ready(instance, next, now);
     }
     if (const std::vector<std::int32_t>& next = lane_next_[static_cast<std::size_t>(inst_.instances[i].program)];
         !next.empty()) {
       const std::int32_t after = next[static_cast<std::size_t>(task)];
-      if (after >= 0 && --pending_[static_cast<std::size_t>(offset_[i] + after)] == 0) make_ready(instance, after, now);
+      if (after >= 0 && --pending_[pending_index(i, after)] == 0) make_ready(instance, after, now);
     }
     const std::uint8_t stream = p.tasks[static_cast<std::size_t>(task)].stream;
     if (const int l = lane_of(stream); l >= 0) release_lane(instance, l, side_of(stream), now);
@@ -633,19 +669,23 @@ class Simulation final : private Pacing {
 
   void apply(std::size_t instance, const MemoryEffect& effect, Nanoseconds now) {
     if (effect.bytes == 0) return;
-    live_[instance][static_cast<std::size_t>(effect.kind)] += effect.bytes;
+    Hot& h = hot_[instance];
+    h.live[static_cast<std::size_t>(effect.kind)] += effect.bytes;
     note_memory(instance, now);
   }
 
   void note_memory(std::size_t instance, Nanoseconds now) {
+    Hot& h = hot_[instance];
     Bytes total = 0;
-    for (Bytes b : live_[instance]) total += b;
-    InstanceRun& r = result_.instances[instance];
-    if (total > r.peak) {
+    for (Bytes b : h.live) total += b;
+    if (total > h.peak) {
+      h.peak = total;
+      InstanceRun& r = result_.instances[instance];
       r.peak = total;
-      r.at_peak = live_[instance];
+      r.at_peak = h.live;
     }
-    if (r.recorded) {
+    if (h.recorded) {
+      InstanceRun& r = result_.instances[instance];
       if (!r.memory.empty() && r.memory.back().time == now) {
         r.memory.back().live = total;
       } else {
@@ -660,15 +700,26 @@ class Simulation final : private Pacing {
   std::int64_t memory_budget_ = 0;
   std::vector<std::unique_ptr<ResourceModel>> models_;
   std::vector<DemandPlan> plans_;  // by demand mask
+  // Actions by [paced stream][instance]: a stream runs one task at a time, so each has at most one action, and the
+  // ranks of a symmetric job pace the same stream's tasks at about the same time, so their actions are neighbours.
   std::vector<Action> actions_;
-  std::vector<std::int32_t> free_actions_;  // actions_ slots to reuse
+  std::vector<std::int32_t> paced_stream_;  // per stream: its row of actions_, -1 if none of its tasks is paced
+  std::int32_t action_of(std::uint8_t stream, std::size_t instance) const {
+    return paced_stream_[stream] * static_cast<std::int32_t>(inst_.instances.size()) + static_cast<std::int32_t>(instance);
+  }
   std::vector<PacedGroup> paced_groups_;
   std::vector<std::int32_t> free_groups_;  // paced_groups_ slots to reuse
   int num_lanes_ = 0;
   std::vector<Lane> lanes_;  // [instance * num_lanes_ + lane] (only when lanes_on_)
   std::vector<DeferredGroup> deferred_;
   bool lanes_on_ = false;  // some task runs on a lane's second side
-  std::vector<std::int64_t> offset_;
+  std::vector<std::size_t> slot_;          // per instance: its index among its program's instances
+  std::vector<std::size_t> program_base_;  // per program: its first pending count
+  std::vector<std::size_t> program_width_; // per program: its instances
+  std::size_t pending_index(std::size_t instance, std::int32_t task) const {
+    const auto p = static_cast<std::size_t>(inst_.instances[instance].program);
+    return program_base_[p] + static_cast<std::size_t>(task) * program_width_[p] + slot_[instance];
+  }
   std::vector<std::uint16_t> pending_;
   std::vector<std::vector<Nanoseconds>> base_ns_;
   // The host timeline (host_on_): per program, the cumulative issue time of its tasks and its blocking tasks in
@@ -683,9 +734,17 @@ class Simulation final : private Pacing {
   std::vector<Nanoseconds> host_base_;
   std::vector<std::vector<Nanoseconds>> host_bases_;  // recorded instances: each blocking task's end, in order
   std::vector<std::vector<std::int32_t>> host_waiting_;
-  std::vector<std::array<Bytes, kNumMemoryKinds>> live_;
+  // What every event of an instance reads or writes, in one cache line (InstanceRun, with its vectors, is cold).
+  struct alignas(64) Hot {
+    std::array<Bytes, kNumMemoryKinds> live{};  // live bytes by kind
+    Bytes peak = 0;
+    Nanoseconds end = 0;
+    bool recorded = false;
+  };
+  std::vector<Hot> hot_;
   EventQueue events_;
-  std::unordered_map<std::uint64_t, Rendezvous> rendezvous_;
+  std::vector<GroupState> groups_;  // per group of the instantiation
+  std::vector<std::vector<std::uint16_t>> initial_pending_;  // per program and task: predecessors, lane order included
   std::int64_t next_seq_ = 0;
   std::int64_t completed_ = 0;
   RunResult result_;

@@ -22,8 +22,13 @@ class SmContention final : public ResourceModel {
  private:
   double factor_;  // 1 + slowdown
   int slot_;
-  std::vector<int> contenders_;                    // per instance: contenders running
-  std::vector<std::vector<std::int32_t>> computing_;  // per instance: compute actions running
+  std::vector<int> contenders_;  // per instance: contenders running
+  // The compute actions running on each instance: usually one (one GPU), kept inline; more (streams that do not
+  // share a lane) go to `more_`.
+  std::vector<std::int32_t> first_;                // per instance, -1: none
+  std::vector<std::vector<std::int32_t>> more_;    // per instance
+
+  void set_all(Pacing& pacing, std::size_t instance, double factor, Nanoseconds now);
 };
 
 }  // namespace orrery
