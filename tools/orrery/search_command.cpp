@@ -332,17 +332,25 @@ SearchOptions search_options(const SearchArgs& a) {
     o.shard_index = parse_int(a.shard.substr(0, slash), "--shard");
     o.shard_count = parse_int(a.shard.substr(slash + 1), "--shard");
   }
-  if (!a.quiet && isatty(STDERR_FILENO)) {
-    o.progress = [](std::size_t done, std::size_t total) {
-      const int width = 40;
-      const int filled = total > 0 ? static_cast<int>(width * done / total) : width;
-      std::cerr << fmt::format("\r[{}{}] {}/{}", std::string(static_cast<std::size_t>(filled), '#'),
-                               std::string(static_cast<std::size_t>(width - filled), ' '), done, total)
-                << std::flush;
-      if (done >= total) std::cerr << "\n";
-    };
-  }
   return o;
+}
+
+// The progress bar on stderr when it is a terminal and --quiet is not given (null otherwise); each search calls its
+// start() before and its finish() after.
+std::shared_ptr<SearchProgress> attach_progress(const SearchArgs& a, SearchOptions& o) {
+  if (a.quiet || !isatty(STDERR_FILENO)) return nullptr;
+  auto progress = std::make_shared<SearchProgress>(std::cerr);
+  o.progress = [progress](std::size_t done, std::size_t total) { progress->update(done, total); };
+  return progress;
+}
+
+// run_search with its progress bar, if any, started before and finished after.
+SearchResult run_search_shown(const Scenario& base, const SearchSpace& space, int gpus, const SearchOptions& o,
+                              SearchProgress* progress) {
+  if (progress) progress->start();
+  SearchResult r = run_search(base, space, gpus, o);
+  if (progress) progress->finish(r);
+  return r;
 }
 
 // Before the search: a path that cannot be written is refused (exit 2) before hours of work, not after, as are
@@ -364,7 +372,8 @@ void write_outputs(const SearchResult& r, const std::string& csv_file, const std
 }
 
 // Under mpirun: rank r of n searches shard r/n, rank 0 gathers the shards' JSON, merges and reports.
-void run_mpi_search(const SearchArgs& a, const Scenario& base, const SearchSpace& space, SearchOptions options) {
+void run_mpi_search(const SearchArgs& a, const Scenario& base, const SearchSpace& space, SearchOptions options,
+                    SearchProgress* progress) {
 #ifdef ORRERY_WITH_MPI
   MPI_Init(nullptr, nullptr);
   int rank = 0, size = 1;
@@ -372,9 +381,12 @@ void run_mpi_search(const SearchArgs& a, const Scenario& base, const SearchSpace
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   options.shard_index = rank;
   options.shard_count = size;
-  if (rank != 0) options.progress = nullptr;
+  if (rank != 0) {
+    options.progress = nullptr;
+    progress = nullptr;
+  }
   const auto started = std::chrono::steady_clock::now();
-  const std::string mine = search_json(run_search(base, space, base.cluster.num_gpus, options)).dump();
+  const std::string mine = search_json(run_search_shown(base, space, base.cluster.num_gpus, options, progress)).dump();
   int length = static_cast<int>(mine.size());
   std::vector<int> lengths(static_cast<std::size_t>(size)), offsets(static_cast<std::size_t>(size));
   MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -403,7 +415,7 @@ void run_mpi_search(const SearchArgs& a, const Scenario& base, const SearchSpace
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::cout << fmt::format("search time {:.1f} s on {} MPI ranks\n", seconds, size);
 #else
-  (void)a, (void)base, (void)space, (void)options;
+  (void)a, (void)base, (void)space, (void)options, (void)progress;
   throw Error::invalid("--mpi", "given", "needs an orrery built with MPI (install libopenmpi-dev and rebuild)");
 #endif
 }
@@ -452,6 +464,7 @@ void run_search_command(const SearchArgs& a) {
     if (std::find(space.extra.begin(), space.extra.end(), *given) == space.extra.end()) space.extra.push_back(*given);
   }
   SearchOptions options = search_options(a);
+  const std::shared_ptr<SearchProgress> progress = attach_progress(a, options);
   const CostParams params = cost_params_with_profile(a.profile);
   options.params = &params;
   SearchOptions ranked = options;
@@ -459,7 +472,7 @@ void run_search_command(const SearchArgs& a) {
   if (a.mpi) {
     require(a.objective != "gpus" && a.shard.empty(), "--mpi", "given",
             "shards the search itself: not with --shard or --objective gpus");
-    run_mpi_search(a, base, space, options);
+    run_mpi_search(a, base, space, options, progress.get());
     return;
   }
   const auto started = std::chrono::steady_clock::now();
@@ -472,7 +485,7 @@ void run_search_command(const SearchArgs& a) {
     const double tokens = static_cast<double>(base.training.global_batch_size * base.training.seq_length);
     bool reached = false;
     for (int n = base.cluster.gpus_per_node; !reached; n = std::min(most, n * 2)) {
-      result = run_search(base, space, n, options);
+      result = run_search_shown(base, space, n, options, progress.get());
       if (!result.ranking.empty()) {
         const double throughput = tokens / result.records[result.ranking.front()].iteration_time;
         std::cout << fmt::format("{:6} GPUs: best {:.0f} tokens/s\n", n, throughput);
@@ -485,7 +498,7 @@ void run_search_command(const SearchArgs& a) {
     std::cout << (reached ? fmt::format("fewest GPUs reaching {:.0f} tokens/s: {}\n\n", a.target_tokens_per_s, result.num_gpus)
                           : fmt::format("no GPU count up to {} reaches {:.0f} tokens/s\n\n", most, a.target_tokens_per_s));
   } else {
-    result = run_search(base, space, base.cluster.num_gpus, ranked);
+    result = run_search_shown(base, space, base.cluster.num_gpus, ranked, progress.get());
   }
   if (given) report_given(std::cout, result, *given);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

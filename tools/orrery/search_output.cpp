@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <span>
 
@@ -180,6 +181,77 @@ void print_top_plans(std::ostream& out, const SearchResult& result, int top, Sea
                      "{} simulated ({} of them do not fit)\n",
                      result.enumerated, result.invalid, result.pruned_memory, result.pruned_bound, result.simulated,
                      too_big);
+}
+
+namespace {
+
+// 13608 -> "13,608".
+std::string grouped(std::size_t n) {
+  std::string digits = std::to_string(n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string rate_text(double per_s) { return per_s >= 10 ? fmt::format("{:.0f}", per_s) : fmt::format("{:.1f}", per_s); }
+
+// 45 -> "45 s", 273 -> "4m33s", 7300 -> "2h01m".
+std::string duration_text(double s) {
+  const long t = std::lround(s);
+  if (t < 100) return fmt::format("{} s", t);
+  if (t < 3600) return fmt::format("{}m{:02}s", t / 60, t % 60);
+  return fmt::format("{}h{:02}m", t / 3600, t / 60 % 60);
+}
+
+}  // namespace
+
+void SearchProgress::start() {
+  started_ = Clock::now();
+  updated_ = false;
+  first_settled_ = last_settled_ = drawn_ = 0;
+}
+
+void SearchProgress::update(std::size_t settled, std::size_t total) {
+  const Clock::time_point now = Clock::now();
+  constexpr std::size_t kWidth = 40;
+  const std::size_t filled = total > 0 ? std::min(kWidth, kWidth * settled / total) : kWidth;
+  std::string line = fmt::format("[{}{}] {}/{}", std::string(filled, '#'), std::string(kWidth - filled, ' '),
+                                 grouped(settled), grouped(total));
+  // The first block's count includes the candidates settled before any simulation (invalid, over memory), so the
+  // rate is measured from the first update on.
+  if (!updated_) {
+    first_ = now;
+    first_settled_ = settled;
+    updated_ = true;
+  } else if (const double seconds = std::chrono::duration<double>(now - first_).count(); seconds > 0) {
+    const double rate = static_cast<double>(settled - first_settled_) / seconds;
+    line += fmt::format("  {} plans/s", rate_text(rate));
+    if (rate > 0 && settled < total) {
+      line += fmt::format("  at most {} left", duration_text(static_cast<double>(total - settled) / rate));
+    }
+  }
+  last_settled_ = settled;
+  // Spaces over what is left of a longer previous line.
+  out_ << '\r' << line << std::string(drawn_ > line.size() ? drawn_ - line.size() : 0, ' ') << std::flush;
+  drawn_ = line.size();
+}
+
+void SearchProgress::finish(const SearchResult& r) {
+  const double seconds = std::chrono::duration<double>(Clock::now() - started_).count();
+  std::string line = fmt::format("{}simulated {} of {} candidates in {:.1f} s, {} plans/s ({} invalid, {} pruned by "
+                                 "memory, {} by the time bound",
+                                 r.shard_count > 1 ? fmt::format("shard {}/{}: ", r.shard_index, r.shard_count) : "",
+                                 grouped(r.simulated), grouped(r.enumerated), seconds,
+                                 rate_text(seconds > 0 ? static_cast<double>(r.simulated) / seconds : 0),
+                                 grouped(r.invalid), grouped(r.pruned_memory), grouped(r.pruned_bound));
+  // The bound pruned the candidates the bar had not reached when no remaining bound could beat the top plans.
+  if (updated_ && last_settled_ < r.enumerated) line += fmt::format(", the last {} at once", grouped(r.enumerated - last_settled_));
+  line += ")";
+  out_ << (drawn_ > 0 ? "\r" : "") << line << std::string(drawn_ > line.size() ? drawn_ - line.size() : 0, ' ') << "\n"
+       << std::flush;
+  drawn_ = 0;
 }
 
 SearchResult read_search_json(const json& doc, const std::string& path) {

@@ -3,6 +3,9 @@
 #include "models/utf8.h"
 #include <fmt/ostream.h>
 
+#include <string>
+#include <vector>
+
 #include "models/param_count.h"
 #include "tools/orrery/outputs.h"
 
@@ -14,6 +17,24 @@ std::string gib(Bytes b) { return fmt::format("{:7.2f}", to_GiB(b)); }
 
 std::string percent(Seconds part, Seconds whole) { return fmt::format("{:5.1f}%", whole > 0 ? 100.0 * part / whole : 0.0); }
 
+// A plan that does not fit in GPU memory says so on the summary's first line, before any figure a reader might take
+// for a runnable plan's (issue 22); the stages over the capacity are the report's "does not fit" warnings, by the
+// same test (a stage's peak above the capacity). Nothing is printed for a plan that fits.
+void print_fit_line(std::ostream& out, const Report& r) {
+  if (r.peak_memory <= r.memory_capacity) return;
+  std::vector<int> over;
+  for (const StageMemory& m : r.per_stage) {
+    if (m.peak > r.memory_capacity) over.push_back(m.stage);
+  }
+  // A few stages by number; many (a deep pipeline) by count, so the line stays one line.
+  const std::string where =
+      over.size() <= 8 ? fmt::format("pipeline stage{} {}", over.size() == 1 ? "" : "s", fmt::join(over, ", "))
+                       : fmt::format("{} of {} pipeline stages", over.size(), r.per_stage.size());
+  fmt::print(out, "does not fit: peak memory {:.2f} GiB of {:.1f} GiB per GPU, over in {}; the figures below are for a GPU "
+                  "with that much memory\n",
+             to_GiB(r.peak_memory), to_GiB(r.memory_capacity), where);
+}
+
 }  // namespace
 
 void print_summary(std::ostream& out, const Prediction& p) {
@@ -21,6 +42,7 @@ void print_summary(std::ostream& out, const Prediction& p) {
   const Scenario& s = p.scenario;
   const ParallelPlan& pl = s.parallel;
   const ParamCount params = count_parameters(s.model);
+  print_fit_line(out, r);
   fmt::print(out, "{}\n", r.name);
   const auto modules = s.training.recompute_module_names();
   const bool default_modules = modules == std::vector<std::string>{"core_attn"};
