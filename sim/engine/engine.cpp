@@ -48,23 +48,25 @@ struct Rendezvous {
 };
 
 struct GroupState {
+  std::int32_t size = 0;  // member instances
   std::vector<Rendezvous> open;
 };
 
-constexpr int kMaxModels = 4;
+constexpr int kMaxModels = 2;  // the models resource_model.h names; raise it with the next one
 
 // A running task whose speed resource models set (resource_model.h).
 struct Action {
   std::int32_t instance = -1;
   std::int32_t task = -1;
+  std::int32_t group = -1;     // the PacedGroup it ends with (-1: it ends on its own)
   double remaining = 0;        // nanoseconds of work left at full speed, as of `since`
-  double stretch = 1;          // time per unit of work: the product of `factor`
-  std::array<double, kMaxModels> factor{1, 1, 1, 1};
+  std::array<double, kMaxModels> factor{1, 1};  // time per unit of work is their product (stretch())
   Nanoseconds since = 0;
   Nanoseconds end = 0;         // when its work is done at the current speeds
   Nanoseconds queued = 0;      // the time of its latest queued event
   std::int64_t event = -1;     // Event::order of that event; any other of its events is stale (-1: not queued yet)
-  std::int32_t group = -1;     // the PacedGroup it ends with (-1: it ends on its own)
+
+  double stretch() const { return factor[0] * factor[1]; }
 };
 
 // A rendezvous whose members are all paced: each does its work at its own speed, and all end with the last.
@@ -142,6 +144,7 @@ class Simulation final : private Pacing {
       throw std::logic_error("engine: too many paced streams x instances for 32-bit action ids");
     }
     actions_.resize(static_cast<std::size_t>(paced_rows) * n);
+
     // Pending counts are laid out task-major within each program ([task][instance of the program]): the ranks of
     // a symmetric job end the same task at about the same time, so consecutive events touch neighbouring counts
     // instead of one cache line per rank (instance-major, this decrement was 44% of an --expand-ranks run).
@@ -228,6 +231,23 @@ class Simulation final : private Pacing {
       }
     }
     groups_.resize(inst.group_size.size());
+    for (std::size_t k = 0; k < groups_.size(); ++k) groups_[k].size = inst.group_size[k];
+    // The group ids of the kinds some task uses, by [kind][instance]: the ranks of a symmetric job meet their
+    // groups of one kind at about the same time, so neighbouring entries serve them.
+    kind_row_.assign(g.group_kinds.size(), -1);
+    std::int32_t rows = 0;
+    for (const Program& p : g.programs) {
+      for (const Task& t : p.tasks) {
+        if (t.is_rendezvous() && kind_row_[t.group] < 0) kind_row_[t.group] = rows++;
+      }
+    }
+    group_of_.assign(static_cast<std::size_t>(rows) * n, -1);
+    for (std::size_t k = 0; k < kind_row_.size(); ++k) {
+      if (kind_row_[k] < 0) continue;
+      for (std::size_t i = 0; i < n; ++i) {
+        group_of_[static_cast<std::size_t>(kind_row_[k]) * n + i] = inst.group(i, static_cast<std::uint8_t>(k));
+      }
+    }
     const bool record_all = static_cast<std::int64_t>(total) <= opt.record_budget;
     std::vector<bool> stage_seen(g.programs.size(), false);
     hot_.resize(n);
@@ -422,15 +442,17 @@ class Simulation final : private Pacing {
       start_or_wait(instance, task, now);
       return;
     }
-    const std::int32_t group = inst_.group(static_cast<std::size_t>(instance), t.group);
-    const std::int32_t members = inst_.group_size[static_cast<std::size_t>(group)];
+    const std::int32_t group = group_of_[static_cast<std::size_t>(kind_row_[t.group]) * inst_.instances.size() +
+                                         static_cast<std::size_t>(instance)];
+    GroupState& state = groups_[static_cast<std::size_t>(group)];
+    const std::int32_t members = state.size;
     if (members <= 1) {
       start_or_wait(instance, task, now);
       return;
     }
     // A group has few rendezvous open at once (its members' calls of one issue order, and perhaps the next), so a
     // short list per group finds it.
-    std::vector<Rendezvous>& open = groups_[static_cast<std::size_t>(group)].open;
+    std::vector<Rendezvous>& open = state.open;
     auto it = std::find_if(open.begin(), open.end(), [&](const Rendezvous& r) { return r.seq == t.group_seq; });
     if (it == open.end()) {
       open.emplace_back();
@@ -562,7 +584,7 @@ class Simulation final : private Pacing {
       return;
     }
     Action& act = actions_[static_cast<std::size_t>(a)];
-    act.end = act.queued = after(now, stretched(act.remaining, act.stretch));
+    act.end = act.queued = after(now, stretched(act.remaining, act.stretch()));
     act.event = queue(act.end, kPaced, instance, a);
   }
 
@@ -575,12 +597,11 @@ class Simulation final : private Pacing {
     if (!(factor >= 1.0) || !std::isfinite(factor)) throw std::logic_error("engine: a resource factor below 1");
     Action& act = actions_[static_cast<std::size_t>(a)];
     if (act.factor[static_cast<std::size_t>(slot)] == factor) return;
-    act.remaining = std::max(0.0, act.remaining - static_cast<double>(now - act.since) / act.stretch);
+    act.remaining = std::max(0.0, act.remaining - static_cast<double>(now - act.since) / act.stretch());
     act.since = now;
     act.factor[static_cast<std::size_t>(slot)] = factor;
-    act.stretch = act.factor[0] * act.factor[1] * act.factor[2] * act.factor[3];
     if (act.event < 0) return;  // starting: start() queues it
-    act.end = after(now, stretched(act.remaining, act.stretch));
+    act.end = after(now, stretched(act.remaining, act.stretch()));
     if (act.end < act.queued) {
       act.queued = act.end;
       act.event = queue(act.end, kPaced, act.instance, a);
@@ -701,7 +722,8 @@ class Simulation final : private Pacing {
   std::vector<std::unique_ptr<ResourceModel>> models_;
   std::vector<DemandPlan> plans_;  // by demand mask
   // Actions by [paced stream][instance]: a stream runs one task at a time, so each has at most one action, and the
-  // ranks of a symmetric job pace the same stream's tasks at about the same time, so their actions are neighbours.
+  // ranks of a symmetric job pace the same stream's tasks at about the same time, so their actions are neighbours
+  // (a pool reused last-freed-first was 10-20% slower at 16,384 ranks).
   std::vector<Action> actions_;
   std::vector<std::int32_t> paced_stream_;  // per stream: its row of actions_, -1 if none of its tasks is paced
   std::int32_t action_of(std::uint8_t stream, std::size_t instance) const {
@@ -744,6 +766,8 @@ class Simulation final : private Pacing {
   std::vector<Hot> hot_;
   EventQueue events_;
   std::vector<GroupState> groups_;  // per group of the instantiation
+  std::vector<std::int32_t> kind_row_;  // per group kind: its row of group_of_, -1 if no task uses it
+  std::vector<std::int32_t> group_of_;  // [row][instance]: Instantiation::group
   std::vector<std::vector<std::uint16_t>> initial_pending_;  // per program and task: predecessors, lane order included
   std::int64_t next_seq_ = 0;
   std::int64_t completed_ = 0;
