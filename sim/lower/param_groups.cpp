@@ -59,8 +59,10 @@ std::int64_t position_rows(const LoweringContext& ctx) {
 }  // namespace
 
 std::vector<ParamGroup> layer_param_groups(const LoweringContext& ctx, int layer, int chunk) {
+  const std::pair<int, int> key{layer, chunk};
+  if (const auto it = ctx.layer_groups_.find(key); it != ctx.layer_groups_.end()) return it->second;
   const auto tensors = layer_param_tensors(ctx.padded_model, layer);
-  return collect(ctx, tensors, kLayerGroups, layer, chunk);
+  return ctx.layer_groups_.emplace(key, collect(ctx, tensors, kLayerGroups, layer, chunk)).first->second;
 }
 
 std::vector<ParamGroup> embedding_param_groups(const LoweringContext& ctx, int chunk) {

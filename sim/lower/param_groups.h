@@ -6,16 +6,9 @@
 #include <vector>
 
 #include "sim/lower/context.h"
+#include "sim/lower/param_group.h"
 
 namespace orrery {
-
-struct ParamGroup {
-  int chunk = 0;
-  int layer = -1;          // -1: embedding or head
-  const char* name = "";   // module label, as the lowering records it
-  std::int64_t elements = 0;
-  bool expert = false;     // routed-expert weights: sharded over EP x ETP, reduced over the expert-DP group
-};
 
 /// Groups of transformer layer `layer`, forward order.
 std::vector<ParamGroup> layer_param_groups(const LoweringContext& ctx, int layer, int chunk);
