@@ -36,7 +36,9 @@ class EventQueue {
   /// Queues `e`. Throws std::logic_error if e.time is before the last popped time (an engine bug).
   void push(const Event& e) {
     if (e.time < last_) throw std::logic_error("event queue: an event before the current time");
-    buckets_[bucket(e.time)].push_back(e);
+    const std::size_t b = bucket(e.time);
+    buckets_[b].push_back(e);
+    if (b > 0) nonempty_ |= std::uint64_t{1} << (b - 1);
     ++size_;
   }
 
@@ -56,7 +58,8 @@ class EventQueue {
   std::array<std::vector<Event>, 65> buckets_;
   std::size_t head_ = 0;  // next event of bucket 0
   std::size_t size_ = 0;
-  Nanoseconds last_ = 0;  // the time of bucket 0's events
+  Nanoseconds last_ = 0;        // the time of bucket 0's events
+  std::uint64_t nonempty_ = 0;  // bit b - 1: bucket b (1..64) holds events
 
   std::size_t bucket(Nanoseconds t) const {
     const auto diff = static_cast<std::uint64_t>(t) ^ static_cast<std::uint64_t>(last_);
@@ -68,13 +71,17 @@ class EventQueue {
   void refill() {
     buckets_[0].clear();
     head_ = 0;
-    std::size_t b = 1;
-    while (buckets_[b].empty()) ++b;
+    const auto b = static_cast<std::size_t>(std::countr_zero(nonempty_)) + 1;
     std::vector<Event>& from = buckets_[b];
+    nonempty_ &= ~(std::uint64_t{1} << (b - 1));
     Nanoseconds earliest = from.front().time;
     for (const Event& e : from) earliest = std::min(earliest, e.time);
     last_ = earliest;
-    for (const Event& e : from) buckets_[bucket(e.time)].push_back(e);
+    for (const Event& e : from) {
+      const std::size_t to = bucket(e.time);
+      buckets_[to].push_back(e);
+      if (to > 0) nonempty_ |= std::uint64_t{1} << (to - 1);
+    }
     from.clear();
   }
 };
