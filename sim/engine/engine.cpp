@@ -205,8 +205,8 @@ class Simulation final : private Pacing {
     }
     if (lanes_on_) lanes_.resize(n * static_cast<std::size_t>(num_lanes_));
     // A lane of a program with its own issue order is one CUDA stream: its tasks run in issue order, each after
-    // the one issued before it on the lane (Megatron-Core's merged passes share its compute and communication
-    // streams). That order is an extra predecessor of each such task.
+    // the one issued before it on the lane (merged passes share one compute and one communication stream). That
+    // order is an extra predecessor of each such task.
     lane_next_.resize(g.programs.size());
     for (std::size_t p = 0; lanes_on_ && p < g.programs.size(); ++p) {
       const Program& prog = g.programs[p];
@@ -524,7 +524,7 @@ class Simulation final : private Pacing {
   }
 
   // The lane's task on `instance` ended: the other side's earliest issued waiting task starts if there is one
-  // (the GPU, or the one communication stream, alternates between the merged passes as Megatron-Core interleaves
+  // (the GPU, or the one communication stream, alternates between the merged passes as the framework interleaves
   // their layers), else the same side's; then deferred groups of this instance whose members are all free.
   void release_lane(std::int32_t instance, int l, int side, Nanoseconds now) {
     Lane& ln = lane(static_cast<std::size_t>(instance), l);

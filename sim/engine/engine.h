@@ -12,8 +12,8 @@
 // the one communication stream they stand for. A task that finds its lane busy waits; a complete rendezvous group waits
 // while any member's lane is busy, reserving nothing, so later tasks may overtake it. When a lane frees, it takes
 // the other side's earliest issued waiting task, else the same side's, and only then a waiting group, so the merged
-// passes alternate (DualPipe's overlapped pairs). In a program with its own issue order (Program::issue_order:
-// Megatron-Core's merged passes) a lane is one CUDA stream instead: its tasks run strictly in issue order, each after
+// passes alternate (the lowering's overlapped forward and backward pairs). In a program with its own issue order
+// (Program::issue_order: the lowering's merged passes) a lane is one CUDA stream instead: its tasks run strictly in issue order, each after
 // the one issued before it on the lane. Unlike a CUDA stream, a lane stays free while a group
 // assembles (slightly optimistic; no issue-order deadlock can arise). A task allocates its at_start bytes when it
 // starts and applies its at_end bytes when it ends.

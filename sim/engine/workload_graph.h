@@ -111,7 +111,7 @@ struct Program {
   TaskGraph successors;                     // edge u -> v: v may start only after u ends
   std::vector<std::uint16_t> in_degree;     // per task
   std::array<Bytes, kNumMemoryKinds> static_memory{};  // resident from the start: weights, gradients, optimizer, other
-  /// The tasks in the order the host issues them, where that differs from task order (Megatron-Core's merged
+  /// The tasks in the order the host issues them, where that differs from task order (the lowering's merged
   /// forward-and-backward layers: model_chunk_schedule_plan.py interleaves their sub-modules); empty: task order.
   /// A permutation of 0..tasks.size()-1; the engine's host timeline walks it.
   std::vector<std::int32_t> issue_order;
