@@ -48,23 +48,25 @@ double run_bytes(const WorkloadGraph& graph, double task_instances, double insta
 
 }  // namespace
 
-Prediction predict(const Scenario& scenario, const PredictOptions& options) {
+Prediction predict(const Scenario& scenario, const PredictOptions& options) { return predict(resolve(scenario), options); }
+
+Prediction predict(const Job& job, const PredictOptions& options) {
   const CostParams& params = options.params ? *options.params : default_cost_params();
   Prediction p;
-  p.scenario = scenario;
+  p.job = job;
+  p.scenario = job.scenario();
   const double tasks = estimated_tasks(p.scenario);
   check_memory_estimate(estimated_graph_bytes(tasks), options.memory_budget,
                         fmt::format("the workload graph (about {:.3g} tasks)", tasks));
-  p.graph = lower(p.scenario, params.memory);
+  p.graph = lower(job, params.memory);
   // Every rank of a stage runs the stage's program, so the count is known before any per-rank structure is built
   // (with --expand-ranks, an instance and its groups per rank): a run beyond the limit is refused at once.
   if (options.expansion == Expansion::kAllRanks) {
-    const ParallelPlan& plan = p.scenario.parallel;
-    const int ranks_per_stage = plan.tp * plan.cp * plan.dp;  // rank_layout.h
+    const int ranks_per_stage = job.ranks_per_stage();
     double task_instances = 0;
     for (const Program& program : p.graph.programs) task_instances += static_cast<double>(program.tasks.size());
     task_instances *= ranks_per_stage;
-    const int ranks = ranks_per_stage * plan.pp;
+    const int ranks = job.ranks().num_ranks();
     check_task_instances(task_instances, ranks, options.max_task_instances);
     check_memory_estimate(run_bytes(p.graph, task_instances, ranks, options.run), options.memory_budget,
                           fmt::format("--expand-ranks ({} ranks, {:.3g} task instances)", ranks, task_instances));
@@ -73,7 +75,7 @@ Prediction predict(const Scenario& scenario, const PredictOptions& options) {
     // Splitting the ranks by how they relate to each straggler keeps a signature of one int per straggler for
     // each rank (sim/instances.cpp), up to one class per rank: refused up front when that alone is above budget.
     // Per rank: the signature and its copy as a map key, plus the map node and the rank's instance index (64 B).
-    const double ranks = static_cast<double>(p.scenario.cluster.num_gpus);
+    const double ranks = static_cast<double>(job.num_gpus());
     const double stragglers = static_cast<double>(p.scenario.stragglers.size());
     check_memory_estimate(ranks * (stragglers + 1) * 2 * sizeof(int) + ranks * 64, options.memory_budget,
                           fmt::format("splitting {:.0f} ranks by {:.0f} stragglers", ranks, stragglers));
@@ -92,7 +94,7 @@ Prediction predict(const Scenario& scenario, const PredictOptions& options) {
   DefaultCostModels models(p.scenario.cluster, params);
   p.durations = price_graph(p.graph, models.models(), host_issue_costs(params.compute.host, p.scenario.training.framework));
   p.run = run_engine(p.graph, p.instances, p.durations, run);
-  p.report = analyze(p.scenario, p.graph, p.instances, p.run);
+  p.report = analyze(job, p.graph, p.instances, p.run);
   if (const auto* measured = dynamic_cast<const ProfiledCollectiveModel*>(models.network.get());
       measured && measured->uncovered() > 0) {
     p.report.warnings.push_back(fmt::format("the profile's collective tables do not cover {} collective calls (group "

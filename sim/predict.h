@@ -8,6 +8,7 @@
 #include "sim/durations.h"
 #include "sim/engine/engine.h"
 #include "sim/instances.h"
+#include "sim/job/job.h"
 #include "sim/memory_budget.h"
 #include "sim/report.h"
 #include "sim/scenario.h"
@@ -29,7 +30,8 @@ struct PredictOptions {
 
 /// Everything a prediction produced, for reports and observers (traces, timelines).
 struct Prediction {
-  Scenario scenario;
+  Job job;            // the resolved plan the prediction ran
+  Scenario scenario;  // job.scenario(), for the observers
   WorkloadGraph graph;
   Instantiation instances;
   Durations durations;
@@ -47,6 +49,9 @@ struct DefaultCostModels {
 
 /// Errors: those of lower(); Error::invalid naming --expand-ranks above max_task_instances, or --memory-budget
 /// (see PredictOptions::memory_budget); std::logic_error for internal deadlocks.
+Prediction predict(const Job& job, const PredictOptions& options = {});
+
+/// predict(resolve(scenario), options). Errors: resolve()'s, then predict()'s.
 Prediction predict(const Scenario& scenario, const PredictOptions& options = {});
 
 /// `base` with what a prediction under `params` runs the engine with: compute slowed by the fitted

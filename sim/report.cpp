@@ -6,7 +6,6 @@
 #include <array>
 
 #include "models/model_flops.h"
-#include "sim/lower/context.h"
 
 namespace orrery {
 
@@ -136,21 +135,18 @@ double graph_flops_per_iteration(const WorkloadGraph& graph, const ParallelPlan&
   return flops * plan.tp * plan.dp * plan.cp;
 }
 
-Report analyze(const Scenario& s, const WorkloadGraph& graph, const Instantiation& instances, const RunResult& run) {
+Report analyze(const Job& job, const WorkloadGraph& graph, const Instantiation& instances, const RunResult& run) {
+  const Scenario& s = job.scenario();
   Report r;
   r.name = s.name;
-  r.num_gpus = s.cluster.num_gpus;
-  r.microbatches = s.num_microbatches();
-  if (s.training.packed_documents.enabled()) {
-    r.packing = pack_documents(s.training.packed_documents, s.training.seq_length, s.training.global_batch_size,
-                               s.training.micro_batch_size, s.parallel.dp, s.parallel.cp);
-  }
+  r.num_gpus = job.num_gpus();
+  r.microbatches = job.microbatches();
+  r.packing = job.packing();
   r.iteration_time = from_nanos(run.makespan);
   const double gpus = static_cast<double>(r.num_gpus);
-  const double tokens = static_cast<double>(s.training.global_batch_size * s.training.seq_length);
-  r.tokens_per_s = tokens / r.iteration_time;
+  r.tokens_per_s = job.tokens_per_iteration() / r.iteration_time;
   r.tokens_per_s_per_gpu = r.tokens_per_s / gpus;
-  const std::int64_t vocab = padded_vocab_size(s.model.vocab_size, s.parallel.tp);
+  const std::int64_t vocab = job.padded_vocab();
   const double batch = static_cast<double>(s.training.global_batch_size);
   // Attention over what each layer attends: its sliding window, and with packed documents the pairs within them.
   AttentionSpan span;
@@ -160,7 +156,7 @@ Report analyze(const Scenario& s, const WorkloadGraph& graph, const Instantiatio
   const double causal_flops =
       batch * training_flops_per_sequence(s.model, s.training.seq_length, vocab, AttentionFlops::kCausalHalved, span);
   r.hardware_flops = graph_flops_per_iteration(graph, s.parallel);
-  r.peak_flops_per_gpu = s.cluster.gpu.peak_for(gemm_dtype(s.training.precision));
+  r.peak_flops_per_gpu = s.cluster.gpu.peak_for(job.gemm_dtype());
   const double denominator = r.iteration_time * gpus * r.peak_flops_per_gpu;
   r.model_tflops_per_gpu = to_tflops(r.model_flops / (r.iteration_time * gpus));
   r.hardware_tflops_per_gpu = to_tflops(r.hardware_flops / (r.iteration_time * gpus));
@@ -213,7 +209,7 @@ Report analyze(const Scenario& s, const WorkloadGraph& graph, const Instantiatio
   r.critical_stage = ci.program;
   r.critical_rank = ci.representative_rank;
   r.breakdown = breakdown_of(graph, graph.programs[static_cast<std::size_t>(ci.program)], run.instances[critical], run.makespan);
-  for (const std::string& w : s.warnings) r.warnings.push_back(w);
+  for (const std::string& w : job.warnings()) r.warnings.push_back(w);
   return r;
 }
 

@@ -8,6 +8,7 @@
 
 #include "sim/engine/engine.h"
 #include "sim/instances.h"
+#include "sim/job/job.h"
 #include "sim/packing.h"
 #include "sim/scenario.h"
 #include "sim/task_vocabulary.h"
@@ -57,8 +58,8 @@ struct Report {
 /// recompute included, times the ranks each program stands for.
 double graph_flops_per_iteration(const WorkloadGraph& graph, const ParallelPlan& plan);
 
-Report analyze(const Scenario& scenario, const WorkloadGraph& graph, const Instantiation& instances,
-               const RunResult& run);
+/// The report of a finished run of `job`'s graph. Errors: none.
+Report analyze(const Job& job, const WorkloadGraph& graph, const Instantiation& instances, const RunResult& run);
 
 /// The breakdown of one recorded instance of `program` (one of `graph`'s) over [0, until]; its communication counts
 /// under the category `graph` declares for each group kind (GroupKindInfo::category), compute is what runs on its

@@ -246,7 +246,8 @@ struct Scenario {
   std::vector<Straggler> stragglers;
   std::vector<std::string> warnings;  // accepted but noteworthy input (e.g. sequence_parallel with tp 1)
 
-  /// Micro-batches per pipeline per iteration: global batch / (micro-batch x dp).
+  /// Micro-batches per pipeline per iteration: global batch / (micro-batch x dp). The formula's one home, for the
+  /// validator; readers take Job::microbatches() (sim/job/job.h).
   int num_microbatches() const;
 };
 
@@ -259,10 +260,10 @@ Scenario parse_scenario(const nlohmann::json& document, const std::filesystem::p
 /// keeps from a scenario this way). Errors: Error::invalid naming the `parallel.*` field, value and rule.
 ParallelPlan parse_parallel(const nlohmann::json& parallel);
 
-/// The cross-section rules parse_scenario applies after reading: derives dp (and the default global batch), drops
-/// sequence parallelism at tp 1 with a warning, and checks divisibility, sizes and unmodelled features. The search
-/// uses it to validate plans made by editing a parsed scenario. Errors: as parse_scenario.
-void validate_scenario(Scenario& s);
+/// Reads every section of a scenario document with each section's own checks (unknown keys, ranges), without the
+/// cross-section rules: dp is not derived and the plan not checked. resolve() (sim/job/job.h) or resolve_base
+/// validates what it returns. Errors: Error::invalid naming the field, value and rule of a section.
+Scenario read_scenario(const nlohmann::json& document, const std::filesystem::path& base_dir);
 
 /// Reads a scenario file. Errors: Error::invalid for unreadable or malformed JSON (naming the file), and all of
 /// parse_scenario's errors, found in "scenario FILE" (Error::in).

@@ -13,6 +13,7 @@
 #include "models/model_input.h"
 #include "sim/pipeline_layout.h"
 #include "sim/scenario.h"
+#include "sim/scenario_validate.h"
 
 namespace orrery {
 
@@ -305,7 +306,7 @@ ParallelPlan parse_parallel(const json& value) {
   return p;
 }
 
-Scenario parse_scenario(const json& doc, const std::filesystem::path& base_dir) {
+Scenario read_scenario(const json& doc, const std::filesystem::path& base_dir) {
   FieldReader top(doc, "");
   Scenario s;
   s.name = top.optional_string("name").value_or("");
@@ -333,7 +334,12 @@ Scenario parse_scenario(const json& doc, const std::filesystem::path& base_dir) 
   if (const json* stragglers = top.raw("stragglers")) s.stragglers = parse_stragglers(*stragglers);
   top.reject_unknown();
   if (s.name.empty()) s.name = s.model.name;
-  validate_scenario(s);
+  return s;
+}
+
+Scenario parse_scenario(const json& doc, const std::filesystem::path& base_dir) {
+  Scenario s = read_scenario(doc, base_dir);
+  validate_scenario(s);  // on the scenario this function builds: no caller's scenario changes
   return s;
 }
 

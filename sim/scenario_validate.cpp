@@ -14,6 +14,7 @@
 #include "sim/overlap_switches.h"
 #include "sim/pipeline_layout.h"
 #include "sim/scenario.h"
+#include "sim/scenario_validate.h"
 #include "sim/lower/context_parallel.h"
 
 namespace orrery {
@@ -21,6 +22,15 @@ namespace orrery {
 namespace {
 
 std::string str(std::int64_t v) { return std::to_string(v); }
+
+// Model features the framework does not run (plan-free).
+void reject_unmodelled_model(const Scenario& s) {
+  if (s.model.mtp_num_layers > 0 && s.training.framework != Framework::kMegatron) {
+    throw Error::not_modelled("model.mtp_num_layers", str(s.model.mtp_num_layers),
+                              fmt::format("multi-token prediction with framework {} (set it to 0 to train without)",
+                                          to_string(s.training.framework)));
+  }
+}
 
 void reject_unmodelled(const Scenario& s) {
   const ParallelPlan& p = s.parallel;
@@ -33,11 +43,7 @@ void reject_unmodelled(const Scenario& s) {
                               fmt::format("ZeRO-2/3 with the {} schedule (gradient sharding per split backward step)",
                                           to_string(p.schedule)));
   }
-  if (s.model.mtp_num_layers > 0 && s.training.framework != Framework::kMegatron) {
-    throw Error::not_modelled("model.mtp_num_layers", str(s.model.mtp_num_layers),
-                              fmt::format("multi-token prediction with framework {} (set it to 0 to train without)",
-                                          to_string(s.training.framework)));
-  }
+  reject_unmodelled_model(s);
   if (dualpipe) {
     const char* name = to_string(p.schedule);
     if (s.training.cpu_offloading_num_layers > 0) {
@@ -188,20 +194,25 @@ void check_expert_overlap(const Scenario& s) {
   }
 }
 
+// Megatron-Core's capacity per expert is tokens x top-k / experts x factor (moe_utils.get_capacity): at experts /
+// top-k every expert holds every token of the micro-batch, and a larger factor only pads with zeros (a factor of
+// 1e18 overflowed the padded token count). Plan-free.
+void check_capacity_factor(const Scenario& s) {
+  const ModelSpec& m = s.model;
+  if (const auto& factor = s.training.moe_expert_capacity_factor; factor && m.is_moe()) {
+    const double most = static_cast<double>(m.moe.num_experts) / std::max(1, m.moe.experts_per_token);
+    require(*factor <= most, "training.moe_expert_capacity_factor", fmt::format("{}", *factor),
+            fmt::format("must be at most num_experts / top-k = {:g}, where every expert already holds every token", most));
+  }
+}
+
 // Expert parallelism as Megatron-Core accepts it (megatron/training/arguments.py, parallel_state.py).
 void check_experts(Scenario& s) {
   const ModelSpec& m = s.model;
   ParallelPlan& p = s.parallel;
   require(!p.delay_wgrad_compute || p.overlap_moe_expert_parallel_comm, "parallel.delay_wgrad_compute", "true",
           "needs parallel.overlap_moe_expert_parallel_comm, as Megatron-Core requires");
-  // Megatron-Core's capacity per expert is tokens x top-k / experts x factor (moe_utils.get_capacity): at experts /
-  // top-k every expert holds every token of the micro-batch, and a larger factor only pads with zeros (a factor of
-  // 1e18 overflowed the padded token count).
-  if (const auto& factor = s.training.moe_expert_capacity_factor; factor && m.is_moe()) {
-    const double most = static_cast<double>(m.moe.num_experts) / std::max(1, m.moe.experts_per_token);
-    require(*factor <= most, "training.moe_expert_capacity_factor", fmt::format("{}", *factor),
-            fmt::format("must be at most num_experts / top-k = {:g}, where every expert already holds every token", most));
-  }
+  check_capacity_factor(s);
   if (!m.is_moe()) {
     require(p.ep == 1, "parallel.ep", str(p.ep), "needs a mixture-of-experts model");
     require(!p.overlap_moe_expert_parallel_comm, "parallel.overlap_moe_expert_parallel_comm", "true",
@@ -356,8 +367,9 @@ void check_offload(const Scenario& s) {
   }
 }
 
-// 16-bit gradient buffers are a choice only where Megatron would otherwise keep them in fp32.
-void check_grad_dtype(const Scenario& s) {
+// 16-bit gradient buffers are a choice only where Megatron would otherwise keep them in fp32: the precision and
+// framework parts (plan-free), then the ZeRO stage.
+void check_grad_dtype_setup(const Scenario& s) {
   if (s.training.grad_reduce_in_fp32) return;
   const Precision p = s.training.precision;
   require(p == Precision::kBf16 || p == Precision::kFp8, "training.grad_reduce_in_fp32", "false",
@@ -365,6 +377,11 @@ void check_grad_dtype(const Scenario& s) {
                                 : "applies to bf16 and fp8 only (fp32 training keeps fp32 gradients)");
   require(s.training.framework == Framework::kMegatron, "training.grad_reduce_in_fp32", "false",
           "is a Megatron-Core setting; training.framework must be megatron");
+}
+
+void check_grad_dtype(const Scenario& s) {
+  check_grad_dtype_setup(s);
+  if (s.training.grad_reduce_in_fp32) return;
   require(s.parallel.zero_stage <= 1, "training.grad_reduce_in_fp32", "false",
           fmt::format("applies to zero_stage 0 and 1; with stage {} the gradients already take the parameter dtype "
                       "(ZeRO's 2 + 2 + 12 bytes per parameter)", s.parallel.zero_stage));
@@ -396,6 +413,12 @@ void check_recompute_modules(const Scenario& s) {
   if (m.layernorm && s.model.is_mla()) {
     throw Error::not_modelled(field, "layernorm",
                               "the layernorm recompute of multi-head latent attention layers is not lowered yet");
+  }
+}
+
+void check_fp16(const Scenario& s) {
+  if (s.training.precision == Precision::kFp16 && s.cluster.gpu.peak_fp16 <= 0) {
+    throw Error::invalid("training.precision", "fp16", "is not supported by the GPU " + s.cluster.gpu.name);
   }
 }
 
@@ -432,9 +455,19 @@ void validate_scenario(Scenario& s) {
   check_fp8_recipe(s);
   warn_inactive_overlaps(s);
   resolve_placement(s);
-  if (s.training.precision == Precision::kFp16 && s.cluster.gpu.peak_fp16 <= 0) {
-    throw Error::invalid("training.precision", "fp16", "is not supported by the GPU " + s.cluster.gpu.name);
-  }
+  check_fp16(s);
+}
+
+void validate_plan_free(Scenario& s) {
+  reject_unmodelled_model(s);
+  check_capacity_factor(s);
+  check_packing(s);
+  check_grad_dtype_setup(s);
+  check_recompute_modules(s);
+  check_rope_fusion(s);
+  s.cluster.gpu.peak_for(gemm_dtype(s.training.precision));  // the GPU must have the precision's GEMM path
+  check_fp8_recipe(s);
+  check_fp16(s);
 }
 
 }  // namespace orrery

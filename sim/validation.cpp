@@ -7,18 +7,18 @@
 
 #include "models/error.h"
 #include "models/model_flops.h"
-#include "sim/lower/context.h"
 
 namespace orrery {
 
-ConventionFlops convention_flops(const Scenario& s, const std::string& convention) {
+ConventionFlops convention_flops(const Job& job, const std::string& convention) {
+  const Scenario& s = job.scenario();
   const ModelSpec& m = s.model;
   const double B = static_cast<double>(s.training.global_batch_size);
   const double seq = static_cast<double>(s.training.seq_length);
   ConventionFlops f;
   if (convention == "megatron-sc21") {
     const double l = m.num_layers, h = static_cast<double>(m.hidden_size);
-    const double V = static_cast<double>(padded_vocab_size(m.vocab_size, s.parallel.tp));
+    const double V = static_cast<double>(job.padded_vocab());
     const double model = korthikanti_model_flops_per_iteration(B, seq, l, h, V);
     const double full = sc21_flops_per_iteration(B, seq, l, h, V);
     f.tflops = full;  // SC21 quotes hardware FLOPs of its full-recompute runs
@@ -79,7 +79,7 @@ RecordResult compare_with_expectations(const Prediction& p, const std::string& f
   r.prefix = source_prefix(s.name);
   r.simulated = true;
   const std::string convention = e.flops_convention.empty() ? "full-attention" : e.flops_convention;
-  const ConventionFlops f = convention_flops(s, convention);
+  const ConventionFlops f = convention_flops(p.job, convention);
   const double gpu_seconds = rep.iteration_time * rep.num_gpus;
   add(r, "iteration_time_s", rep.iteration_time, e.iteration_time_s);
   add(r, "tokens_per_s_per_gpu", rep.tokens_per_s_per_gpu, e.tokens_per_s_per_gpu);

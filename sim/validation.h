@@ -67,7 +67,8 @@ struct RecordResult {
 struct ConventionFlops {
   double tflops = 0, mfu = 0, hfu = 0;
 };
-ConventionFlops convention_flops(const Scenario& scenario, const std::string& convention);
+/// Errors: none (an unknown convention counts as full-attention).
+ConventionFlops convention_flops(const Job& job, const std::string& convention);
 
 /// Compares a finished prediction with the scenario's expectations; every figure and error is finite. Errors:
 /// Error::invalid naming expect.FIGURE when a comparison would not be.

@@ -3,90 +3,35 @@
 #include <cassert>
 
 #include "sim/group_placement.h"
-#include "sim/packing.h"
 
 namespace orrery {
 
-std::int64_t padded_vocab_size(std::int64_t vocab, int tp, int divisible_by) {
-  const std::int64_t multiple = static_cast<std::int64_t>(divisible_by) * tp;
-  return (vocab + multiple - 1) / multiple * multiple;
-}
-
-namespace {
-
-// Bytes per parameter of gradient buffer and optimizer state (before ZeRO sharding), Megatron-LM
-// docs/source/api-guide/dist_optimizer.md table: bf16 params with fp32 grads 2 + 4 + 12 = 18 bytes; fp16 params
-// with fp16 grads 2 + 2 + 16 (fp32 main params, main grads, Adam m and v) = 20; fp32 4 + 4 + 8 = 16. bf16 with
-// grad_reduce_in_fp32 off keeps 16-bit gradients as the fp16 row does, and the same 16 bytes of optimizer state.
-struct StateBytes {
-  Bytes param, grad, optimizer;
-};
-
-StateBytes state_bytes(Precision precision, Optimizer optimizer, bool grad_reduce_in_fp32) {
-  const bool adam = optimizer == Optimizer::kAdam;
-  switch (precision) {
-    case Precision::kFp32: return {4, 4, adam ? 8 : 4};
-    case Precision::kFp16: return {2, 2, adam ? 16 : 12};
-    case Precision::kBf16:
-    case Precision::kFp8:
-      if (!grad_reduce_in_fp32) return {2, 2, adam ? 16 : 12};
-      return {2, 4, adam ? 12 : 8};
-  }
-  return {2, 4, 12};
-}
-
-// FSDP2 as torchtitan runs it (sim/lower/fsdp2.h): the model is built in fp32 (torchtitan config/configs.py
-// training.dtype "float32" @ b5bcd76) and fully_shard keeps fp32 sharded parameters; MixedPrecisionPolicy
-// param_dtype bfloat16 gathers and computes in bf16 (mixed_precision_param), reduce_dtype float32
-// (mixed_precision_reduce) reduce-scatters fp32 gradients into the fp32 sharded .grad; AdamW keeps m and v in the
-// parameter dtype, fp32. So 4 + 4 + 8 = 16 resident bytes per parameter, sharded over the FSDP ranks.
-constexpr Bytes kFsdp2ShardedParamBytes = 4;
-StateBytes fsdp2_state_bytes() { return {2, 4, 8}; }  // gathered param, reduced grad, optimizer (m, v)
-
-}  // namespace
-
-LoweringContext::LoweringContext(const Scenario& s)
-    : scenario(s),
-      model(s.model),
-      plan(s.parallel),
-      training(s.training),
-      cluster(s.cluster),
-      layout(make_pipeline_layout(s.model, s.parallel)),
-      ranks(s.parallel),
-      microbatches(s.num_microbatches()) {
-  tp = plan.tp;
-  batch = training.micro_batch_size;
-  seq = training.seq_length / plan.cp;
-  tokens = batch * seq;
-  tokens_sp = plan.sequence_parallel ? tokens / tp : tokens;
-  padded_vocab = padded_vocab_size(model.vocab_size, tp);
-  act_dtype = activation_dtype(training.precision);
-  gemm_dtype = orrery::gemm_dtype(training.precision);
-  fp8_recipe = training.fp8_recipe;
-  act_bytes = dtype_bytes(act_dtype);
-  StateBytes sb = state_bytes(training.precision, training.optimizer, training.grad_reduce_in_fp32);
-  if (plan.zero_stage >= 2 || training.framework == Framework::kMegatronDeepSpeed) {
-    // DeepSpeed's ZeRO-2/3 reduce gradients in the training precision and keep fp32 master weights and Adam
-    // moments (ZeRO, arXiv:1910.02054 Section 3.1: 2 + 2 + K bytes per parameter, K = 12); so does DeepSpeed's
-    // engine at every stage under Megatron-DeepSpeed (sim/lower/megatron_deepspeed.h).
-    const bool adam = training.optimizer == Optimizer::kAdam;
-    sb.grad = sb.param;
-    sb.optimizer = sb.param == 4 ? (adam ? 8 : 4) : (adam ? 12 : 8);
-  }
-  // PyTorch's recipe keeps fp32 parameters (they are the master copy) and fp32 gradients under autocast.
-  if (training.framework == Framework::kPytorch) sb = state_bytes(Precision::kFp32, training.optimizer, true);
-  if (training.framework == Framework::kFsdp2) sb = fsdp2_state_bytes();
-  param_bytes = sb.param;
-  resident_param_bytes = training.framework == Framework::kFsdp2 ? kFsdp2ShardedParamBytes : sb.param;
-  grad_bytes = sb.grad;
-  optimizer_bytes = sb.optimizer;
-  padded_model = model;
-  padded_model.vocab_size = padded_vocab;
-  if (training.packed_documents.enabled()) {
-    packed_fraction = pack_documents(training.packed_documents, training.seq_length, training.global_batch_size,
-                                     training.micro_batch_size, plan.dp, plan.cp)
-                          .microbatch_fraction;
-  }
+LoweringContext::LoweringContext(const Job& j)
+    : job(j),
+      scenario(j.scenario()),
+      model(j.model()),
+      plan(j.plan()),
+      training(j.training()),
+      cluster(j.cluster()),
+      layout(j.layout()),
+      ranks(j.ranks()),
+      microbatches(j.microbatches()),
+      tp(j.plan().tp),
+      batch(j.training().micro_batch_size),
+      seq(j.training().seq_length / j.plan().cp),
+      tokens(j.rank_tokens()),
+      tokens_sp(j.plan().sequence_parallel ? j.rank_tokens() / j.plan().tp : j.rank_tokens()),
+      padded_vocab(j.padded_vocab()),
+      act_dtype(j.activation_dtype()),
+      gemm_dtype(j.gemm_dtype()),
+      fp8_recipe(j.training().fp8_recipe),
+      act_bytes(j.activation_bytes()),
+      param_bytes(j.state_bytes().param),
+      resident_param_bytes(j.state_bytes().resident_param),
+      grad_bytes(j.state_bytes().grad),
+      optimizer_bytes(j.state_bytes().optimizer),
+      padded_model(j.padded_model()) {
+  if (j.packing()) packed_fraction = j.packing()->microbatch_fraction;
 }
 
 const GroupPlacement& LoweringContext::placement(GroupKind kind, int stage) const {

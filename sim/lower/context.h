@@ -1,6 +1,6 @@
 #pragma once
-// Shared state of the lowering: the derived sizes every op needs (tokens per rank, local heads, padded vocabulary,
-// element sizes), the placement of each communication group, and an Emitter that appends tasks to one stage's
+// Shared state of the lowering: the derived sizes every op needs (tokens per rank, padded vocabulary, element
+// sizes), read from the Job (sim/job/job.h), the placement of each communication group, and an Emitter that appends tasks to one stage's
 // program with the current (micro-batch, chunk, layer, phase) coordinates.
 
 #include <map>
@@ -8,45 +8,46 @@
 
 #include "hardware/topology.h"
 #include "models/param_count.h"
+#include "sim/job/job.h"
 #include "sim/lower/param_group.h"
-#include "sim/pipeline_layout.h"
-#include "sim/rank_layout.h"
-#include "sim/scenario.h"
 #include "sim/task_vocabulary.h"
 
 namespace orrery {
 
 using TaskId = ProgramBuilder::TaskId;
 
+/// What the lowering reads: the Job's facts (sim/job/job.h) under the names the lowering uses, and the placement of
+/// each communication group. It refers to the Job, which must outlive it.
 struct LoweringContext {
-  LoweringContext(const Scenario& scenario);
+  explicit LoweringContext(const Job& job);
 
+  const Job& job;
   const Scenario& scenario;
   const ModelSpec& model;
   const ParallelPlan& plan;
   const TrainingSpec& training;
   const ClusterSpec& cluster;
-  PipelineLayout layout;
-  RankLayout ranks;
-  int microbatches = 0;
+  const PipelineLayout& layout;
+  const RankLayout& ranks;
+  const int microbatches;
 
-  int tp = 1;
-  std::int64_t batch = 0;         // micro-batch size b
-  std::int64_t seq = 0;           // sequence length a rank processes (s / cp)
-  std::int64_t tokens = 0;        // b s: rows of every GEMM
-  std::int64_t tokens_sp = 0;     // rows of norms and residuals: b s / tp with sequence parallelism
-  std::int64_t padded_vocab = 0;  // Megatron-padded vocabulary
-  DType act_dtype = DType::kBf16;
-  DType gemm_dtype = DType::kBf16;
-  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // with gemm_dtype kFp8: how FP8 tensors are scaled
-  Bytes act_bytes = 2;            // bytes per activation element
-  Bytes param_bytes = 2;          // bytes per model parameter (as gathered and computed with)
+  const int tp;
+  const std::int64_t batch;         // micro-batch size b
+  const std::int64_t seq;           // sequence length a rank processes (s / cp)
+  const std::int64_t tokens;        // b s / cp: rows of every GEMM (Job::rank_tokens)
+  const std::int64_t tokens_sp;     // rows of norms and residuals: tokens / tp with sequence parallelism
+  const std::int64_t padded_vocab;  // Megatron-padded vocabulary
+  const DType act_dtype;
+  const DType gemm_dtype;
+  const Fp8Recipe fp8_recipe;       // with gemm_dtype kFp8: how FP8 tensors are scaled
+  const Bytes act_bytes;            // bytes per activation element
+  const Bytes param_bytes;          // bytes per model parameter (as gathered and computed with)
   /// Bytes per parameter of the copy that stays resident (sharded under ZeRO-3): param_bytes, except FSDP2's
   /// fp32 sharded parameters beside its bf16 gathered ones (sim/lower/fsdp2.h).
-  Bytes resident_param_bytes = 2;
-  Bytes grad_bytes = 4;           // bytes per gradient element in the reduction buffer
-  Bytes optimizer_bytes = 12;     // bytes per parameter of optimizer state, before ZeRO sharding
-  ModelSpec padded_model;         // the model with the padded vocabulary (what ranks really hold)
+  const Bytes resident_param_bytes;
+  const Bytes grad_bytes;           // bytes per gradient element in the reduction buffer
+  const Bytes optimizer_bytes;      // bytes per parameter of optimizer state, before ZeRO sharding
+  const ModelSpec& padded_model;    // the model with the padded vocabulary (what ranks really hold)
   /// Packed documents: per micro-batch of the critical DP rank, AttentionShape::packed_fraction (empty: 1).
   std::vector<double> packed_fraction;
 
@@ -65,9 +66,9 @@ struct LoweringContext {
   /// size of every copy of it (a tied LM head, the one multi-token prediction reads on the last stage).
   std::int64_t word_embedding_elements() const { return padded_vocab / tp * model.hidden_size; }
   /// Ranks that share (and so shard under ZeRO) the data-parallel gradients: dp x cp.
-  int data_parallel_ranks() const { return plan.dp * plan.cp; }
+  int data_parallel_ranks() const { return job.data_parallel_ranks(); }
   /// Ranks that share the routed-expert gradients: the expert-data-parallel size tp x cp x dp / (ep x etp).
-  int expert_data_parallel_ranks() const { return plan.tp * plan.cp * plan.dp / (plan.ep * plan.etp); }
+  int expert_data_parallel_ranks() const { return job.expert_data_parallel_ranks(); }
 
  private:
   mutable std::map<std::pair<GroupKind, int>, GroupPlacement> placements_;
@@ -224,9 +225,5 @@ class PhaseScope {
   Emitter& emit_;
   Phase saved_;
 };
-
-/// Megatron-LM's vocabulary padding: the next multiple of make_vocab_size_divisible_by (128) x tp
-/// (megatron/training/tokenizer: _vocab_size_with_padding).
-std::int64_t padded_vocab_size(std::int64_t vocab, int tp, int divisible_by = 128);
 
 }  // namespace orrery

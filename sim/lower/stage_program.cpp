@@ -489,15 +489,17 @@ class StageLowering {
 
 }  // namespace
 
-WorkloadGraph lower(const Scenario& scenario, const MemoryParams& memory) {
-  LoweringContext ctx(scenario);
+WorkloadGraph lower(const Job& job, const MemoryParams& memory) {
+  const LoweringContext ctx(job);
   WorkloadGraph graph;
   declare_vocabulary(graph);
-  for (int stage = 0; stage < scenario.parallel.pp; ++stage) {
+  for (int stage = 0; stage < job.plan().pp; ++stage) {
     StageLowering lowering(ctx, stage);
     graph.programs.push_back(lowering.run(memory));
   }
   return graph;
 }
+
+WorkloadGraph lower(const Scenario& scenario, const MemoryParams& memory) { return lower(resolve(scenario), memory); }
 
 }  // namespace orrery

@@ -81,9 +81,10 @@ LayerCost probe_head(const LoweringContext& ctx, const CostModels& models, int m
 
 }  // namespace
 
-PlanBounds plan_bounds(const Scenario& s, const CostParams& params) {
+PlanBounds plan_bounds(const Job& job, const CostParams& params) {
+  const Scenario& s = job.scenario();
   const ParallelPlan& p = s.parallel;
-  LoweringContext ctx(s);
+  LoweringContext ctx(job);
   const DefaultCostModels models(s.cluster, params);
   // Probed as micro-batch 1: not the first, whose forward also casts FP8 weights once per iteration; with packed
   // documents, at the least attention work any micro-batch has, so the bound holds for every one.
@@ -141,7 +142,7 @@ PlanBounds plan_bounds(const Scenario& s, const CostParams& params) {
   b.time = is_dualpipe(p.schedule) ? busiest
                            : std::max(busiest, (p.pp - 1) * (lightest_fwd + lightest_bwd) + last_stage - deferred);
   // The analytical bound assumes the default GEMM model; a measured profile may be faster than it.
-  if (!params.profile) b.time = std::max(b.time, iteration_time_lower_bound(s, params));
+  if (!params.profile) b.time = std::max(b.time, iteration_time_lower_bound(job, params));
   // Stage 0's forwards before its first backward all hold their activations (none are freed before it).
   Bytes activations = 0;
   if (s.training.cpu_offloading_num_layers == 0) {
@@ -154,9 +155,10 @@ PlanBounds plan_bounds(const Scenario& s, const CostParams& params) {
   return b;
 }
 
-Bytes static_memory_lower_bound(const Scenario& s) {
+Bytes static_memory_lower_bound(const Job& job) {
+  const Scenario& s = job.scenario();
   const ParallelPlan& p = s.parallel;
-  const PipelineLayout layout = make_pipeline_layout(s.model, p);
+  const PipelineLayout& layout = job.layout();
   // Layer parameters of the lightest stage; embeddings and replicated tensors are left out (a lower bound).
   double lightest = std::numeric_limits<double>::infinity();
   for (int stage = 0; stage < p.pp; ++stage) {
@@ -173,7 +175,7 @@ Bytes static_memory_lower_bound(const Scenario& s) {
         }
       }
     }
-    const double d = p.dp * p.cp, e = static_cast<double>(p.tp) * p.cp * p.dp / (p.ep * p.etp);
+    const double d = job.data_parallel_ranks(), e = job.expert_data_parallel_ranks();
     const double weight_bytes = s.training.precision == Precision::kFp32 ? 4 : 2;
     const double weights = weight_bytes * (dense / (p.zero_stage >= 3 ? d : 1) + expert / (p.zero_stage >= 3 ? e : 1));
     const double grads = 2 * (dense / (p.zero_stage >= 2 ? d : 1) + expert / (p.zero_stage >= 2 ? e : 1));
@@ -183,7 +185,8 @@ Bytes static_memory_lower_bound(const Scenario& s) {
   return static_cast<Bytes>(lightest);
 }
 
-Seconds iteration_time_lower_bound(const Scenario& s, const CostParams& params) {
+Seconds iteration_time_lower_bound(const Job& job, const CostParams& params) {
+  const Scenario& s = job.scenario();
   const ParallelPlan& p = s.parallel;
   const TrainingSpec& t = s.training;
   const GpuSpec& gpu = s.cluster.gpu;
@@ -196,13 +199,12 @@ Seconds iteration_time_lower_bound(const Scenario& s, const CostParams& params) 
   // Forward, backward (2x), and with full recompute a second forward.
   const double passes = t.recompute == Recompute::kFull ? 4.0 : 3.0;
 
-  const double tokens = static_cast<double>(t.global_batch_size) * static_cast<double>(t.seq_length);
-  const double total = passes * layers_flops(s.model, 0, s.model.num_layers) * tokens;
+  const double total = passes * layers_flops(s.model, 0, s.model.num_layers) * job.tokens_per_iteration();
   const Seconds average = total / s.cluster.num_gpus / rate;
 
   // Per micro-batch and GPU: the tokens of one micro-batch, split over TP and CP.
-  const double mb_tokens = static_cast<double>(t.micro_batch_size) * static_cast<double>(t.seq_length) / (p.tp * p.cp);
-  const PipelineLayout layout = make_pipeline_layout(s.model, p);
+  const double mb_tokens = static_cast<double>(job.microbatch_tokens()) / (p.tp * p.cp);
+  const PipelineLayout& layout = job.layout();
   double lightest_stage = std::numeric_limits<double>::infinity(), lightest_chunk = lightest_stage;
   for (int stage = 0; stage < p.pp; ++stage) {
     double stage_flops = 0;
@@ -217,7 +219,7 @@ Seconds iteration_time_lower_bound(const Scenario& s, const CostParams& params) 
   const double forward_chunk = lightest_chunk * mb_tokens / rate;   // ... through the lightest virtual stage
   // DualPipe: each chunk runs half the micro-batches, and the other direction's work fills the pipeline; DualPipeV:
   // all of them through both chunks.
-  const double m = layout.mirrored ? s.num_microbatches() / 2.0 : s.num_microbatches();
+  const double m = layout.mirrored ? job.microbatches() / 2.0 : job.microbatches();
   if (is_dualpipe(p.schedule)) return std::max(average, m * passes * forward_stage);
   if (p.schedule == Schedule::kZbH1) {
     // The last stage runs all but p - 1 of its weight-gradient passes (one forward's GEMM FLOPs each) before its

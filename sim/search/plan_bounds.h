@@ -4,7 +4,7 @@
 // pruned search to the exhaustive one).
 
 #include "hardware/cost_params.h"
-#include "sim/scenario.h"
+#include "sim/job/job.h"
 
 namespace orrery {
 
@@ -23,13 +23,14 @@ struct PlanBounds {
 ///   after its last one (DualPipe: the busiest stage's work alone, each of its two chunks running half the
 ///   micro-batches; DualPipeV: the same with every micro-batch through both chunks, the head on stage 0).
 ///   Communication, optimizer, embedding and head only add to these.
-/// `s` must be validated (candidate_scenario); then nothing throws.
-PlanBounds plan_bounds(const Scenario& s, const CostParams& params);
+/// Errors: none (a Job is validated).
+PlanBounds plan_bounds(const Job& job, const CostParams& params);
 
 /// Bytes of weights, gradients and optimizer state on the lightest pipeline stage, at the smallest per-parameter
 /// sizes the precision allows (2-byte weights below fp32, 2-byte gradients, 8-byte optimizer state), sharded as
 /// TP x PP (experts EP x ETP x PP) and by ZeRO: at most the static memory `predict` reports for any stage.
-Bytes static_memory_lower_bound(const Scenario& s);
+/// Errors: none.
+Bytes static_memory_lower_bound(const Job& job);
 
 /// Seconds the iteration takes at least: the larger of (a) a GPU's share of the GEMM FLOPs (forward, backward 2x,
 /// full recompute another forward) at the fastest GEMM rate the cost model allows (peak x fitted fraction; the
@@ -37,7 +38,7 @@ Bytes static_memory_lower_bound(const Scenario& s);
 /// cannot start before p - 1 virtual stages have run the first micro-batch's forward, then does all its own
 /// work, after which the last gradient still crosses p - 1 virtual stages (their input-gradient GEMMs); under ZB-H1
 /// the last stage's last p - 1 weight-gradient passes run meanwhile and leave its work; DualPipe's ranks fill that
-/// wait with the other direction (DualPipeV with the way back), so for them (b) is the work alone.
-Seconds iteration_time_lower_bound(const Scenario& s, const CostParams& params);
+/// wait with the other direction (DualPipeV with the way back), so for them (b) is the work alone. Errors: none.
+Seconds iteration_time_lower_bound(const Job& job, const CostParams& params);
 
 }  // namespace orrery

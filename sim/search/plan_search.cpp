@@ -32,32 +32,31 @@ std::string limiter_of(const Report& r) {
   return worst->second > 0.1 * b.compute ? worst->first : "compute";
 }
 
-double objective_of(Seconds time, const Scenario& s, const SearchOptions& o) {
+double objective_of(Seconds time, const Job& job, const SearchOptions& o) {
   if (o.objective == SearchObjective::kTime) return time;
-  const double tokens = static_cast<double>(s.training.global_batch_size) * static_cast<double>(s.training.seq_length);
-  return s.cluster.num_gpus * o.gpu_hour_price / 3600.0 * time / tokens * 1e6;  // $ per million tokens
+  return job.num_gpus() * o.gpu_hour_price / 3600.0 * time / job.tokens_per_iteration() * 1e6;  // $ per million tokens
 }
 
 // Bytes a plan may use: the GPU's memory (or the user's cap, if smaller) less the margin.
-double usable_memory(const Scenario& s, const SearchOptions& o) {
-  double capacity = static_cast<double>(s.cluster.gpu.hbm_capacity);
+double usable_memory(const Job& job, const SearchOptions& o) {
+  double capacity = static_cast<double>(job.cluster().gpu.hbm_capacity);
   if (o.memory_cap > 0) capacity = std::min(capacity, static_cast<double>(o.memory_cap));
   return capacity * (1 - o.memory_margin);
 }
 
-void simulate(PlanRecord& r, const Scenario& s, const SearchOptions& o, const CostParams& params) {
+void simulate(PlanRecord& r, const Job& job, const SearchOptions& o, const CostParams& params) {
   PredictOptions po;
   po.params = &params;
   po.run.record_budget = 0;  // timings are not needed, only the makespan, memory and breakdown
-  const Prediction p = predict(s, po);
+  const Prediction p = predict(job, po);
   r.status = PlanStatus::kSimulated;
   r.iteration_time = p.report.iteration_time;
   r.tokens_per_s_per_gpu = p.report.tokens_per_s_per_gpu;
   r.mfu = p.report.mfu;
   r.peak_memory = p.report.peak_memory;
-  r.fits = static_cast<double>(p.report.peak_memory) <= usable_memory(s, o);
+  r.fits = static_cast<double>(p.report.peak_memory) <= usable_memory(job, o);
   r.limiter = r.fits ? limiter_of(p.report) : "memory";
-  r.objective = objective_of(r.iteration_time, s, o);
+  r.objective = objective_of(r.iteration_time, job, o);
 }
 
 }  // namespace
@@ -101,7 +100,7 @@ std::vector<std::size_t> rank_records(const std::vector<PlanRecord>& records) {
 
 namespace {
 
-// The precisions the candidates run, as candidate_scenario sets them: the base's (bf16 where the base is FP8) and
+// The precisions the candidates run, as candidate_job sets them: the base's (bf16 where the base is FP8) and
 // FP8 with the base's recipe, e.g. "bf16 or fp8 (tensorwise scaling)".
 std::string candidate_precisions(const Scenario& base, const std::vector<Candidate>& all) {
   const bool fp8 = std::any_of(all.begin(), all.end(), [](const Candidate& c) { return c.fp8; });
@@ -115,6 +114,11 @@ std::string candidate_precisions(const Scenario& base, const std::vector<Candida
 }  // namespace
 
 SearchResult run_search(const Scenario& base, const SearchSpace& space, int num_gpus, const SearchOptions& o) {
+  return run_search(resolve_base(base), space, num_gpus, o);
+}
+
+SearchResult run_search(const JobBase& job_base, const SearchSpace& space, int num_gpus, const SearchOptions& o) {
+  const Scenario& base = job_base.scenario();
   require(o.shard_count >= 1 && o.shard_index >= 0 && o.shard_index < o.shard_count, "--shard",
           fmt::format("{}/{}", o.shard_index, o.shard_count), "must be I/N with 0 <= I < N");
   require(o.top_k >= 1, "--top", std::to_string(o.top_k), "must be at least 1");
@@ -132,7 +136,7 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, int num_
                                 candidate_precisions(base, all));
   result.shard_index = o.shard_index;
   result.shard_count = o.shard_count;
-  std::vector<Scenario> scenarios;
+  std::vector<Job> jobs;
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (static_cast<int>(i % static_cast<std::size_t>(o.shard_count)) != o.shard_index) continue;
     PlanRecord r;
@@ -141,17 +145,17 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, int num_
     const std::int64_t mp = std::int64_t{all[i].tp} * all[i].pp * all[i].cp;
     if (mp > 0 && num_gpus % mp == 0) r.dp = static_cast<int>(num_gpus / mp);
     try {
-      Scenario s = candidate_scenario(base, all[i], num_gpus);
-      r.dp = s.parallel.dp;
-      r.precision = to_string(s.training.precision);
-      if (s.training.precision == Precision::kFp8) r.fp8_recipe = to_string(s.training.fp8_recipe);
-      const double capacity = usable_memory(s, o);
-      const Bytes static_bytes = static_memory_lower_bound(s);
+      Job job = candidate_job(job_base, all[i], num_gpus);
+      r.dp = job.dp();
+      r.precision = to_string(job.training().precision);
+      if (job.training().precision == Precision::kFp8) r.fp8_recipe = to_string(job.training().fp8_recipe);
+      const double capacity = usable_memory(job, o);
+      const Bytes static_bytes = static_memory_lower_bound(job);
       if (static_cast<double>(static_bytes) > capacity) {
         r.status = PlanStatus::kPrunedMemory;
         r.reason = "weights, gradients and optimizer state alone exceed the memory";
       } else {
-        const PlanBounds bounds = plan_bounds(s, params);
+        const PlanBounds bounds = plan_bounds(job, params);
         if (static_cast<double>(static_bytes + bounds.activations) > capacity) {
           r.status = PlanStatus::kPrunedMemory;
           r.reason = "static state and stage 0's in-flight activations exceed the memory";
@@ -160,10 +164,10 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, int num_
           r.status = PlanStatus::kPrunedBound;  // until simulated
         }
       }
-      scenarios.push_back(std::move(s));
+      jobs.push_back(std::move(job));
     } catch (const Error& e) {
       r.reason = e.what();
-      scenarios.emplace_back();
+      jobs.emplace_back();
     }
     result.records.push_back(std::move(r));
   }
@@ -186,7 +190,7 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, int num_
     for (std::size_t j = 0; j < order.size(); ++j) {
       PlanRecord& r = result.records[order[j]];
       if (!(r.candidate == *o.rank_exactly)) continue;
-      simulate(r, scenarios[order[j]], o, params);
+      simulate(r, jobs[order[j]], o, params);
       if (r.fits) {
         keep_below = r.objective;
         best.push_back(r.objective);
@@ -202,7 +206,7 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, int num_
     for (std::size_t j = start; j < end; ++j) {
       const std::size_t i = order[j];
       // The bound is in seconds; compare in objective units.
-      const double bound = objective_of(result.records[i].lower_bound, scenarios[i], o);
+      const double bound = objective_of(result.records[i].lower_bound, jobs[i], o);
       if (o.prune && static_cast<int>(best.size()) >= o.top_k && bound >= std::max(best.back(), keep_below)) {
         result.records[i].reason = "its iteration-time lower bound cannot beat the top plans";
         continue;
@@ -222,7 +226,7 @@ SearchResult run_search(const Scenario& base, const SearchSpace& space, int num_
     const auto work = [&] {
       for (std::size_t k = next++; k < block.size(); k = next++) {
         try {
-          simulate(result.records[block[k]], scenarios[block[k]], o, params);
+          simulate(result.records[block[k]], jobs[block[k]], o, params);
         } catch (const std::exception& e) {
           errors[k] = e.what();
         }

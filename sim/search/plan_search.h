@@ -67,8 +67,12 @@ struct SearchResult {
   std::vector<std::size_t> ranking; // indices into records: simulated plans that fit, best first
 };
 
-/// Searches `space` around `base` (its model, cluster, sequence, global batch and precision) on `num_gpus` GPUs.
+/// Searches `space` around `base` (its model, cluster, sequence, global batch and precision; its plan is the
+/// template of every candidate's, sim/search/search_space.h candidate_job) on `num_gpus` GPUs.
 /// Errors: Error::invalid for a bad shard or objective input.
+SearchResult run_search(const JobBase& base, const SearchSpace& space, int num_gpus, const SearchOptions& options);
+
+/// run_search(resolve_base(base), ...). Errors: resolve_base()'s, then run_search()'s.
 SearchResult run_search(const Scenario& base, const SearchSpace& space, int num_gpus, const SearchOptions& options);
 
 /// Sets `enumerated` and the per-status counts of `r` from its records.

@@ -148,11 +148,12 @@ std::vector<int> balanced_layout(int layers, int stages, int first_extra, int la
   return out;
 }
 
-Scenario candidate_scenario(const Scenario& base, const Candidate& c, int num_gpus) {
-  Scenario s = base;
-  s.warnings.clear();
-  s.cluster.num_gpus = num_gpus;
-  ParallelPlan& p = s.parallel;
+Job candidate_job(const JobBase& base, const Candidate& c, int num_gpus) {
+  const Scenario& b = base.scenario();
+  PlanChoice choice;
+  choice.num_gpus = num_gpus;
+  ParallelPlan& p = choice.parallel;
+  p = b.parallel;
   p.tp = c.tp;
   p.pp = c.pp;
   p.cp = c.cp;
@@ -171,23 +172,18 @@ Scenario candidate_scenario(const Scenario& base, const Candidate& c, int num_gp
   const int stages = virtual_stage_count(p);
   if (static_cast<int>(p.pipeline_layout.size()) != stages) {
     p.pipeline_layout.clear();
-    if (p.accounted_slots() == 0 && s.model.num_layers % stages != 0) {
+    if (p.accounted_slots() == 0 && b.model.num_layers % stages != 0) {
       // The embedding counts as a layer, as Megatron's account_for_embedding_in_pipeline_split counts it; the LM
       // head and loss as one and each multi-token-prediction depth as another, as Megatron-Bridge's DeepSeek-V3
       // layout 'Et|(tt|)*30mL' gives them stage slots of their own.
-      p.pipeline_layout = balanced_layout(s.model.num_layers, stages, 1, 1 + s.model.mtp_num_layers);
+      p.pipeline_layout = balanced_layout(b.model.num_layers, stages, 1, 1 + b.model.mtp_num_layers);
     }
   }
-  TrainingSpec& t = s.training;
-  t.micro_batch_size = c.micro_batch;
-  t.recompute = c.recompute;
-  if (c.fp8) {
-    t.precision = Precision::kFp8;
-  } else if (t.precision == Precision::kFp8) {
-    t.precision = Precision::kBf16;
-  }
-  validate_scenario(s);
-  return s;
+  choice.micro_batch_size = c.micro_batch;
+  choice.recompute = c.recompute;
+  const Precision own = b.training.precision;
+  choice.precision = c.fp8 ? Precision::kFp8 : own == Precision::kFp8 ? Precision::kBf16 : own;
+  return resolve(base, choice);
 }
 
 }  // namespace orrery

@@ -1,13 +1,14 @@
 #pragma once
 // The plan space `orrery search` walks: values for each dimension of a Megatron-style plan (TP, PP, CP, EP, ETP,
 // VPP, micro-batch, recompute, ZeRO stage, schedule, FP8), their cross product in a fixed order, and the scenario
-// each candidate makes from a base scenario. Which candidates are valid is the scenario validator's call
-// (validate_scenario), so search and predict can never disagree about it.
+// Job each candidate makes from a base (sim/job/job.h). Which candidates are valid is resolve()'s call, the scenario
+// validator's, so search and predict can never disagree about it.
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "sim/job/job.h"
 #include "sim/scenario.h"
 
 namespace orrery {
@@ -57,10 +58,11 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
 /// gives Megatron-Bridge's [1, 2 x 30, 0]. Returns layers per stage (empty for `stages` <= 0); errors: none.
 std::vector<int> balanced_layout(int layers, int stages, int first_extra, int last_extra);
 
-/// `base` with the candidate's plan and `num_gpus`, validated. The base's `pipeline_layout` is kept for candidates
-/// with as many virtual stages; other candidates whose virtual stages do not divide the layers get
-/// balanced_layout's split (Megatron needs an explicit layout there), unless the base counts the embedding or loss
-/// as layers. Errors: validate_scenario's (invalid candidates).
-Scenario candidate_scenario(const Scenario& base, const Candidate& c, int num_gpus);
+/// The candidate's plan on `base` (its template plan with the candidate's sizes, schedule, ZeRO stage and sequence
+/// parallelism; micro-batch, recompute and FP8 set on its training) over `num_gpus`, resolved. The base's
+/// `pipeline_layout` is kept for candidates with as many virtual stages; other candidates whose virtual stages do
+/// not divide the layers get balanced_layout's split (Megatron needs an explicit layout there), unless the base
+/// counts the embedding or loss as layers. Errors: resolve()'s (invalid candidates).
+Job candidate_job(const JobBase& base, const Candidate& c, int num_gpus);
 
 }  // namespace orrery

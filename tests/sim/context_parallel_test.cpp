@@ -135,7 +135,8 @@ TEST_CASE("hierarchical CP: all-to-all inside the group, the ring across groups"
   const double qkv = tokens * (32 + 2 * 8) * 128 * 2, o = tokens * 32 * 128 * 2, kv = tokens * 2 * 8 * 128 * 2;
   double a2a_fwd = 0, ring_fwd = 0, ring_bwd = 0;
   std::set<int> a2a_sizes, ring_sizes;
-  LoweringContext ctx(s);
+  const Job job = resolve(s);
+  const LoweringContext ctx(job);
   for (const Task& t : g.programs[0].tasks) {
     const auto* c = std::get_if<CollectiveOp>(&g.programs[0].ops[static_cast<std::size_t>(t.op)]);
     if (!c) continue;

@@ -95,7 +95,7 @@ TEST_CASE("the search's memory verdicts agree with predict", "[sim][search][memo
   for (const PlanRecord& rec : r.records) {
     if (rec.status == PlanStatus::kInvalid) continue;
     INFO(candidate_key(rec.candidate));
-    const Prediction p = predict(candidate_scenario(s, rec.candidate, 8));
+    const Prediction p = predict(candidate_job(resolve_base(s), rec.candidate, 8));
     const bool predicted_fit =
         static_cast<double>(p.report.peak_memory) <= static_cast<double>(p.report.memory_capacity) * 0.95;
     if (rec.status == PlanStatus::kPrunedMemory) {
@@ -241,11 +241,11 @@ TEST_CASE("layers that do not divide get a balanced split, the embedding and hea
   Candidate c = candidates.front();
   c.pp = 4;
   c.vpp = 1;
-  CHECK(candidate_scenario(s, c, 16).parallel.pipeline_layout == std::vector<int>{2, 3, 3, 1});  // 11 slots
+  CHECK(candidate_job(resolve_base(s), c, 16).plan().pipeline_layout == std::vector<int>{2, 3, 3, 1});  // 11 slots
   s.parallel.pipeline_layout = {1, 3, 3, 2};  // as the base scenario's own layout
-  CHECK(candidate_scenario(s, c, 16).parallel.pipeline_layout == std::vector<int>{1, 3, 3, 2});
+  CHECK(candidate_job(resolve_base(s), c, 16).plan().pipeline_layout == std::vector<int>{1, 3, 3, 2});
   c.pp = 2;
-  CHECK(candidate_scenario(s, c, 16).parallel.pipeline_layout == std::vector<int>{5, 4});
+  CHECK(candidate_job(resolve_base(s), c, 16).plan().pipeline_layout == std::vector<int>{5, 4});
   // DualPipeV needs 2 pp virtual stages with a layer each: PP 8 is not enumerated for 9 layers.
   space.pp = {2, 8};
   space.schedule = {Schedule::kDualPipeV};
@@ -288,7 +288,7 @@ TEST_CASE("the static memory bound stays below every stage's weights, gradients 
             "parallel": {{"tp": 2, "pp": 4, "ep": {}, "zero_stage": {}, "sequence_parallel": true}},
             "training": {{"seq_length": 2048, "micro_batch_size": 1, "global_batch_size": 16, "precision": "{}"}}}})",
         c.model, is_moe ? 4 : 1, c.zero_stage, c.precision));
-    const Bytes bound = static_memory_lower_bound(s);
+    const Bytes bound = static_memory_lower_bound(resolve(s));
     const Prediction p = predict(s);
     Bytes lightest = std::numeric_limits<Bytes>::max();
     for (const StageMemory& m : p.report.per_stage) lightest = std::min(lightest, m.weights + m.gradients + m.optimizer);

@@ -67,8 +67,8 @@ void run_predict(const PredictArgs& a) {
   if (doc.is_object() && !doc.contains("name") && !a.scenario_file.empty()) {
     doc["name"] = std::filesystem::path(a.scenario_file).stem().string();
   }
-  Scenario scenario = parse_predicted(doc, base, a);
-  const TraceSelection selection = a.trace.selection(scenario);
+  const Job job = resolve(parse_predicted(doc, base, a));
+  const TraceSelection selection = a.trace.selection(job);
   PredictOptions options;
   options.expansion = a.expand_ranks ? Expansion::kAllRanks : Expansion::kAuto;
   // At least one byte: a budget that rounds to 0 would read as none.
@@ -77,7 +77,7 @@ void run_predict(const PredictArgs& a) {
   }
   const CostParams params = cost_params_with_profile(a.profile_file);
   options.params = &params;
-  Prediction p = predict(scenario, options);
+  Prediction p = predict(job, options);
   // Files first, each written whole (OutputFile): a write that fails fails the command before it reports.
   if (!a.trace_file.empty()) {
     OutputFile out(a.trace_file);

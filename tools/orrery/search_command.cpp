@@ -19,7 +19,7 @@
 #include "models/limits.h"
 #include "models/physical_bounds.h"
 #include "models/output_file.h"
-#include "sim/pipeline_layout.h"
+#include "sim/job/job.h"
 #include "sim/search/plan_search.h"
 #include "tools/orrery/commands.h"
 #include "tools/orrery/search_output.h"
@@ -135,25 +135,11 @@ std::vector<E> enum_list(const std::optional<std::string>& given, const std::str
   return out;
 }
 
-// Parallel keys the search sets itself; the scenario's other parallel settings (overlap switches, CP and MoE
-// communication types, split accounting) are kept.
-bool searched_parallel_key(const std::string& key) {
-  static const char* const kSearched[] = {"tp", "pp", "dp", "cp", "ep", "etp", "vpp", "tensor_model_parallel_size",
-                                          "pipeline_model_parallel_size", "data_parallel_size", "context_parallel_size",
-                                          "expert_model_parallel_size", "expert_tensor_parallel_size",
-                                          "virtual_pipeline_model_parallel_size", "num_layers_per_virtual_pipeline_stage",
-                                          "sequence_parallel", "zero_stage", "use_distributed_optimizer", "schedule",
-                                          "decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers",
-                                          "pipeline_layout"};
-  for (const char* k : kSearched) {
-    if (key == k) return true;
-  }
-  return false;
-}
-
-// The search's base: the scenario file's settings (`file`, the file parsed whole; null without one) or the flags,
-// with the searched parallel keys removed.
-Scenario base_scenario(const SearchArgs& a, const Scenario* file) {
+// The search's base: the scenario file's settings (`file`, the file resolved whole; null without one) or the flags.
+// Read without the plan's rules (read_scenario) and resolved without a plan (resolve_base): the file's plan is the
+// template each candidate's starts from, its settings that the search does not choose (overlap switches, CP and MoE
+// communication types, split accounting) kept, and each candidate is checked with them.
+JobBase base_job(const SearchArgs& a, const Job* file) {
   nlohmann::json doc = nlohmann::json::object();
   std::filesystem::path base = std::filesystem::current_path();
   if (!a.scenario_file.empty()) {
@@ -165,7 +151,6 @@ Scenario base_scenario(const SearchArgs& a, const Scenario* file) {
   if (!a.cluster.empty()) doc["cluster"] = nlohmann::json{{"preset", a.cluster}};
   if (!doc.contains("model")) throw Error::invalid("--model", "missing", "is required (or a scenario file)");
   if (!doc.contains("cluster")) doc["cluster"] = nlohmann::json{{"preset", "dgx-h100"}};
-  if (doc["cluster"].is_string()) doc["cluster"] = nlohmann::json{{"preset", doc["cluster"]}};
   // The GPU count to search: --num-gpus, else the scenario's (given or derived from its plan).
   if (a.num_gpus) {
     require(*a.num_gpus >= 1 && *a.num_gpus <= limits::kGpus, "--num-gpus", std::to_string(*a.num_gpus),
@@ -174,38 +159,16 @@ Scenario base_scenario(const SearchArgs& a, const Scenario* file) {
   int gpus = a.num_gpus.value_or(0);
   std::vector<int> own_layout;
   if (file) {
-    if (gpus == 0) gpus = file->cluster.num_gpus;
-    const ParallelPlan& fp = file->parallel;
+    if (gpus == 0) gpus = file->num_gpus();
+    const ParallelPlan& fp = file->plan();
     if (fp.accounted_slots() == 0 && (!fp.pipeline_layout.empty() || fp.decoder_first_pipeline_num_layers ||
                                       fp.decoder_last_pipeline_num_layers)) {
-      own_layout = make_pipeline_layout(file->model, fp).layers;
+      own_layout = file->layout().layers;
     }
   }
   if (gpus == 0) throw Error::invalid("--num-gpus", "missing", "is required (or a scenario file)");
-  // The base plan only has to be valid, and the search replaces it: one GPU, micro-batch 1 always validate.
-  doc["cluster"]["num_gpus"] = 1;
-  nlohmann::json kept = nlohmann::json::object();
-  if (doc.contains("parallel") && doc["parallel"].is_object()) {
-    for (const auto& [key, value] : doc["parallel"].items()) {
-      if (!searched_parallel_key(key)) kept[key] = value;
-    }
-  }
   auto& t = doc["training"];
   if (!t.is_object()) t = nlohmann::json::object();
-  // deepspeed-0.3 runs ZeRO stage 3 only: the base plan keeps it (candidates of other stages are listed invalid).
-  if (t.contains("framework") && t["framework"] == "deepspeed-0.3") kept["zero_stage"] = 3;
-  // So does fsdp2, over at least two ranks (sim/lower/fsdp2.h): its base plan keeps the stage on two GPUs.
-  if (t.contains("framework") && t["framework"] == "fsdp2") {
-    kept["zero_stage"] = 3;
-    doc["cluster"]["num_gpus"] = 2;
-  }
-  // Settings whose rules need expert parallelism (the flex dispatcher, the expert overlap) cannot validate on the
-  // one-GPU base plan: they are read apart and set on the parsed base, and each candidate is checked with them.
-  static const char* const kNeedExperts[] = {"moe_token_dispatcher_type", "moe_flex_dispatcher_backend",
-                                             "overlap_moe_expert_parallel_comm", "delay_wgrad_compute"};
-  const nlohmann::json full_plan = kept;
-  for (const char* k : kNeedExperts) kept.erase(k);
-  doc["parallel"] = kept;
   if (a.seq_length) t["seq_length"] = *a.seq_length;
   if (a.global_batch_size) t["global_batch_size"] = *a.global_batch_size;
   if (!a.precision.empty()) t["precision"] = a.precision;
@@ -215,28 +178,22 @@ Scenario base_scenario(const SearchArgs& a, const Scenario* file) {
     t.erase("fp8_recipe");
     t.erase("fp8_format");
   }
-  t["micro_batch_size"] = 1;
   if (!t.contains("global_batch_size")) throw Error::invalid("--global-batch-size", "missing", "is required");
-  Scenario s = parse_scenario(doc, base);
+  Scenario s = read_scenario(doc, base);
   s.cluster.num_gpus = gpus;
-  const ParallelPlan plan = parse_parallel(full_plan);
-  s.parallel.moe_token_dispatcher_type = plan.moe_token_dispatcher_type;
-  s.parallel.moe_flex_dispatcher_backend = plan.moe_flex_dispatcher_backend;
-  s.parallel.overlap_moe_expert_parallel_comm = plan.overlap_moe_expert_parallel_comm;
-  s.parallel.delay_wgrad_compute = plan.delay_wgrad_compute;
   // The scenario's own split (an explicit layout, or the first/last-stage counts resolved), for the candidates with
-  // its number of virtual stages (candidate_scenario); not when it was made for another model (--model).
+  // its number of virtual stages (candidate_job); not when it was made for another model (--model).
   s.parallel.pipeline_layout = own_layout;
   if (std::accumulate(own_layout.begin(), own_layout.end(), 0) != s.model.num_layers) s.parallel.pipeline_layout.clear();
   // The FP8 candidates' recipe: --fp8-recipe, else the file's FP8 recipe, else the default (delayed).
-  if (file && file->training.precision == Precision::kFp8) s.training.fp8_recipe = file->training.fp8_recipe;
+  if (file && file->training().precision == Precision::kFp8) s.training.fp8_recipe = file->training().fp8_recipe;
   if (a.fp8_recipe) {
     require(!a.fp8_recipe->empty(), "--fp8-recipe", "", "takes one of delayed, tensorwise, blockwise, mxfp8");
     const std::vector<Fp8Recipe> recipes = enum_list<Fp8Recipe>(a.fp8_recipe, "--fp8-recipe", kFp8RecipeNames);
     require(recipes.size() == 1, "--fp8-recipe", *a.fp8_recipe, "takes one of delayed, tensorwise, blockwise, mxfp8");
     s.training.fp8_recipe = recipes.front();
   }
-  return s;
+  return resolve_base(s);
 }
 
 // The scenario file's own plan as a candidate (for "where does the plan I run rank?").
@@ -345,7 +302,7 @@ std::shared_ptr<SearchProgress> attach_progress(const SearchArgs& a, SearchOptio
 }
 
 // run_search with its progress bar, if any, started before and finished after.
-SearchResult run_search_shown(const Scenario& base, const SearchSpace& space, int gpus, const SearchOptions& o,
+SearchResult run_search_shown(const JobBase& base, const SearchSpace& space, int gpus, const SearchOptions& o,
                               SearchProgress* progress) {
   if (progress) progress->start();
   SearchResult r = run_search(base, space, gpus, o);
@@ -372,7 +329,7 @@ void write_outputs(const SearchResult& r, const std::string& csv_file, const std
 }
 
 // Under mpirun: rank r of n searches shard r/n, rank 0 gathers the shards' JSON, merges and reports.
-void run_mpi_search(const SearchArgs& a, const Scenario& base, const SearchSpace& space, SearchOptions options,
+void run_mpi_search(const SearchArgs& a, const JobBase& base, const SearchSpace& space, SearchOptions options,
                     SearchProgress* progress) {
 #ifdef ORRERY_WITH_MPI
   MPI_Init(nullptr, nullptr);
@@ -386,7 +343,7 @@ void run_mpi_search(const SearchArgs& a, const Scenario& base, const SearchSpace
     progress = nullptr;
   }
   const auto started = std::chrono::steady_clock::now();
-  const std::string mine = search_json(run_search_shown(base, space, base.cluster.num_gpus, options, progress)).dump();
+  const std::string mine = search_json(run_search_shown(base, space, base.scenario().cluster.num_gpus, options, progress)).dump();
   int length = static_cast<int>(mine.size());
   std::vector<int> lengths(static_cast<std::size_t>(size)), offsets(static_cast<std::size_t>(size));
   MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -453,14 +410,15 @@ void report_given(std::ostream& out, const SearchResult& r, const Candidate& giv
 
 void run_search_command(const SearchArgs& a) {
   check_outputs(a.csv_file, a.json_file, {{"scenario", a.scenario_file}, {"--profile", a.profile}, {"--model", a.model}});
-  std::optional<Scenario> file;
-  if (!a.scenario_file.empty()) file = load_scenario(a.scenario_file);
-  const Scenario base = base_scenario(a, file ? &*file : nullptr);
+  std::optional<Job> file;
+  if (!a.scenario_file.empty()) file = resolve(load_scenario(a.scenario_file));
+  const JobBase job_base = base_job(a, file ? &*file : nullptr);
+  const Scenario& base = job_base.scenario();
   SearchSpace space = user_space(a, base);
   std::optional<Candidate> given;
   if (file) {
     // The file's plan joins the space (and is never pruned away: it is ranked whenever it fits).
-    given = given_candidate(*file);
+    given = given_candidate(file->scenario());
     if (std::find(space.extra.begin(), space.extra.end(), *given) == space.extra.end()) space.extra.push_back(*given);
   }
   SearchOptions options = search_options(a);
@@ -472,7 +430,7 @@ void run_search_command(const SearchArgs& a) {
   if (a.mpi) {
     require(a.objective != "gpus" && a.shard.empty(), "--mpi", "given",
             "shards the search itself: not with --shard or --objective gpus");
-    run_mpi_search(a, base, space, options, progress.get());
+    run_mpi_search(a, job_base, space, options, progress.get());
     return;
   }
   const auto started = std::chrono::steady_clock::now();
@@ -485,7 +443,7 @@ void run_search_command(const SearchArgs& a) {
     const double tokens = static_cast<double>(base.training.global_batch_size * base.training.seq_length);
     bool reached = false;
     for (int n = base.cluster.gpus_per_node; !reached; n = std::min(most, n * 2)) {
-      result = run_search_shown(base, space, n, options, progress.get());
+      result = run_search_shown(job_base, space, n, options, progress.get());
       if (!result.ranking.empty()) {
         const double throughput = tokens / result.records[result.ranking.front()].iteration_time;
         std::cout << fmt::format("{:6} GPUs: best {:.0f} tokens/s\n", n, throughput);
@@ -498,7 +456,7 @@ void run_search_command(const SearchArgs& a) {
     std::cout << (reached ? fmt::format("fewest GPUs reaching {:.0f} tokens/s: {}\n\n", a.target_tokens_per_s, result.num_gpus)
                           : fmt::format("no GPU count up to {} reaches {:.0f} tokens/s\n\n", most, a.target_tokens_per_s));
   } else {
-    result = run_search_shown(base, space, base.cluster.num_gpus, ranked, progress.get());
+    result = run_search_shown(job_base, space, base.cluster.num_gpus, ranked, progress.get());
   }
   if (given) report_given(std::cout, result, *given);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

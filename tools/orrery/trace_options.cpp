@@ -90,16 +90,17 @@ std::string TraceFlags::first_given() const {
   return max_events ? "--trace-max-events" : "";
 }
 
-TraceSelection TraceFlags::selection(const Scenario& scenario) const {
+TraceSelection TraceFlags::selection(const Job& job) const {
+  const Scenario& scenario = job.scenario();
   TraceSelection s;
-  const int gpus = scenario.parallel.num_gpus();
+  const int gpus = job.num_gpus();
   if (!ranks.empty()) s.ranks = parse_list("--trace-ranks", ranks, gpus, fmt::format("the job's {} ranks", gpus));
   if (!stages.empty()) {
     s.stages = parse_list("--trace-stages", stages, scenario.parallel.pp,
                           fmt::format("the plan's {} pipeline stages", scenario.parallel.pp));
   }
   if (!microbatches.empty()) {
-    const int n = scenario.num_microbatches();
+    const int n = job.microbatches();
     s.microbatches = parse_list("--trace-microbatches", microbatches, n, fmt::format("the {} micro-batches per pipeline", n));
   }
   if (!window.empty()) {

@@ -9,7 +9,7 @@
 #include <ostream>
 #include <string>
 
-#include "sim/scenario.h"
+#include "sim/job/job.h"
 #include "tools/orrery/outputs.h"
 
 namespace orrery::cli {
@@ -22,10 +22,10 @@ struct TraceFlags {
   void add_to(CLI::App& app);
   /// The first of them given ("--trace-ranks"), or "" when none was.
   std::string first_given() const;
-  /// The selection, checked against the scenario before it runs: ranks below its GPU count, stages below its
+  /// The selection, checked against the job before it runs: ranks below its GPU count, stages below its
   /// pipeline depth, micro-batches below its count per pipeline, a window START_S:END_S in seconds with
   /// 0 <= START < END (either side may be left empty). Errors: Error::invalid naming the option.
-  TraceSelection selection(const Scenario& scenario) const;
+  TraceSelection selection(const Job& job) const;
 };
 
 /// Warns on `err` when the trace at `path` left events out (which, from when, and how to see them) or has no track
