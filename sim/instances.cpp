@@ -113,7 +113,11 @@ Instantiation every_rank(const RankLayout& layout, const std::vector<Straggler>&
 }  // namespace
 
 Instantiation make_instances(const ParallelPlan& plan, const std::vector<Straggler>& stragglers, Expansion expansion) {
-  const RankLayout layout(plan);
+  return make_instances(plan, RankLayout(plan), stragglers, expansion);
+}
+
+Instantiation make_instances(const ParallelPlan& plan, const RankLayout& layout, const std::vector<Straggler>& stragglers,
+                             Expansion expansion) {
   if (expansion == Expansion::kAllRanks) return every_rank(layout, stragglers);
   const int n = layout.num_ranks();
   Instantiation out;
@@ -127,7 +131,7 @@ Instantiation make_instances(const ParallelPlan& plan, const std::vector<Straggl
     instance_of[static_cast<std::size_t>(r)] = it->second;
   }
   if (!stragglers.empty() && expansion == Expansion::kAuto && !consistent(layout, instance_of, out)) {
-    return make_instances(plan, stragglers, Expansion::kAllRanks);
+    return make_instances(plan, layout, stragglers, Expansion::kAllRanks);
   }
   for (const Straggler& s : stragglers) {
     out.instances[static_cast<std::size_t>(instance_of[static_cast<std::size_t>(s.rank)])].compute_slowdown = s.compute_slowdown;

@@ -17,6 +17,11 @@ enum class Expansion {
   kAllRanks,  // one instance per rank (--expand-ranks)
 };
 
+/// The instances of `plan`, whose ranks are laid out as `layout` (the Job's: sim/job/job.h owns the rank layout),
+/// with `stragglers` (ranks within the layout, validated by the Job).
+Instantiation make_instances(const ParallelPlan& plan, const RankLayout& layout, const std::vector<Straggler>& stragglers,
+                             Expansion expansion);
+/// The same for a hand-built plan (tests, calibration records): lays its ranks out first.
 Instantiation make_instances(const ParallelPlan& plan, const std::vector<Straggler>& stragglers, Expansion expansion);
 
 }  // namespace orrery

@@ -80,7 +80,7 @@ Prediction predict(const Job& job, const PredictOptions& options) {
     check_memory_estimate(ranks * (stragglers + 1) * 2 * sizeof(int) + ranks * 64, options.memory_budget,
                           fmt::format("splitting {:.0f} ranks by {:.0f} stragglers", ranks, stragglers));
   }
-  p.instances = make_instances(p.scenario.parallel, p.scenario.stragglers, options.expansion);
+  p.instances = make_instances(job.scenario().parallel, job.ranks(), p.scenario.stragglers, options.expansion);
   double task_instances = 0;
   for (const Instance& in : p.instances.instances) {
     task_instances += static_cast<double>(p.graph.programs[static_cast<std::size_t>(in.program)].tasks.size());

@@ -24,6 +24,7 @@
 #include "models/text_file.h"
 #include "sim/durations.h"
 #include "sim/instances.h"
+#include "sim/job/job.h"
 #include "sim/lowering.h"
 #include "sim/predict.h"
 
@@ -62,14 +63,15 @@ struct Row {
 
 // Runs in the child: each stage timed, the figures into `fd`.
 void measure(const Case& c, int repeat, int fd) {
-  const Scenario scenario = parse_scenario(c.scenario, ".");
+  const Job job = resolve(parse_scenario(c.scenario, "."));
+  const Scenario& scenario = job.scenario();
   const CostParams& params = default_cost_params();
   Row row;
   WorkloadGraph graph;
   double best = 1e30;
   for (int k = 0; k < repeat; ++k) {
     const auto start = Clock::now();
-    graph = lower(scenario, params.memory);
+    graph = lower(job, params.memory);
     best = std::min(best, seconds_since(start));
   }
   row.tasks = static_cast<double>(graph.num_tasks());
@@ -80,8 +82,8 @@ void measure(const Case& c, int repeat, int fd) {
       price_graph(graph, models.models(), host_issue_costs(params.compute.host, scenario.training.framework));
   row.price_s = seconds_since(start);
   start = Clock::now();
-  const Instantiation instances =
-      make_instances(scenario.parallel, scenario.stragglers, c.expand ? Expansion::kAllRanks : Expansion::kAuto);
+  const Instantiation instances = make_instances(scenario.parallel, job.ranks(), scenario.stragglers,
+                                                 c.expand ? Expansion::kAllRanks : Expansion::kAuto);
   row.instances_s = seconds_since(start);
   start = Clock::now();
   const RunResult run = run_engine(graph, instances, durations, engine_options(params));
