@@ -181,6 +181,49 @@ def main():
     expect(r.returncode == 0 and json.loads(r.stdout)["plan"]["zero_stage"] == 3,
            f"fsdp2 default ZeRO stage: {r.returncode} {r.stdout[:300]} {r.stderr[:200]}")
 
+    # --cluster takes a file as --model does: a cluster object in a file gives the report of a scenario file with the
+    # same object (a second way in), and a bare preset object the report of the preset's name.
+    cluster_file = os.path.join(tmp, "cluster.json")
+    with open(cluster_file, "w") as f:
+        json.dump({"preset": "dgx-h100", "nic_bandwidth_Gbit_s": 200}, f)
+    flags = ["--model", "llama3-8b", "--num-gpus", "16", "--seq-length", "4096", "--global-batch-size", "32", "--tp", "2"]
+    from_file = run(orrery, "predict", *flags, "--cluster", cluster_file, "--json")
+    scenario_file = os.path.join(tmp, "slow-nics.json")
+    with open(scenario_file, "w") as f:
+        json.dump({"name": "slow NICs", "model": "llama3-8b",
+                   "cluster": {"preset": "dgx-h100", "nic_bandwidth_Gbit_s": 200, "num_gpus": 16},
+                   "parallel": {"tp": 2}, "training": {"seq_length": 4096, "global_batch_size": 32}}, f)
+    from_scenario = run(orrery, "predict", scenario_file, "--json")
+    if from_file.returncode == 0 and from_scenario.returncode == 0:
+        a, b = json.loads(from_file.stdout), json.loads(from_scenario.stdout)
+        expect(a["iteration_time_s"] == b["iteration_time_s"] and a["memory"] == b["memory"],
+               f"--cluster FILE: {a['iteration_time_s']} s, the scenario with its object: {b['iteration_time_s']} s")
+        preset = json.loads(run(orrery, "predict", *flags, "--cluster", "dgx-h100", "--json").stdout)
+        expect(a["iteration_time_s"] > preset["iteration_time_s"],
+               f"200 Gbit/s NICs are not slower than the preset's: {a['iteration_time_s']} vs {preset['iteration_time_s']}")
+    else:
+        expect(False, f"--cluster FILE: exit {from_file.returncode} {from_file.stderr[:200]}; "
+                      f"scenario: exit {from_scenario.returncode} {from_scenario.stderr[:200]}")
+    with open(os.path.join(tmp, "list.json"), "w") as f:
+        f.write("[1]")
+    r = run(orrery, "predict", "--cluster", os.path.join(tmp, "list.json"))
+    expect(r.returncode == 2 and "--cluster" in r.stderr and "must hold a JSON object" in r.stderr,
+           f"--cluster with a file that holds a list: exit {r.returncode}, {r.stderr[:200]}")
+    # search --model PATH reads the Hugging Face config, as its help says: Llama-3-70B's config.json is the
+    # llama3-70b preset's model, so both searches rank the same plans at the same times.
+    search = ["search", "--num-gpus", "64", "--seq-length", "4096", "--global-batch-size", "64", "--tp", "8", "--pp", "4",
+              "--cp", "1", "--quiet"]
+    plans = []
+    for model in (os.path.join(source, "tests", "data", "hf-configs", "Llama-3-70B.json"), "llama3-70b"):
+        out = os.path.join(tmp, f"plans-{len(plans)}.json")
+        r = run(orrery, *search, "--model", model, "--json", out)
+        expect(r.returncode == 0, f"search --model {model}: exit {r.returncode}, {r.stderr[:200]}")
+        if r.returncode == 0:
+            with open(out) as f:
+                plans.append([(c["key"], c["status"], c.get("iteration_time_s")) for c in json.load(f)["plans"]])
+    expect(len(plans) == 2 and plans[0] == plans[1] and plans[0],
+           "search --model PATH does not rank as the same model's preset")
+
     r = run(orrery, "list")
     expect(r.returncode == 0 and "llama3.1-405b" in r.stdout and "gb200-nvl72" in r.stdout and "mi300x" in r.stdout,
            "list lacks presets")

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "models/error.h"
+#include "models/json_fields.h"
 #include "models/limits.h"
 #include "tools/orrery/commands.h"
 
@@ -22,7 +23,8 @@ void add_switch(CLI::App& app, const std::string& names, std::optional<bool>& ta
 
 void ScenarioFlags::add_to(CLI::App& app) {
   app.add_option("--model", model, "model preset name or path to a Hugging Face config.json")->check(non_empty());
-  app.add_option("--cluster", cluster, "cluster preset name (orrery list clusters)")->check(non_empty());
+  app.add_option("--cluster", cluster, "cluster preset name (orrery list clusters) or path to a cluster JSON object")
+      ->check(non_empty());
   app.add_option("--num-gpus", num_gpus, "number of GPUs")->check(non_empty());
   app.add_option("--tp,--tensor-model-parallel-size", tp, "tensor-parallel size")->check(non_empty());
   app.add_option("--pp,--pipeline-model-parallel-size", pp, "pipeline-parallel size")->check(non_empty());
@@ -87,18 +89,36 @@ void set(json& doc, const char* section, const char* key, const std::optional<T>
 
 }  // namespace
 
-void ScenarioFlags::apply(json& doc) const {
-  if (!model.empty()) {
-    // Anything at that path, a broken link included, is a file the model is read from (and its error names it).
-    std::error_code ec;
-    if (std::filesystem::exists(std::filesystem::symlink_status(model, ec))) {
-      doc["model"] = {{"hf_config", std::filesystem::absolute(model).string()}};
-    } else {
-      doc["model"] = model;
-    }
+namespace {
+
+// Anything at that path, a broken link included, is a file (and its error names it).
+bool names_a_file(const std::string& value) {
+  std::error_code ec;
+  return std::filesystem::exists(std::filesystem::symlink_status(value, ec));
+}
+
+}  // namespace
+
+json model_flag_value(const std::string& value) {
+  if (names_a_file(value)) return {{"hf_config", std::filesystem::absolute(value).string()}};
+  return value;
+}
+
+json cluster_flag_value(const std::string& value) {
+  if (!names_a_file(value)) return {{"preset", value}};
+  json cluster = read_json_file(value, "--cluster");
+  if (!cluster.is_object()) {
+    throw Error::invalid("--cluster", value, "must hold a JSON object (a cluster description: scenarios/README.md)");
   }
+  return cluster;
+}
+
+void ScenarioFlags::apply(json& doc) const {
+  if (!model.empty()) doc["model"] = model_flag_value(model);
   if (!cluster.empty()) {
-    if (doc.contains("cluster") && doc["cluster"].is_object()) {
+    if (names_a_file(cluster)) {
+      doc["cluster"] = cluster_flag_value(cluster);
+    } else if (doc.contains("cluster") && doc["cluster"].is_object()) {
       doc["cluster"]["preset"] = cluster;
     } else {
       doc["cluster"] = cluster;

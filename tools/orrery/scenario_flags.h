@@ -12,6 +12,14 @@
 
 namespace orrery::cli {
 
+/// The scenario's `model` for `--model VALUE`: {"hf_config": absolute path} when anything exists at that path (a
+/// broken link included, so that the error names the file), else VALUE as a preset name.
+nlohmann::json model_flag_value(const std::string& value);
+/// The scenario's `cluster` for `--cluster VALUE`: the JSON object in the file at that path (a cluster description,
+/// as a scenario's `cluster` object: scenarios/README.md), else {"preset": VALUE}. Errors: Error::invalid naming
+/// --cluster when the file is unreadable, not JSON or not an object.
+nlohmann::json cluster_flag_value(const std::string& value);
+
 struct ScenarioFlags {
   std::string model, cluster;
   std::optional<int> num_gpus, tp, pp, dp, cp, ep, etp, vpp, layers_per_virtual_stage, zero_stage;

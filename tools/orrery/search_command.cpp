@@ -22,6 +22,7 @@
 #include "sim/job/job.h"
 #include "sim/search/plan_search.h"
 #include "tools/orrery/commands.h"
+#include "tools/orrery/scenario_flags.h"
 #include "tools/orrery/search_output.h"
 
 #ifdef ORRERY_WITH_MPI
@@ -147,8 +148,8 @@ JobBase base_job(const SearchArgs& a, const Job* file) {
     base = std::filesystem::path(a.scenario_file).parent_path();
     doc.erase("expect");
   }
-  if (!a.model.empty()) doc["model"] = a.model;
-  if (!a.cluster.empty()) doc["cluster"] = nlohmann::json{{"preset", a.cluster}};
+  if (!a.model.empty()) doc["model"] = model_flag_value(a.model);
+  if (!a.cluster.empty()) doc["cluster"] = cluster_flag_value(a.cluster);
   if (!doc.contains("model")) throw Error::invalid("--model", "missing", "is required (or a scenario file)");
   if (!doc.contains("cluster")) doc["cluster"] = nlohmann::json{{"preset", "dgx-h100"}};
   // The GPU count to search: --num-gpus, else the scenario's (given or derived from its plan).
@@ -486,7 +487,8 @@ void add_search_command(CLI::App& app) {
   cmd->add_option("scenario", a->scenario_file, "scenario JSON whose model, cluster and training to search around")
       ->check(non_empty_file());
   cmd->add_option("--model", a->model, "model preset name or path to a Hugging Face config.json")->check(non_empty());
-  cmd->add_option("--cluster", a->cluster, "cluster preset name (default dgx-h100)")->check(non_empty());
+  cmd->add_option("--cluster", a->cluster, "cluster preset name (default dgx-h100) or path to a cluster JSON object")
+      ->check(non_empty());
   cmd->add_option("--num-gpus", a->num_gpus, "GPUs (for --objective gpus: the most to consider)");
   cmd->add_option("--seq-length,--seq-len", a->seq_length, "sequence length")->check(whole_number(1, limits::kSequence));
   cmd->add_option("--global-batch-size", a->global_batch_size, "global batch size in sequences")
