@@ -63,7 +63,6 @@ struct Action {
   std::array<double, kMaxModels> factor{1, 1};  // time per unit of work is their product (stretch())
   Nanoseconds since = 0;
   Nanoseconds end = 0;         // when its work is done at the current speeds
-  Nanoseconds queued = 0;      // the time of its latest queued event
   std::int64_t event = -1;     // Event::order of that event; any other of its events is stale (-1: not queued yet)
 
   double stretch() const { return factor[0] * factor[1]; }
@@ -105,6 +104,36 @@ void check_tables(const WorkloadGraph& g, const Instantiation& inst) {
   }
   if (g.demands.size() > static_cast<std::size_t>(kMaxDemands)) {
     throw std::logic_error(fmt::format("engine: the graph declares {} demands, at most {}", g.demands.size(), kMaxDemands));
+  }
+  for (std::size_t k = 0; k < g.streams.size(); ++k) {
+    const StreamInfo& s = g.streams[k];
+    if (s.lane < -1 || s.side > 1) {
+      throw std::logic_error(fmt::format("engine: stream {} ({}) has lane {} and side {}; a lane is -1 or more, a side "
+                                         "0 or 1", k, s.name, s.lane, s.side));
+    }
+  }
+  for (std::size_t k = 0; k < g.group_kinds.size(); ++k) {
+    const GroupKindInfo& kind = g.group_kinds[k];
+    if (kind.pair >= static_cast<int>(g.group_kinds.size()) ||
+        (kind.pair >= 0 && g.group_kinds[static_cast<std::size_t>(kind.pair)].pair != static_cast<int>(k))) {
+      throw std::logic_error(fmt::format("engine: group kind {} ({}) pairs with {}, which does not pair back", k,
+                                         kind.name, kind.pair));
+    }
+  }
+  for (const DemandInfo& d : g.demands) resource_roles(d.model);  // std::invalid_argument for an unknown model
+  if (inst.group_of.size() != inst.instances.size() * g.group_kinds.size()) {
+    throw std::logic_error(fmt::format("engine: the instantiation has {} group entries for {} instances of {} kinds",
+                                       inst.group_of.size(), inst.instances.size(), g.group_kinds.size()));
+  }
+  for (const std::int32_t id : inst.group_of) {
+    if (id < -1 || id >= static_cast<std::int32_t>(inst.group_size.size())) {
+      throw std::logic_error(fmt::format("engine: group id {} of {} groups", id, inst.group_size.size()));
+    }
+  }
+  for (const Instance& in : inst.instances) {
+    if (in.program < 0 || in.program >= static_cast<int>(g.programs.size())) {
+      throw std::logic_error(fmt::format("engine: an instance of program {} of {}", in.program, g.programs.size()));
+    }
   }
   const auto demand_limit = static_cast<unsigned>(1u << g.demands.size());
   for (const Program& p : g.programs) {
@@ -317,6 +346,7 @@ class Simulation final : private Pacing {
         }
       }
       models_.push_back(make_resource_model(settings[m], instances, static_cast<int>(m)));
+      eager_[m] = models_.back()->eager();
       const std::vector<std::string>& roles = resource_roles(settings[m].model);
       for (std::size_t b = 0; b < graph_.demands.size(); ++b) {
         if (graph_.demands[b].model != settings[m].model) continue;
@@ -365,12 +395,17 @@ class Simulation final : private Pacing {
           text += fmt::format("[instance {} task {} ({}, group {}, seq {}, layer {}, mb {}) waits at group {}] ",
                               a.instance, a.task, t.label, graph_.group_kinds[t.group].name, t.group_seq, t.layer,
                               t.microbatch, group);
+          if (text.size() > 2000) return text + "...";
         }
       }
     }
     for (const DeferredGroup& g : deferred_) {
       text += fmt::format("[group of {} members waits for lane {}] ", g.members.size(), g.lane);
+      if (text.size() > 4000) return text + "...";
     }
+    std::size_t host = 0;
+    for (const std::vector<std::int32_t>& w : host_waiting_) host += w.size();
+    if (host > 0) text += fmt::format("[{} tasks wait for their host] ", host);
     return text;
   }
 
@@ -444,6 +479,10 @@ class Simulation final : private Pacing {
     }
     const std::int32_t group = group_of_[static_cast<std::size_t>(kind_row_[t.group]) * inst_.instances.size() +
                                          static_cast<std::size_t>(instance)];
+    if (group < 0) {
+      throw std::logic_error(fmt::format("engine: instance {} has no group of kind {} for task {}", instance,
+                                         graph_.group_kinds[t.group].name, task));
+    }
     GroupState& state = groups_[static_cast<std::size_t>(group)];
     const std::int32_t members = state.size;
     if (members <= 1) {
@@ -569,6 +608,9 @@ class Simulation final : private Pacing {
     if (plan.is_paced) {
       a = action_of(t.stream, i);
       Action& act = actions_[static_cast<std::size_t>(a)];
+      // A stream runs one task at a time (ProgramBuilder's FIFO edges): a slot still running means a graph built
+      // without them.
+      if (act.event >= 0) throw std::logic_error("engine: two tasks of one stream run at once (no stream-order edge)");
       act = Action{};
       act.instance = instance;
       act.task = task;
@@ -584,15 +626,15 @@ class Simulation final : private Pacing {
       return;
     }
     Action& act = actions_[static_cast<std::size_t>(a)];
-    act.end = act.queued = after(now, stretched(act.remaining, act.stretch()));
+    act.end = after(now, stretched(act.remaining, act.stretch()));
     act.event = queue(act.end, kPaced, instance, a);
   }
 
   static Nanoseconds stretched(double ns, double stretch) { return static_cast<Nanoseconds>(std::llround(ns * stretch)); }
 
   // Pacing: the model in `slot` changes action `a`'s factor. The work done since the last change is settled at the
-  // old speed; an earlier end is queued now, a later one when the queued event surfaces (paced_event), which saves a
-  // queue push for every slow-down.
+  // old speed. An end earlier than the last one is queued now; a later one is queued now by an eager model
+  // (ResourceModel::eager), else when the queued event surfaces (paced_event), which saves a push per slow-down.
   void set_factor(std::int32_t a, int slot, double factor, Nanoseconds now) override {
     if (!(factor >= 1.0) || !std::isfinite(factor)) throw std::logic_error("engine: a resource factor below 1");
     Action& act = actions_[static_cast<std::size_t>(a)];
@@ -601,11 +643,9 @@ class Simulation final : private Pacing {
     act.since = now;
     act.factor[static_cast<std::size_t>(slot)] = factor;
     if (act.event < 0) return;  // starting: start() queues it
+    const Nanoseconds before = act.end;
     act.end = after(now, stretched(act.remaining, act.stretch()));
-    if (act.end < act.queued) {
-      act.queued = act.end;
-      act.event = queue(act.end, kPaced, act.instance, a);
-    }
+    if (act.end < before || eager_[static_cast<std::size_t>(slot)]) act.event = queue(act.end, kPaced, act.instance, a);
   }
 
   // An action's event surfaced. It stands only while it is the action's latest; if the action slowed since, it is
@@ -615,7 +655,6 @@ class Simulation final : private Pacing {
     Action& act = actions_[static_cast<std::size_t>(e.id)];
     if (act.event != e.order) return;
     if (act.end != e.time) {
-      act.queued = act.end;
       act.event = queue(act.end, kPaced, act.instance, e.id);
       return;
     }
@@ -720,6 +759,7 @@ class Simulation final : private Pacing {
   const Durations& durations_;
   std::int64_t memory_budget_ = 0;
   std::vector<std::unique_ptr<ResourceModel>> models_;
+  std::array<bool, kMaxModels> eager_{};  // per model: ResourceModel::eager()
   std::vector<DemandPlan> plans_;  // by demand mask
   // Actions by [paced stream][instance]: a stream runs one task at a time, so each has at most one action, and the
   // ranks of a symmetric job pace the same stream's tasks at about the same time, so their actions are neighbours

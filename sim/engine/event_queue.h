@@ -42,8 +42,9 @@ class EventQueue {
     ++size_;
   }
 
-  /// Removes and returns the earliest event (lowest order among equal times). Precondition: !empty().
+  /// Removes and returns the earliest event (lowest order among equal times). Throws std::logic_error when empty.
   Event pop() {
+    if (size_ == 0) throw std::logic_error("event queue: pop from an empty queue");
     if (head_ == buckets_[0].size()) refill();
     --size_;
     Event e = buckets_[0][head_++];

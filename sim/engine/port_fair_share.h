@@ -17,6 +17,7 @@ class PortFairShare final : public ResourceModel {
  public:
   PortFairShare(std::size_t instances, int slot);
   std::uint8_t paced_roles() const override { return kSend | kReceive; }
+  bool eager() const override { return true; }
   void started(Pacing& pacing, std::int32_t instance, std::uint8_t roles, std::int32_t action, Nanoseconds now) override;
   void ended(Pacing& pacing, std::int32_t instance, std::uint8_t roles, std::int32_t action, Nanoseconds now) override;
 

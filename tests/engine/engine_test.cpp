@@ -447,3 +447,29 @@ TEST_CASE("the radix event queue pops in the order of a binary heap on (time, or
   CHECK(popped > 50'000);
   CHECK_THROWS_AS(radix.push({now - 1, order, 0, 0}), std::logic_error);
 }
+
+TEST_CASE("port sharing re-times transfers at once, so equal ends finish in start order", "[sim][engine][network]") {
+  // Transfers A and B (100 ns each alone) cross the port from time 0, A started first: both end at 200 ns. The
+  // port model re-queues A's later end when B starts (ResourceModel::eager), before B's own event, so at 200 ns A
+  // finishes first: its successor C allocates 100 bytes before B frees the 100 it held, and the peak is 200 bytes.
+  // Had A's end been re-queued only when its first one surfaced, B would finish first and the peak stay at 100.
+  CollectiveOp crossing{CollectiveKind::kAllGather, 1, {}};
+  crossing.placement.domains = 2;
+  CollectiveOp other = crossing;
+  other.bytes = 2;
+  Task a = collective(kSolo), b = collective(kSolo);
+  a.stream = kNetA;
+  b.stream = kNetB;
+  ProgramBuilder p = builder(0);
+  const auto ta = p.add(a, crossing);
+  const auto tb = p.add(b, other);
+  const auto c = p.add(compute("after_a"), shape(1), {ta});
+  p.alloc_at_start(c, MemoryKind::kOther, 100);
+  p.free_at_end(tb, MemoryKind::kOther, 100);
+  p.set_static_memory(MemoryKind::kOther, 100);
+  const WorkloadGraph g = graph_of({p.finish()});
+  const RunResult r = run_engine(g, one_instance(), Durations{{{100e-9, 100e-9, 0.0}}}, with_port_sharing());
+  REQUIRE(r.instances[0].timings[0].end == 200);
+  REQUIRE(r.instances[0].timings[1].end == 200);
+  CHECK(r.instances[0].peak == 200);
+}
