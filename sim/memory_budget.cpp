@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "models/error.h"
 #include "models/process_memory.h"
@@ -22,9 +23,10 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // million task instances) measured 2.1 GiB against 3.05 GiB estimated; it now estimates 4.05 GiB.
 constexpr double kGraphBytesPerTask = 96;           // task, edges, op, durations: 71-85 measured
 constexpr double kEngineBytesPerTaskInstance = 3;    // pending count: 2
-// instance, groups, lanes, queues, live memory, and since issue 22's engine one 72-byte action per paced stream
-// (about 7): 1,700-4,600 measured (the most where the graph is smallest, 262,144 ranks of 127 tasks)
-constexpr double kEngineBytesPerInstance = 2048;
+// instance, groups, lanes, queues, live memory: with issue 22's engine's actions (72 bytes for each paced stream, 7
+// in the measured cases) 1,700-4,600 measured, the most where the graph is smallest (262,144 ranks of 127 tasks)
+constexpr double kEngineBytesPerInstance = 1536;
+constexpr double kEngineBytesPerPacedStream = 72;  // one Action (sim/engine/engine.cpp) per instance
 constexpr double kBytesPerRecordedTask = 56;         // timings and memory samples: about 48
 constexpr double kBaseBytes = 16.0 * 1024 * 1024;    // program, presets, cost tables: 4 MiB measured
 
@@ -47,9 +49,20 @@ double estimated_tasks(const Scenario& s) {
 
 double estimated_graph_bytes(double tasks) { return kGraphBytesPerTask * tasks; }
 
-double estimated_engine_bytes(double task_instances, double instances, double recorded_tasks) {
-  return kBaseBytes + kEngineBytesPerTaskInstance * task_instances + kEngineBytesPerInstance * instances +
-         kBytesPerRecordedTask * recorded_tasks;
+double estimated_engine_bytes(double task_instances, double instances, double recorded_tasks, int paced) {
+  return kBaseBytes + kEngineBytesPerTaskInstance * task_instances +
+         (kEngineBytesPerInstance + kEngineBytesPerPacedStream * paced) * instances + kBytesPerRecordedTask * recorded_tasks;
+}
+
+int paced_streams(const WorkloadGraph& graph) {
+  constexpr std::uint8_t kPaced = demand_bits::kSmCompute | demand_bits::kPortSend | demand_bits::kPortReceive;
+  std::vector<bool> paced(graph.streams.size(), false);
+  for (const Program& p : graph.programs) {
+    for (std::size_t t = 0; t < p.demands.size(); ++t) {
+      if (p.demands[t] & kPaced) paced[p.tasks[t].stream] = true;
+    }
+  }
+  return static_cast<int>(std::count(paced.begin(), paced.end(), true));
 }
 
 void check_memory_estimate(double bytes, std::int64_t budget, const std::string& what) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "sim/scenario.h"
+#include "sim/task_vocabulary.h"
 
 namespace orrery {
 
@@ -25,8 +26,13 @@ double estimated_tasks(const Scenario& s);
 double estimated_graph_bytes(double tasks);
 
 /// Bytes the engine holds for `instances` simulated instances running `task_instances` tasks in all, of which
-/// `recorded_tasks` keep their timings (RunOptions::record_budget), plus the instantiation's groups.
-double estimated_engine_bytes(double task_instances, double instances, double recorded_tasks);
+/// `recorded_tasks` keep their timings (RunOptions::record_budget), plus the instantiation's groups. The engine keeps
+/// one action per instance for each stream with paced tasks (paced_streams(); 7 is a dense job's usual count).
+double estimated_engine_bytes(double task_instances, double instances, double recorded_tasks, int paced_streams = 7);
+
+/// The streams of `graph` with a task some resource model may pace (its compute, or the network port): the rows of
+/// actions the engine keeps per instance.
+int paced_streams(const WorkloadGraph& graph);
 
 /// Errors: Error::invalid naming --memory-budget when `bytes` is above `budget` (bytes; 0: no budget). `what`
 /// says whose estimate it is, e.g. "--expand-ranks (1048576 ranks)".

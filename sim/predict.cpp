@@ -43,7 +43,7 @@ double run_bytes(const WorkloadGraph& graph, double task_instances, double insta
   double tasks = 0;
   for (const Program& program : graph.programs) tasks += static_cast<double>(program.tasks.size());
   const double recorded = task_instances <= static_cast<double>(run.record_budget) ? task_instances : tasks;
-  return estimated_graph_bytes(tasks) + estimated_engine_bytes(task_instances, instances, recorded);
+  return estimated_graph_bytes(tasks) + estimated_engine_bytes(task_instances, instances, recorded, paced_streams(graph));
 }
 
 }  // namespace

@@ -73,7 +73,8 @@ void measure(const json& doc, int fd) {
   }
   row.instances = static_cast<double>(p.instances.instances.size());
   const double recorded = row.task_instances <= static_cast<double>(options.run.record_budget) ? row.task_instances : row.tasks;
-  row.estimate = estimated_graph_bytes(row.tasks) + estimated_engine_bytes(row.task_instances, row.instances, recorded);
+  row.estimate = estimated_graph_bytes(row.tasks) +
+                 estimated_engine_bytes(row.task_instances, row.instances, recorded, paced_streams(p.graph));
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   row.peak = static_cast<double>(usage.ru_maxrss) * 1024.0;
