@@ -4,7 +4,7 @@
 # test suite through ctest, and then a second build (./build-sanitize: clang with AddressSanitizer and
 # UndefinedBehaviorSanitizer, and the libFuzzer scenario fuzzer) and its ctest subset, labelled `sanitize`: the unit
 # tests of parsing, lowering, the engine and search, the CLI's bad-input checks, the fuzzer's findings and a
-# 60-second fuzzing run (tests/fuzz/README.md). Any failure, or any sanitizer finding, fails the command.
+# 30-second fuzzing run (tests/fuzz/README.md). Any failure, or any sanitizer finding, fails the command.
 #   tools/setup.sh          install, build, `orrery predict`
 #   tools/setup.sh --test   install, build, ctest; sanitizer build, its ctest
 set -euo pipefail
