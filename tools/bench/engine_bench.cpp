@@ -10,8 +10,6 @@
 
 #include <fmt/format.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -27,6 +25,7 @@
 #include "sim/job/job.h"
 #include "sim/lowering.h"
 #include "sim/predict.h"
+#include "tools/bench/in_child.h"
 
 namespace {
 
@@ -61,8 +60,8 @@ struct Row {
   double tasks = 0, lower_ns = 0, price_s = 0, instances_s = 0, engine_s = 0, events = 0, user_s = 0, peak = 0;
 };
 
-// Runs in the child: each stage timed, the figures into `fd`.
-void measure(const Case& c, int repeat, int fd) {
+// Runs in the child: each stage timed, the figures as one line.
+std::string measure(const Case& c, int repeat) {
   const Job job = resolve(parse_scenario(c.scenario, "."));
   const Scenario& scenario = job.scenario();
   const CostParams& params = default_cost_params();
@@ -95,7 +94,7 @@ void measure(const Case& c, int repeat, int fd) {
   row.peak = static_cast<double>(usage.ru_maxrss) * 1024.0;
   const std::string line = fmt::format("{} {} {} {} {} {} {} {}\n", row.tasks, row.lower_ns, row.price_s, row.instances_s,
                                        row.engine_s, row.events, row.user_s, row.peak);
-  if (::write(fd, line.data(), line.size()) < 0) std::_Exit(3);
+  return line;
 }
 
 }  // namespace
@@ -129,27 +128,9 @@ int main(int argc, char** argv) {
              "price s", "instances", "engine s", "events", "M ev/s", "user s", "peak MiB");
   int failed = 0;
   for (const Case& c : cases) {
-    int pipe_fd[2];
-    if (::pipe(pipe_fd) != 0) return 3;
-    const pid_t child = ::fork();
-    if (child == 0) {
-      ::close(pipe_fd[0]);
-      try {
-        measure(c, repeat, pipe_fd[1]);
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "%s: %s\n", c.name.c_str(), e.what());
-        std::_Exit(2);
-      }
-      std::_Exit(0);
-    }
-    ::close(pipe_fd[1]);
-    char text[512] = {};
-    const ssize_t n = ::read(pipe_fd[0], text, sizeof text - 1);
-    ::close(pipe_fd[0]);
-    int status = 0;
-    ::waitpid(child, &status, 0);
+    const std::string text = bench::in_child(c.name, [&] { return measure(c, repeat); });
     Row r;
-    if (n <= 0 || std::sscanf(text, "%lf %lf %lf %lf %lf %lf %lf %lf", &r.tasks, &r.lower_ns, &r.price_s, &r.instances_s,
+    if (text.empty() || std::sscanf(text.c_str(), "%lf %lf %lf %lf %lf %lf %lf %lf", &r.tasks, &r.lower_ns, &r.price_s, &r.instances_s,
                               &r.engine_s, &r.events, &r.user_s, &r.peak) != 8) {
       fmt::print("{:<40} failed\n", c.name);
       ++failed;

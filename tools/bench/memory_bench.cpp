@@ -8,8 +8,6 @@
 
 #include <fmt/format.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -19,6 +17,7 @@
 #include "models/error.h"
 #include "sim/memory_budget.h"
 #include "sim/predict.h"
+#include "tools/bench/in_child.h"
 
 namespace {
 
@@ -57,8 +56,8 @@ struct Row {
   double tasks = 0, instances = 0, task_instances = 0, estimate = 0, peak = 0;
 };
 
-// Runs in the child: the prediction, then the counts, into `fd`.
-void measure(const json& doc, int fd) {
+// Runs in the child: the prediction, then the counts, as one line.
+std::string measure(const json& doc) {
   json scenario = doc;
   const bool expand = scenario.value("expand_ranks", false);
   scenario.erase("expand_ranks");
@@ -79,7 +78,7 @@ void measure(const json& doc, int fd) {
   getrusage(RUSAGE_SELF, &usage);
   row.peak = static_cast<double>(usage.ru_maxrss) * 1024.0;
   const std::string line = fmt::format("{} {} {} {} {}\n", row.tasks, row.instances, row.task_instances, row.estimate, row.peak);
-  if (::write(fd, line.data(), line.size()) < 0) std::_Exit(3);
+  return line;
 }
 
 }  // namespace
@@ -91,27 +90,9 @@ int main(int argc, char** argv) {
              "peak MiB", "est. MiB", "est/peak");
   int below = 0;
   for (const json& c : cases) {
-    int pipe_fd[2];
-    if (::pipe(pipe_fd) != 0) return 3;
-    const pid_t child = ::fork();
-    if (child == 0) {
-      ::close(pipe_fd[0]);
-      try {
-        measure(c, pipe_fd[1]);
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "%s: %s\n", c.value("name", "?").c_str(), e.what());
-        std::_Exit(2);
-      }
-      std::_Exit(0);
-    }
-    ::close(pipe_fd[1]);
-    char text[512] = {};
-    const ssize_t n = ::read(pipe_fd[0], text, sizeof text - 1);
-    ::close(pipe_fd[0]);
-    int status = 0;
-    ::waitpid(child, &status, 0);
+    const std::string text = bench::in_child(c.value("name", "?"), [&] { return measure(c); });
     Row r;
-    if (n <= 0 || std::sscanf(text, "%lf %lf %lf %lf %lf", &r.tasks, &r.instances, &r.task_instances, &r.estimate, &r.peak) != 5) {
+    if (text.empty() || std::sscanf(text.c_str(), "%lf %lf %lf %lf %lf", &r.tasks, &r.instances, &r.task_instances, &r.estimate, &r.peak) != 5) {
       fmt::print("{:<44} failed\n", c.value("name", "?"));
       continue;
     }
