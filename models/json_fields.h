@@ -59,6 +59,9 @@ class FieldReader {
   /// Keys of the object that no getter read or allowed, sorted.
   std::vector<std::string> unread_keys() const;
 
+  /// Every key a getter read or allowed so far, given or not (the keys this reader's parser knows).
+  const std::set<std::string, std::less<>>& read_keys() const { return read_; }
+
   std::string field(std::string_view key) const;
   const std::string& path() const { return path_; }
 

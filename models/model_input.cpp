@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "models/error.h"
 #include "models/hf_config.h"
 #include "models/json_fields.h"
@@ -13,12 +15,36 @@ using nlohmann::json;
 
 namespace {
 
+// The spellings hf_config.cpp accepts for one field (first_int / required_int), any family's.
+constexpr std::initializer_list<const char*> kSpellings[] = {
+    {"hidden_size", "n_embd", "d_model", "n_embed"},
+    {"num_hidden_layers", "n_layer", "n_layers", "num_layers"},
+    {"num_attention_heads", "n_head", "n_heads"},
+    {"n_inner", "intermediate_size", "ffn_hidden_size"},
+    {"n_positions", "max_position_embeddings", "max_seq_len"},
+    {"num_local_experts", "num_experts", "n_routed_experts"},
+    {"num_experts_per_tok", "experts_per_token", "moe_topk"},
+    {"head_dim", "kv_channels"},
+};
+
+// An override in one spelling of a field replaces the base's value in every spelling: the importer reads the first
+// spelling present, which could otherwise be the base's (GPT-2's n_layer against an override's num_hidden_layers).
+void drop_other_spellings(json& base, const std::string& key, const json& overrides) {
+  for (const auto& spellings : kSpellings) {
+    if (std::find(spellings.begin(), spellings.end(), key) == spellings.end()) continue;
+    for (const char* other : spellings) {
+      if (other != key && !overrides.contains(other)) base.erase(other);
+    }
+  }
+}
+
 // Top-level keys of `overrides` replace those of `base`, except the selector keys themselves. A new layer count
 // without its own layer_types carries the base's per-layer pattern over, cycled to the new count (GPT-OSS's
 // alternating sliding and full attention; transformers' GptOssConfig builds the same alternation by default).
 json apply_overrides(json base, const json& overrides, const std::string& path, std::vector<std::string>* warnings) {
   for (auto it = overrides.begin(); it != overrides.end(); ++it) {
     if (it.key() == "preset" || it.key() == "hf_config") continue;
+    drop_other_spellings(base, it.key(), overrides);
     base[it.key()] = it.value();
   }
   const auto types = base.find("layer_types");

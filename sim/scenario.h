@@ -34,6 +34,9 @@ enum class Fp8Format { kHybrid, kE4m3 };
 inline constexpr std::pair<const char*, Fp8Format> kFp8FormatNames[] = {{"hybrid", Fp8Format::kHybrid},
                                                                        {"e4m3", Fp8Format::kE4m3}};
 enum class Recompute { kNone, kSelective, kFull };
+/// Megatron-Core's recompute_method with full recompute: layers checkpointed in groups of recompute_num_layers
+/// (uniform), or only the first recompute_num_layers layers of each model chunk recomputed (block).
+enum class RecomputeMethod { kUniform, kBlock };
 enum class AttentionBackend { kFlash, kUnfused };
 enum class Schedule { k1F1B, kGPipe, kZbH1, kDualPipe, kDualPipeV };  // 1F1B is interleaved when vpp > 1
 /// DualPipe and DualPipeV: two model chunks per rank of their own (no vpp), run as overlapped forward-backward pairs.
@@ -173,6 +176,16 @@ struct TrainingSpec {
     bool mla_up_proj = false;     // multi-head latent attention's up projections and rotary (the core's q, k, v)
     bool moe = false;             // the whole MoE layer, dispatch and combine included (its input kept)
   } recompute_modules;
+  /// With recompute full: Megatron-Core's --recompute-method and --recompute-num-layers (default uniform with one
+  /// layer per checkpoint, every layer recomputed).
+  RecomputeMethod recompute_method = RecomputeMethod::kUniform;
+  int recompute_num_layers = 1;
+  /// True when layer `index_in_chunk` of a model chunk holding `chunk_layers` layers runs its forward again in the
+  /// backward (full recompute; block recomputes the chunk's first recompute_num_layers layers).
+  bool recomputes_layer(int index_in_chunk) const {
+    return recompute == Recompute::kFull &&
+           (recompute_method == RecomputeMethod::kUniform || index_in_chunk < recompute_num_layers);
+  }
   Optimizer optimizer = Optimizer::kAdam;
   /// Megatron-Core DDPConfig.grad_reduce_in_fp32 (Megatron-LM --accumulate-allreduce-grads-in-fp32, forced on for
   /// bf16 by Megatron-LM; Megatron-Bridge/NeMo ddp.grad_reduce_in_fp32): the gradient buffer and its data-parallel

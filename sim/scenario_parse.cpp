@@ -11,6 +11,7 @@
 #include "models/limits.h"
 #include "models/physical_bounds.h"
 #include "models/model_input.h"
+#include "sim/option_table.h"
 #include "sim/pipeline_layout.h"
 #include "sim/scenario.h"
 #include "sim/scenario_validate.h"
@@ -33,10 +34,12 @@ Enum parse_enum(FieldReader& in, const char* key, Enum fallback, const std::pair
   throw Error::invalid(in.field(key), fmt::format("\"{}\"", *text), "must be one of: " + known);
 }
 
-// Reads a plan size given either by its short name or by its Megatron-LM argument name.
-std::optional<std::int64_t> size_with_alias(FieldReader& in, const char* key, const char* megatron_name) {
+// Reads a plan size given either by its key or by its file alias (Megatron-LM's argument name), from the option table.
+std::optional<std::int64_t> size_with_alias(FieldReader& in, const char* key) {
+  const OptionSpec* option = find_option("parallel", key);
+  const std::string megatron_name(option ? option->file_alias : std::string_view{});
   auto short_value = in.optional_int(key, 1, limits::kGpus);
-  auto long_value = in.optional_int(megatron_name, 1, limits::kGpus);
+  auto long_value = megatron_name.empty() ? std::nullopt : in.optional_int(megatron_name, 1, limits::kGpus);
   if (short_value && long_value) {
     throw Error::invalid(in.field(megatron_name), std::to_string(*long_value),
                          fmt::format("duplicates {}; give one of the two", key));
@@ -129,6 +132,24 @@ TrainingSpec parse_training(const json& value, const ModelSpec& model) {
       }
     }
   }
+  // Megatron-Core's full recompute: which layers and how many per checkpoint (TransformerConfig recompute_method,
+  // recompute_num_layers), for recompute "full" only.
+  static constexpr std::pair<const char*, RecomputeMethod> kMethods[] = {{"uniform", RecomputeMethod::kUniform},
+                                                                        {"block", RecomputeMethod::kBlock}};
+  const bool method_given = in.has("recompute_method"), layers_given = in.has("recompute_num_layers");
+  t.recompute_method = parse_enum(in, "recompute_method", RecomputeMethod::kUniform, kMethods);
+  t.recompute_num_layers = static_cast<int>(in.int_or("recompute_num_layers", 1, 0, limits::kLayers));
+  if ((method_given || layers_given) && t.recompute != Recompute::kFull) {
+    const char* key = method_given ? "recompute_method" : "recompute_num_layers";
+    throw Error::invalid(in.field(key), describe_json(*in.raw(key)),
+                         fmt::format("needs training.recompute \"full\" (Megatron-Core applies it only with "
+                                     "--recompute-granularity full; the recompute is \"{}\")",
+                                     to_string(t.recompute)));
+  }
+  if (t.recompute_method == RecomputeMethod::kUniform && t.recompute_num_layers < 1) {
+    throw Error::invalid(in.field("recompute_num_layers"), std::to_string(t.recompute_num_layers),
+                         "must be at least 1 with recompute_method \"uniform\" (layers per checkpoint)");
+  }
   static constexpr std::pair<const char*, Optimizer> kOptimizers[] = {
       {"adam", Optimizer::kAdam}, {"adamw", Optimizer::kAdam}, {"sgd", Optimizer::kSgd}};
   t.optimizer = parse_enum(in, "optimizer", Optimizer::kAdam, kOptimizers);
@@ -153,6 +174,7 @@ TrainingSpec parse_training(const json& value, const ModelSpec& model) {
                          "needs moe_expert_capacity_factor (padding is to the capacity)");
   }
   in.reject_unknown();
+  check_documented_keys("training", in.read_keys());
   return t;
 }
 
@@ -215,13 +237,13 @@ ParallelPlan parse_parallel(const json& value) {
   FieldReader in(value, "parallel");
   ParallelPlan p;
   auto i32 = [](std::optional<std::int64_t> v, int fallback) { return v ? static_cast<int>(*v) : fallback; };
-  p.tp = i32(size_with_alias(in, "tp", "tensor_model_parallel_size"), 1);
-  p.pp = i32(size_with_alias(in, "pp", "pipeline_model_parallel_size"), 1);
-  p.dp = i32(size_with_alias(in, "dp", "data_parallel_size"), 0);
-  p.cp = i32(size_with_alias(in, "cp", "context_parallel_size"), 1);
-  p.ep = i32(size_with_alias(in, "ep", "expert_model_parallel_size"), 1);
-  p.etp = i32(size_with_alias(in, "etp", "expert_tensor_parallel_size"), 0);
-  p.vpp = i32(size_with_alias(in, "vpp", "virtual_pipeline_model_parallel_size"), 1);
+  p.tp = i32(size_with_alias(in, "tp"), 1);
+  p.pp = i32(size_with_alias(in, "pp"), 1);
+  p.dp = i32(size_with_alias(in, "dp"), 0);
+  p.cp = i32(size_with_alias(in, "cp"), 1);
+  p.ep = i32(size_with_alias(in, "ep"), 1);
+  p.etp = i32(size_with_alias(in, "etp"), 0);
+  p.vpp = i32(size_with_alias(in, "vpp"), 1);
   if (p.etp == 0) p.etp = p.tp;
   if (auto v = in.optional_int("num_layers_per_virtual_pipeline_stage", 1, limits::kLayers)) {
     if (in.has("vpp") || in.has("virtual_pipeline_model_parallel_size")) {
@@ -303,6 +325,7 @@ ParallelPlan parse_parallel(const json& value) {
     }
   }
   in.reject_unknown();
+  check_documented_keys("parallel", in.read_keys());
   return p;
 }
 

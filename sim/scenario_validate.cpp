@@ -416,6 +416,21 @@ void check_recompute_modules(const Scenario& s) {
   }
 }
 
+// Megatron-Core's full recompute methods the lowering builds: uniform with one layer per checkpoint, and block.
+void check_recompute_method(const Scenario& s) {
+  const TrainingSpec& t = s.training;
+  if (t.recompute != Recompute::kFull) return;
+  if (t.recompute_method == RecomputeMethod::kUniform && t.recompute_num_layers > 1) {
+    throw Error::not_modelled("training.recompute_num_layers", str(t.recompute_num_layers),
+                              "uniform full recompute with more than one layer per checkpoint (each group's layers "
+                              "run again together before its backward); use 1, or recompute_method \"block\"");
+  }
+  if (t.recompute_method == RecomputeMethod::kBlock && t.framework != Framework::kMegatron) {
+    throw Error::not_modelled("training.recompute_method", "block",
+                              fmt::format("block recompute with framework {}", to_string(t.framework)));
+  }
+}
+
 void check_fp16(const Scenario& s) {
   if (s.training.precision == Precision::kFp16 && s.cluster.gpu.peak_fp16 <= 0) {
     throw Error::invalid("training.precision", "fp16", "is not supported by the GPU " + s.cluster.gpu.name);
@@ -450,6 +465,7 @@ void validate_scenario(Scenario& s) {
   check_grad_dtype(s);
   check_framework_rules(s);
   check_recompute_modules(s);
+  check_recompute_method(s);
   check_rope_fusion(s);
   s.cluster.gpu.peak_for(gemm_dtype(s.training.precision));  // the GPU must have the precision's GEMM path
   check_fp8_recipe(s);
@@ -464,6 +480,7 @@ void validate_plan_free(Scenario& s) {
   check_packing(s);
   check_grad_dtype_setup(s);
   check_recompute_modules(s);
+  check_recompute_method(s);
   check_rope_fusion(s);
   s.cluster.gpu.peak_for(gemm_dtype(s.training.precision));  // the GPU must have the precision's GEMM path
   check_fp8_recipe(s);

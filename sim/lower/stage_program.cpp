@@ -291,7 +291,8 @@ class StageLowering {
   }
 
   Bytes layer_saved_bytes(int layer) {
-    return TransformerLayerLowering(emit_, layer).saved_bytes(save_policy(ctx_.training));
+    const TransformerLayerLowering lowering(emit_, layer);
+    return lowering.saved_bytes(lowering.save());
   }
 
   void forward(const ScheduleStep& step, TaskId input, std::vector<ParamUse>* params) {
@@ -324,7 +325,10 @@ class StageLowering {
                                                                                   save_policy(ctx_.training), params);
           return x;
         }
-        if (u.layer >= 0) return TransformerLayerLowering(emit_, u.layer).forward(x, save_policy(ctx_.training), params);
+        if (u.layer >= 0) {
+          TransformerLayerLowering layer(emit_, u.layer);
+          return layer.forward(x, layer.save(), params);
+        }
         return u.head ? head_forward(edges, x, mtp_out, params) : edges.embedding_forward(x, params);
       });
       if (u.layer >= 0 && builder_.last() >= unit_first) layer_spans_.push_back({unit_first, builder_.last()});

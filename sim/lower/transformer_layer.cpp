@@ -9,9 +9,11 @@
 namespace orrery {
 
 
-SavePolicy save_policy(const TrainingSpec& training) {
+SavePolicy save_policy(const TrainingSpec& training) { return save_policy(training, training.recompute); }
+
+SavePolicy save_policy(const TrainingSpec& training, Recompute policy) {
   const TrainingSpec::RecomputeModules& m = training.recompute_modules;
-  switch (training.recompute) {
+  switch (policy) {
     case Recompute::kNone: return {};
     case Recompute::kSelective:
       return {true, true, !m.core_attn, !m.layernorm, !m.moe_act, !m.mlp, !m.shared_experts, !m.mla_up_proj, !m.moe};
@@ -20,8 +22,24 @@ SavePolicy save_policy(const TrainingSpec& training) {
   return {};
 }
 
+namespace {
+
+// Megatron-Core's TransformerBlock checkpoints layers by their index within the chunk (recompute_method "block":
+// the chunk's first recompute_num_layers layers). Multi-token prediction depths keep the spec's policy.
+Recompute layer_recompute(const LoweringContext& ctx, int stage, int chunk, int layer) {
+  const TrainingSpec& t = ctx.training;
+  if (t.recompute != Recompute::kFull || layer >= ctx.model.num_layers) return t.recompute;
+  return t.recomputes_layer(layer - ctx.layout.first_layer_of(stage, chunk)) ? Recompute::kFull : Recompute::kNone;
+}
+
+}  // namespace
+
 TransformerLayerLowering::TransformerLayerLowering(Emitter& emit, int layer)
-    : emit_(emit), ctx_(emit.ctx()), layer_(layer), groups_(layer_param_groups(ctx_, layer, emit.chunk())) {
+    : emit_(emit),
+      ctx_(emit.ctx()),
+      layer_(layer),
+      recompute_(layer_recompute(emit.ctx(), emit.stage(), emit.chunk(), layer)),
+      groups_(layer_param_groups(ctx_, layer, emit.chunk())) {
   const ModelSpec& m = ctx_.model;
   qkv_features_ = (m.num_attention_heads + 2 * m.num_kv_heads) * m.head_dim;
   mla_ = m.is_mla();
@@ -493,8 +511,8 @@ TaskId TransformerLayerLowering::recompute_norm(const char* label) {
 
 TaskId TransformerLayerLowering::backward(TaskId grad_output, std::vector<ParamUse>* params) {
   const ModelSpec& m = ctx_.model;
-  const Recompute policy = ctx_.training.recompute;
-  const SavePolicy saved = save_policy(ctx_.training);
+  const Recompute policy = recompute_;
+  const SavePolicy saved = save();
   if (policy == Recompute::kFull) {
     // Megatron's uniform full recompute with one layer per checkpoint: the whole layer forward runs again from
     // its saved input when the backward pass reaches it.

@@ -32,6 +32,8 @@ struct SavePolicy {
 /// all but what training.recompute_modules drops (the attention core's internals by default), recomputed in the
 /// backward; only the layer input (full, the whole layer recomputed).
 SavePolicy save_policy(const TrainingSpec& training);
+/// The same for a layer whose recompute is `policy` (a block-recomputed chunk's later layers run kNone).
+SavePolicy save_policy(const TrainingSpec& training, Recompute policy);
 
 class TransformerLayerLowering {
  public:
@@ -47,6 +49,12 @@ class TransformerLayerLowering {
 
   /// Bytes one forward pass of this layer saves under `save` (for tests and reports).
   Bytes saved_bytes(const SavePolicy& save) const;
+
+  /// This layer's recompute: the training spec's, except that with full recompute by Megatron-Core's "block"
+  /// method only the first recompute_num_layers layers of each model chunk recompute (the rest run kNone).
+  Recompute recompute() const { return recompute_; }
+  /// What this layer's forward keeps under its recompute (save_policy of recompute()).
+  SavePolicy save() const { return save_policy(ctx_.training, recompute_); }
 
  private:
   // Forward building blocks; each returns the task producing its output.
@@ -142,6 +150,7 @@ class TransformerLayerLowering {
   Emitter& emit_;
   const LoweringContext& ctx_;
   int layer_;
+  Recompute recompute_;
   std::vector<ParamGroup> groups_;
   std::int64_t qkv_features_ = 0;   // output features of the QKV projection (all heads)
   std::int64_t attn_features_ = 0;  // input features of the output projection

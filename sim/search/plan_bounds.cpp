@@ -196,8 +196,9 @@ Seconds iteration_time_lower_bound(const Job& job, const CostParams& params) {
                                                                                : DType::kBf16) *
                 params.compute.gemm_peak_fraction;
   if (t.precision == Precision::kFp8) rate = std::max(rate, gpu.peak_fp8 * params.compute.gemm_fp8_peak_fraction);
-  // Forward, backward (2x), and with full recompute a second forward.
-  const double passes = t.recompute == Recompute::kFull ? 4.0 : 3.0;
+  // Forward, backward (2x), and with full recompute of every layer a second forward (block recompute, of some
+  // layers only, keeps the bound at 3: a bound must not exceed the time).
+  const double passes = t.recompute == Recompute::kFull && t.recompute_method == RecomputeMethod::kUniform ? 4.0 : 3.0;
 
   const double total = passes * layers_flops(s.model, 0, s.model.num_layers) * job.tokens_per_iteration();
   const Seconds average = total / s.cluster.num_gpus / rate;

@@ -45,6 +45,48 @@ def main():
                "--sequence-parallel", "--zero-stage", "1")
     expect(short.returncode == 0 and short.stdout == long.stdout,
            f"Megatron flag spellings give a different report: {short.stderr[:200]} {long.stderr[:200]}")
+    # A Megatron-LM launch line pasted after --model (pretrain_gpt.py's arguments as Megatron-Bridge's Llama-3-8B
+    # recipe passes them, cut to 8 layers): the same report as the scenario file that writes its settings, and the
+    # arguments that change nothing named on stderr.
+    megatron_line = ("--num-layers 8 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 "
+                     "--group-query-attention --num-query-groups 8 --seq-length 4096 --max-position-embeddings 8192 "
+                     "--micro-batch-size 1 --global-batch-size 32 --tensor-model-parallel-size 2 "
+                     "--pipeline-model-parallel-size 2 --sequence-parallel --use-distributed-optimizer "
+                     "--overlap-grad-reduce --overlap-param-gather --bf16 --recompute-granularity full "
+                     "--recompute-method block --recompute-num-layers 1 --use-mcore-models --transformer-impl "
+                     "transformer_engine --lr 3e-4 --min-lr 3e-5 --lr-decay-style cosine --train-iters 1000 "
+                     "--data-path 0.5 /data/a 0.5 /data/b --split 99,1,0 --save /ckpt --seed 1234").split()
+    pasted = run(orrery, "predict", "--model", "llama3-8b", "--num-gpus", "16", *megatron_line, "--json")
+    scenario = {"model": {"preset": "llama3-8b", "num_hidden_layers": 8, "hidden_size": 4096,
+                          "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8,
+                          "max_position_embeddings": 8192},
+                "cluster": {"preset": "dgx-h100", "num_gpus": 16},
+                "parallel": {"tp": 2, "pp": 2, "sequence_parallel": True, "use_distributed_optimizer": True,
+                             "overlap_grad_reduce": True, "overlap_param_gather": True},
+                "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 32, "precision": "bf16",
+                             "recompute": "full", "recompute_method": "block", "recompute_num_layers": 1}}
+    scenario_file = os.path.join(tmp, "megatron_line.json")
+    with open(scenario_file, "w") as f:
+        json.dump(scenario, f)
+    from_file = run(orrery, "predict", scenario_file, "--json")
+    expect(pasted.returncode == 0 and from_file.returncode == 0, f"pasted Megatron line: {pasted.stderr[:300]}")
+    if pasted.returncode == 0 and from_file.returncode == 0:
+        a, b = json.loads(pasted.stdout), json.loads(from_file.stdout)
+        for key in ("iteration_time_s", "memory", "plan"):
+            expect(key in a and a[key] == b.get(key), f"pasted Megatron line and scenario file differ in {key}")
+        expect(a["plan"].get("recompute_method") == "block", f"pasted line's plan: {a['plan']}")
+        for ignored in ("--lr 3e-4", "--data-path 0.5 /data/a 0.5 /data/b", "--use-mcore-models", "--seed 1234"):
+            expect(f"ignored {ignored} (" in pasted.stderr, f"{ignored} not named as ignored: {pasted.stderr[:400]}")
+    r = run(orrery, "predict", "--model", "llama3-8b", "--num-gpus", "8", "--num-layers", "two")
+    expect(r.returncode == 2 and "--num-layers" in r.stderr and "whole number" in r.stderr,
+           f"--num-layers two: exit {r.returncode}, {r.stderr[:200]}")
+    r = run(orrery, "predict", "--model", "llama3-8b", "--num-gpus", "8", "--num-layers", "0")
+    expect(r.returncode == 2 and "model.num_hidden_layers" in r.stderr,
+           f"--num-layers 0: exit {r.returncode}, {r.stderr[:200]}")
+    r = run(orrery, "predict", "--model", "llama3-8b", "--num-gpus", "8", "--recompute-activations",
+            "--recompute-granularity", "full")
+    expect(r.returncode == 2 and "recompute" in r.stderr and "once" in r.stderr,
+           f"--recompute-activations with --recompute-granularity: exit {r.returncode}, {r.stderr[:200]}")
     off = run(orrery, *base, "--tp", "2", "--pp", "2", "--no-overlap-p2p-comm", "--no-tp-comm-overlap")
     expect(off.returncode == 0, f"--no-overlap-* switches: exit {off.returncode}: {off.stderr[:200]}")
     # bf16 gradient buffers halve the gradient memory; the optimizer adds fp32 main gradients: 12 + 4 = 16 bytes

@@ -91,7 +91,7 @@ def flag_ranges(orrery):
                 f"--trace-max-events: {value} must be a whole number from 0 to 1000000000", "150 GB",
                 what=f"--trace-max-events {value}")
     refused(orrery, ["predict", *SMALL_FLAGS, "--global-batch-size", "99999999999999999999"],
-            "--global-batch-size: 99999999999999999999 must be a whole number from 1 to 268435456",
+            "--global-batch-size (99999999999999999999) must be a whole number of at most 64 bits",
             what="--global-batch-size past 64 bits")
     # An empty list searched the defaults, an empty item fewer values than written.
     for flag, value, rule in (("--tp", "", "must list at least one value"),
@@ -168,7 +168,7 @@ def error_texts(orrery, tmp):
     expect(code == 0 and "warning: model.\\u001B[31mzap is not a field" in out and "\x1b" not in out,
            f"ESC in an override's key: exit {code}, {out[-300:]!r}")
     for args, words in ((["\x1b[31mfoo"], "error: unknown command '\\u001B[31mfoo'"),
-                        (["predict", "--tp", "\x1b[31m"], "--tp = \\u001B[31m")):
+                        (["predict", "--tp", "\x1b[31m"], "--tp (\\u001B[31m) must be a whole number")):
         code, out, err, _ = run(orrery, *args)
         expect(code == 2 and words in err and "\x1b" not in err, f"{args!r}: exit {code}, {err[:300]!r}")
     # A 10 MB key was echoed whole (10 MB on stderr); the quote is cut to 200 bytes with its length.

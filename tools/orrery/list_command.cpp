@@ -11,6 +11,7 @@
 #include "models/model_presets.h"
 #include "models/param_count.h"
 #include "models/units.h"
+#include "sim/option_table.h"
 #include "tools/orrery/commands.h"
 
 namespace orrery::cli {
@@ -60,13 +61,51 @@ void list_clusters() {
   }
 }
 
+// The option table (sim/option_table.h): each setting's flags, type and default; with `markdown`, one section's
+// key reference as scenarios/README.md holds it.
+void list_options(const std::string& markdown) {
+  if (!markdown.empty()) {
+    fmt::print("{}", options_markdown(markdown));
+    return;
+  }
+  fmt::print("scenario settings and their flags (scenarios/README.md has the full reference)\n");
+  std::string section;
+  for (const OptionSpec& o : scenario_options()) {
+    if (o.section != section) {
+      section = o.section;
+      fmt::print("\n{}\n", section);
+    }
+    std::string flags = cli_names(o);
+    std::string shown;
+    for (std::size_t start = 0; start <= flags.size();) {
+      const std::size_t comma = std::min(flags.find(',', start), flags.size());
+      const std::string name = flags.substr(start, comma - start);
+      if (name[0] != '!') shown += (shown.empty() ? "" : " ") + name;
+      start = comma + 1;
+    }
+    fmt::print("  {:<40} {:<44} {}\n", o.key, shown, o.default_text);
+  }
+  fmt::print("\nMegatron-LM switches: ");
+  for (const ShorthandFlag& f : shorthand_flags()) fmt::print("{} ", f.flag);
+  fmt::print("\nMegatron-LM arguments accepted and ignored (they do not change the simulated time):\n ");
+  for (const IgnoredMegatronFlag& f : ignored_megatron_flags()) fmt::print(" {}", f.flag);
+  fmt::print("\n");
+}
+
 }  // namespace
 
 void add_list_command(CLI::App& app) {
   auto what = std::make_shared<std::string>("all");
-  CLI::App* cmd = app.add_subcommand("list", "list model, GPU and cluster presets");
-  cmd->add_option("what", *what, "models, gpus, clusters or all")->check(CLI::IsMember({"models", "gpus", "clusters", "all"}));
-  cmd->callback([what] {
+  auto markdown = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("list", "list model, GPU and cluster presets, or the scenario's settings");
+  cmd->add_option("what", *what, "models, gpus, clusters, all (the three), or options")
+      ->check(CLI::IsMember({"models", "gpus", "clusters", "all", "options"}));
+  cmd->add_option("--markdown", *markdown,
+                  "with options: print the key reference of one section (parallel, training or model) as Markdown")
+      ->check(CLI::IsMember({"parallel", "training", "model"}));
+  cmd->callback([what, markdown] {
+    require(markdown->empty() || *what == "options", "--markdown", *markdown, "goes with `orrery list options`");
+    if (*what == "options") return list_options(*markdown);
     if (*what == "models" || *what == "all") list_models();
     if (*what == "all") fmt::print("\n");
     if (*what == "gpus" || *what == "all") list_gpus();

@@ -64,6 +64,7 @@ void run_predict(const PredictArgs& a) {
     if (a.flags.any()) doc["name"] = "default scenario changed by command-line flags";
   }
   a.flags.apply(doc);
+  a.flags.note_ignored(std::cerr);
   if (doc.is_object() && !doc.contains("name") && !a.scenario_file.empty()) {
     doc["name"] = std::filesystem::path(a.scenario_file).stem().string();
   }

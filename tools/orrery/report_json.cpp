@@ -94,6 +94,11 @@ json report_json(const Prediction& p) {
                  {"recompute", to_string(s.training.recompute)},
                  {"recompute_modules", s.training.recompute_module_names()},
                  {"framework", to_string(s.training.framework)}};
+  if (s.training.recompute == Recompute::kFull) {
+    // Megatron-Core's full-recompute method (training.recompute_method, recompute_num_layers).
+    out["plan"]["recompute_method"] = s.training.recompute_method == RecomputeMethod::kBlock ? "block" : "uniform";
+    out["plan"]["recompute_num_layers"] = s.training.recompute_num_layers;
+  }
   out["simulation"] = {{"instances", p.instances.instances.size()},
                        {"tasks_per_iteration", p.graph.num_tasks()},
                        {"events", p.run.events}};

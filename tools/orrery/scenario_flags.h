@@ -6,9 +6,13 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
+
+#include "sim/option_table.h"
 
 namespace orrery::cli {
 
@@ -20,26 +24,35 @@ nlohmann::json model_flag_value(const std::string& value);
 /// --cluster when the file is unreadable, not JSON or not an object.
 nlohmann::json cluster_flag_value(const std::string& value);
 
+/// The flags of `orrery predict`: --model, --cluster and --num-gpus, then one flag per row of the option table
+/// (sim/option_table.h: Orrery's name and Megatron-LM's), Megatron-LM's shorthands (--bf16, --fp16,
+/// --recompute-activations, --use-flash-attn) and the Megatron-LM arguments that do not change the simulated time,
+/// accepted so that a launch line can be pasted and named on stderr as ignored.
 struct ScenarioFlags {
   std::string model, cluster;
-  std::optional<int> num_gpus, tp, pp, dp, cp, ep, etp, vpp, layers_per_virtual_stage, zero_stage;
-  std::optional<int> decoder_first, decoder_last;
-  std::optional<bool> sequence_parallel, distributed_optimizer, overlap_grad_reduce, overlap_param_gather,
-      tp_comm_overlap, overlap_p2p_comm, account_for_embedding, account_for_loss, grad_reduce_in_fp32, overlap_moe_ep_comm,
-      delay_wgrad_compute;
-  std::optional<std::string> schedule, cp_comm_type, precision, fp8_recipe, fp8_format, recompute, attention_backend;
-  std::optional<std::int64_t> seq_length, micro_batch_size, global_batch_size;
-  bool bf16 = false, fp16 = false, recompute_activations = false;
-  std::vector<std::string> recompute_modules;
+  std::optional<int> num_gpus;
 
-  /// Registers the flags on a CLI11 (sub)command.
+  /// What was given for one row of the option table.
+  struct Given {
+    std::vector<std::string> values;  // the texts after the flag (a list may take several), empty if not given
+    std::optional<bool> on;           // a boolean row's switch
+  };
+  std::map<const OptionSpec*, Given> options;       // every row, given or not (filled by add_to)
+  std::map<const ShorthandFlag*, bool> shorthands;  // every shorthand, given or not
+  std::vector<std::string> ignored;                 // the Megatron-LM arguments given that change nothing
+
+  /// Registers the flags on a CLI11 (sub)command. The object must stay where it is while `app` parses.
   void add_to(CLI::App& app);
   /// True when any flag that can stand without a scenario file (--model) was given.
   bool names_model() const { return !model.empty(); }
   /// True when the flags change the scenario at all.
   bool any() const;
-  /// Writes the flags into `doc` (a scenario object), overriding what it holds.
+  /// Writes the flags into `doc` (a scenario object), overriding what it holds. Errors: Error::invalid naming the
+  /// flag for a value of the wrong type (a text for an integer row, JSON text that is not an object), an empty
+  /// list item, or two flags that set one key.
   void apply(nlohmann::json& doc) const;
+  /// Writes one line per ignored Megatron-LM argument ("orrery: ignored --lr 3e-4 (...)") to `out`.
+  void note_ignored(std::ostream& out) const;
 };
 
 /// The built-in default: Llama-3-70B on 64 H100s, BF16, TP 8, PP 4, VPP 5 (DP 2, derived), sequence parallelism

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <span>
@@ -20,6 +21,7 @@
 #include "models/physical_bounds.h"
 #include "models/output_file.h"
 #include "sim/job/job.h"
+#include "sim/option_table.h"
 #include "sim/search/plan_search.h"
 #include "tools/orrery/commands.h"
 #include "tools/orrery/scenario_flags.h"
@@ -495,16 +497,33 @@ void add_search_command(CLI::App& app) {
       ->check(whole_number(1, limits::kGlobalBatch));
   cmd->add_option("--precision", a->precision, "bf16 (default), fp16 or fp32; FP8 is a search dimension (--fp8)")
       ->check(non_empty());
-  cmd->add_option("--tp", a->tp, "TP values: a list 1,2,4 or a range 2..8 (default 1,2,4,8)");
-  cmd->add_option("--pp", a->pp, "PP values (default 1,2,4,8,16)");
-  cmd->add_option("--cp", a->cp, "CP values (default 1,2,4)");
-  cmd->add_option("--ep", a->ep, "EP values (default: divisors of the expert count, or 1)");
-  cmd->add_option("--etp", a->etp, "expert-TP values (default 1)");
-  cmd->add_option("--vpp", a->vpp, "VPP values (default: 1 and every divisor of the layers per stage, rounded up)");
-  cmd->add_option("--micro-batch-size", a->micro_batch, "micro-batch sizes (default 1,2,4)");
-  cmd->add_option("--recompute", a->recompute, "recompute policies: none,selective,full (default all)");
-  cmd->add_option("--zero-stage", a->zero_stage, "ZeRO stages (default 0,1,3)");
-  cmd->add_option("--schedule", a->schedule, "schedules: 1f1b,gpipe,zb-h1,dualpipe,dualpipev (default 1f1b)");
+  // The searched dimensions are the option table's rows marked `search` (sim/option_table.h), under the same
+  // names as predict's flags; each takes a list of values or a range.
+  const std::map<std::string_view, std::pair<std::optional<std::string>*, const char*>> dimensions = {
+      {"tp", {&a->tp, "1,2,4,8"}},
+      {"pp", {&a->pp, "1,2,4,8,16"}},
+      {"cp", {&a->cp, "1,2,4"}},
+      {"ep", {&a->ep, "divisors of the expert count, or 1"}},
+      {"etp", {&a->etp, "1"}},
+      {"vpp", {&a->vpp, "1 and every divisor of the layers per stage, rounded up"}},
+      {"micro_batch_size", {&a->micro_batch, "1,2,4"}},
+      {"recompute", {&a->recompute, "none,selective,full"}},
+      {"zero_stage", {&a->zero_stage, "0,1,3"}},
+      {"schedule", {&a->schedule, "1f1b"}},
+  };
+  std::size_t searched = 0;
+  for (const OptionSpec& o : scenario_options()) {
+    if (!o.search) continue;
+    const auto it = dimensions.find(o.key);
+    if (it == dimensions.end()) {
+      throw std::logic_error(fmt::format("the option table marks {}.{} as searched, which orrery search lacks", o.section, o.key));
+    }
+    ++searched;
+    const std::string what = o.choices.empty() ? "a list 1,2,4 or a range 2..8" : fmt::format("a list of {}", o.choices);
+    cmd->add_option(cli_names(o), *it->second.first,
+                    fmt::format("{} values to search: {} (default {})", o.key, what, it->second.second));
+  }
+  if (searched != dimensions.size()) throw std::logic_error("orrery search has a dimension the option table does not mark");
   cmd->add_option("--fp8", a->fp8, "FP8: off, on, both, or auto (both where the GPU has FP8; default)");
   cmd->add_option("--fp8-recipe", a->fp8_recipe,
                   "FP8 candidates' scaling: delayed, tensorwise, blockwise or mxfp8 (default: the scenario's, or delayed)");

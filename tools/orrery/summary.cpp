@@ -59,6 +59,8 @@ void print_summary(std::ostream& out, const Prediction& p) {
              to_string(s.training.recompute),
              s.training.recompute == Recompute::kSelective && !default_modules
                  ? fmt::format(" ({})", modules.empty() ? "no modules" : fmt::format("{}", fmt::join(modules, ", ")))
+             : s.training.recompute == Recompute::kFull && s.training.recompute_method == RecomputeMethod::kBlock
+                 ? fmt::format(" (block: the first {} layer(s) of each model chunk)", s.training.recompute_num_layers)
                  : "",
              s.training.framework == Framework::kMegatron ? "" : fmt::format(", framework {}", to_string(s.training.framework)));
   fmt::print(out, "  cluster  {} x {} ({})\n", r.num_gpus, s.cluster.gpu.display_name, s.cluster.name);
