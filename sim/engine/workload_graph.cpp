@@ -104,8 +104,23 @@ std::size_t hash_op(const Op& op) {
   return h;
 }
 
-ProgramBuilder::TaskId ProgramBuilder::add(Task task, const Op& op, std::initializer_list<TaskId> deps) {
+void ProgramBuilder::check_task(TaskId id, const char* what) const {
+  if (id < 0 || id > last()) {
+    throw std::logic_error(fmt::format("workload graph: {} task {}, which is not a task of this program (it has {})",
+                                       what, id, tasks_.size()));
+  }
+}
+
+ProgramBuilder::TaskId ProgramBuilder::add(Task task, const Op& op, std::span<const TaskId> deps) {
   const auto id = static_cast<TaskId>(tasks_.size());
+  // Checked before anything changes, so a refused task leaves the builder as it was.
+  for (TaskId d : deps) {
+    if (d < 0 || d >= id) {
+      throw std::logic_error(fmt::format("workload graph: task '{}' (id {}) depends on id {}, which is not an earlier "
+                                         "task of this program",
+                                         task.label, id, d));
+    }
+  }
   const std::size_t h = hash_op(op);
   task.op = -1;
   for (auto [it, end] = op_index_.equal_range(h); it != end; ++it) {
@@ -119,7 +134,7 @@ ProgramBuilder::TaskId ProgramBuilder::add(Task task, const Op& op, std::initial
   const auto stream = static_cast<std::size_t>(task.stream);
   if (last_on_stream_[stream] >= 0) edges_.emplace_back(last_on_stream_[stream], id);
   for (TaskId d : deps) {
-    if (d >= 0 && d != last_on_stream_[stream]) edges_.emplace_back(d, id);
+    if (d != last_on_stream_[stream]) edges_.emplace_back(d, id);
   }
   if (tasks_.size() >= UINT32_MAX) throw std::logic_error("workload graph: too many tasks in one program");
   last_on_stream_[stream] = id;
@@ -129,13 +144,19 @@ ProgramBuilder::TaskId ProgramBuilder::add(Task task, const Op& op, std::initial
 }
 
 void ProgramBuilder::depend(TaskId after, TaskId before) {
-  if (before < 0) return;
-  // A dependency on a later task would make a cycle: the engine would deadlock. Only a lowering bug does that.
-  if (before >= after) throw std::logic_error("workload graph: a task may only depend on earlier tasks");
+  check_task(after, "a dependency added to");
+  // A dependency on a later task would make a cycle: the engine would deadlock. Only a lowering bug does that, as
+  // does a negative id (a task that was never added, whose edge would be lost).
+  if (before < 0 || before >= after) {
+    throw std::logic_error(fmt::format("workload graph: task '{}' (id {}) depends on id {}, which is not an earlier "
+                                       "task of this program",
+                                       tasks_[static_cast<std::size_t>(after)].label, after, before));
+  }
   edges_.emplace_back(before, after);
 }
 
 void ProgramBuilder::alloc_at_start(TaskId id, MemoryKind kind, Bytes bytes) {
+  check_task(id, "memory allocated at the start of");
   if (bytes == 0) return;
   Task& t = tasks_[static_cast<std::size_t>(id)];
   assert(t.start_bytes == 0 || t.start_kind == kind);
@@ -144,6 +165,7 @@ void ProgramBuilder::alloc_at_start(TaskId id, MemoryKind kind, Bytes bytes) {
 }
 
 void ProgramBuilder::free_at_end(TaskId id, MemoryKind kind, Bytes bytes) {
+  check_task(id, "memory freed at the end of");
   if (bytes == 0) return;
   Task& t = tasks_[static_cast<std::size_t>(id)];
   assert(t.end_bytes == 0 || t.end_kind == kind);

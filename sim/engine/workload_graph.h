@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <variant>
@@ -147,9 +148,18 @@ class ProgramBuilder {
   explicit ProgramBuilder(int stage, DemandRule rule = nullptr);
   using TaskId = std::int32_t;
 
-  /// Adds `task` doing `op` (interned) after `deps` (ids < 0 are ignored) and the previous task on its stream.
-  TaskId add(Task task, const Op& op, std::initializer_list<TaskId> deps = {});
-  void depend(TaskId after, TaskId before);  // `after` starts only when `before` has ended
+  /// Adds `task` doing `op` (interned) after `deps` and the previous task on its stream. Every dependency must be
+  /// a task already added to this program: a negative or later id is a lowering bug that would otherwise drop an
+  /// edge silently, so add() throws std::logic_error naming the task's label and the id (and adds nothing).
+  TaskId add(Task task, const Op& op, std::span<const TaskId> deps);
+  TaskId add(Task task, const Op& op, std::initializer_list<TaskId> deps = {}) {
+    return add(task, op, std::span<const TaskId>(deps.begin(), deps.size()));
+  }
+  /// `after` starts only when `before` has ended. Throws std::logic_error, naming `after`'s label and both ids,
+  /// unless `after` is an added task and `before` an earlier one (a later one would make a cycle).
+  void depend(TaskId after, TaskId before);
+  /// `bytes` of `kind` allocated when `task` starts / freed when it ends. Throws std::logic_error if `task` is not
+  /// an added task.
   void alloc_at_start(TaskId task, MemoryKind kind, Bytes bytes);
   void free_at_end(TaskId task, MemoryKind kind, Bytes bytes);
   /// The last task added on `stream`, or -1.
@@ -187,6 +197,8 @@ class ProgramBuilder {
   std::vector<std::pair<TaskId, TaskId>> reordered_;  // the ranges (first, last) issue_in_order() reordered
 
   void keep_forward_issue_order();
+  /// Throws std::logic_error unless `id` is one of the tasks added so far; `what` names the use.
+  void check_task(TaskId id, const char* what) const;
 };
 
 }  // namespace orrery

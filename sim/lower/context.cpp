@@ -1,5 +1,6 @@
 #include "sim/lower/context.h"
 
+#include <algorithm>
 #include <cassert>
 
 #include "sim/group_placement.h"
@@ -61,6 +62,25 @@ void Emitter::at(int microbatch, int chunk, int layer, Phase phase) {
   phase_ = phase;
 }
 
+void Emitter::gather(std::initializer_list<MaybeTask> deps) {
+  waits_.clear();
+  for (const MaybeTask& d : deps) {
+    for (TaskId t : d.waits()) {
+      if (std::find(waits_.begin(), waits_.end(), t) == waits_.end()) waits_.push_back(t);
+    }
+  }
+}
+
+MaybeTask Emitter::add(const Task& task, const Op& op, std::initializer_list<MaybeTask> deps) {
+  gather(deps);
+  return MaybeTask(builder_.add(task, op, waits_));
+}
+
+MaybeTask Emitter::skip(std::initializer_list<MaybeTask> deps) {
+  gather(deps);
+  return MaybeTask::skipped(waits_);
+}
+
 Task Emitter::base(TaskKind kind, const char* label, Stream stream) const {
   Task t;
   t.kind = kind;
@@ -73,91 +93,93 @@ Task Emitter::base(TaskKind kind, const char* label, Stream stream) const {
   return t;
 }
 
-TaskId Emitter::gemm(const char* label, GemmShape shape, std::initializer_list<TaskId> deps) {
-  if (dropped()) return -1;
+MaybeTask Emitter::gemm(const char* label, GemmShape shape, std::initializer_list<MaybeTask> deps) {
+  if (dropped()) return skip(deps);
   if (shape.dtype == DType::kFp8) shape.fp8_scaling = fp8_scaling(ctx().fp8_recipe);
-  return builder_.add(base(TaskKind::kGemm, label, Stream::kCompute), shape, deps);
+  return add(base(TaskKind::kGemm, label, Stream::kCompute), shape, deps);
 }
 
-TaskId Emitter::attention(const char* label, AttentionShape shape, std::initializer_list<TaskId> deps) {
-  if (dropped()) return -1;
-  return builder_.add(base(TaskKind::kAttention, label, Stream::kCompute), shape, deps);
+MaybeTask Emitter::attention(const char* label, AttentionShape shape, std::initializer_list<MaybeTask> deps) {
+  if (dropped()) return skip(deps);
+  return add(base(TaskKind::kAttention, label, Stream::kCompute), shape, deps);
 }
 
-TaskId Emitter::elementwise(const char* label, Bytes read, Bytes written, std::initializer_list<TaskId> deps) {
+MaybeTask Emitter::elementwise(const char* label, Bytes read, Bytes written, std::initializer_list<MaybeTask> deps) {
   return elementwise(label, ElementwiseKernel::kGeneric, read, written, deps);
 }
 
-TaskId Emitter::elementwise(const char* label, ElementwiseKernel kernel, Bytes read, Bytes written,
-                            std::initializer_list<TaskId> deps) {
-  if (dropped()) return -1;
-  return builder_.add(base(TaskKind::kElementwise, label, Stream::kCompute),
+MaybeTask Emitter::elementwise(const char* label, ElementwiseKernel kernel, Bytes read, Bytes written,
+                               std::initializer_list<MaybeTask> deps) {
+  if (dropped()) return skip(deps);
+  return add(base(TaskKind::kElementwise, label, Stream::kCompute),
                       ElementwiseShape{read, written, 0.0, 1, kernel}, deps);
 }
 
-TaskId Emitter::elementwise(const char* label, const ElementwiseShape& shape, std::initializer_list<TaskId> deps) {
-  if (dropped()) return -1;
-  return builder_.add(base(TaskKind::kElementwise, label, Stream::kCompute), shape, deps);
+MaybeTask Emitter::elementwise(const char* label, const ElementwiseShape& shape,
+                               std::initializer_list<MaybeTask> deps) {
+  if (dropped()) return skip(deps);
+  return add(base(TaskKind::kElementwise, label, Stream::kCompute), shape, deps);
 }
 
-TaskId Emitter::comm_copies(const char* label, Bytes read, Bytes written, std::int64_t kernels,
-                            std::initializer_list<TaskId> deps) {
+MaybeTask Emitter::comm_copies(const char* label, Bytes read, Bytes written, std::int64_t kernels,
+                               std::initializer_list<MaybeTask> deps) {
   return comm_copies_on(Stream::kCompute, label, read, written, kernels, deps);
 }
 
-TaskId Emitter::comm_copies_on(Stream stream, const char* label, Bytes read, Bytes written, std::int64_t kernels,
-                               std::initializer_list<TaskId> deps) {
-  if (dropped()) return -1;
-  return builder_.add(base(TaskKind::kCommCopy, label, stream), ElementwiseShape{read, written, 0.0, kernels}, deps);
+MaybeTask Emitter::comm_copies_on(Stream stream, const char* label, Bytes read, Bytes written, std::int64_t kernels,
+                                  std::initializer_list<MaybeTask> deps) {
+  if (dropped()) return skip(deps);
+  return add(base(TaskKind::kCommCopy, label, stream), ElementwiseShape{read, written, 0.0, kernels}, deps);
 }
 
-TaskId Emitter::optimizer(const char* label, Bytes read, Bytes written, std::initializer_list<TaskId> deps,
-                          ElementwiseKernel kernel) {
-  if (dropped()) return -1;
-  return builder_.add(base(TaskKind::kOptimizer, label, Stream::kCompute),
+MaybeTask Emitter::optimizer(const char* label, Bytes read, Bytes written, std::initializer_list<MaybeTask> deps,
+                             ElementwiseKernel kernel) {
+  if (dropped()) return skip(deps);
+  return add(base(TaskKind::kOptimizer, label, Stream::kCompute),
                       ElementwiseShape{read, written, 0.0, 1, kernel}, deps);
 }
 
-TaskId Emitter::host_sync(const char* label, std::initializer_list<TaskId> deps) {
+MaybeTask Emitter::host_sync(const char* label, std::initializer_list<MaybeTask> deps) {
   return host_sync_on(Stream::kCompute, label, deps);
 }
 
-TaskId Emitter::host_sync_on(Stream stream, const char* label, std::initializer_list<TaskId> deps) {
-  if (dropped()) return -1;
-  return builder_.add(base(TaskKind::kHostSync, label, stream), HostSyncShape{}, deps);
+MaybeTask Emitter::host_sync_on(Stream stream, const char* label, std::initializer_list<MaybeTask> deps) {
+  if (dropped()) return skip(deps);
+  return add(base(TaskKind::kHostSync, label, stream), HostSyncShape{}, deps);
 }
 
-TaskId Emitter::collective(const char* label, Stream stream, GroupKind group, CollectiveKind kind, Bytes bytes,
-                           std::initializer_list<TaskId> deps) {
-  if (dropped()) return -1;
+MaybeTask Emitter::collective(const char* label, Stream stream, GroupKind group, CollectiveKind kind, Bytes bytes,
+                              std::initializer_list<MaybeTask> deps) {
+  if (dropped()) return skip(deps);
   const GroupPlacement& where = ctx_.placement(group, stage_);
-  if (where.size <= 1) return -1;
+  if (where.size <= 1) return skip(deps);
   Task t = base(TaskKind::kCollective, label, stream);
   t.group = group;
-  return builder_.add(t, CollectiveOp{kind, bytes, where}, deps);
+  return add(t, CollectiveOp{kind, bytes, where}, deps);
 }
 
-TaskId Emitter::expert_dispatch(const char* label, Bytes nvlink, Bytes network, std::initializer_list<TaskId> deps) {
-  if (dropped()) return -1;
+MaybeTask Emitter::expert_dispatch(const char* label, Bytes nvlink, Bytes network,
+                                   std::initializer_list<MaybeTask> deps) {
+  if (dropped()) return skip(deps);
   const GroupPlacement& where = ctx_.placement(GroupKind::kEp, stage_);
-  if (where.size <= 1) return -1;
+  if (where.size <= 1) return skip(deps);
   Task t = base(TaskKind::kCollective, label, Stream::kEp);
   t.group = GroupKind::kEp;
   CollectiveOp op{CollectiveKind::kExpertDispatch, nvlink, where};
   op.network_bytes = network;
-  return builder_.add(t, op, deps);
+  return add(t, op, deps);
 }
 
-TaskId Emitter::host_op(const char* label, Stream stream, HostOpShape shape, std::initializer_list<TaskId> deps) {
-  if (dropped()) return -1;
-  return builder_.add(base(TaskKind::kHostOp, label, stream), shape, deps);
+MaybeTask Emitter::host_op(const char* label, Stream stream, HostOpShape shape, std::initializer_list<MaybeTask> deps) {
+  if (dropped()) return skip(deps);
+  return add(base(TaskKind::kHostOp, label, stream), shape, deps);
 }
 
-TaskId Emitter::p2p(const char* label, Stream stream, GroupKind group, Bytes bytes, std::initializer_list<TaskId> deps) {
-  if (dropped()) return -1;
+MaybeTask Emitter::p2p(const char* label, Stream stream, GroupKind group, Bytes bytes, std::initializer_list<MaybeTask> deps) {
+  if (dropped()) return skip(deps);
   Task t = base(TaskKind::kSendRecv, label, stream);
   t.group = group;
-  return builder_.add(t, CollectiveOp{CollectiveKind::kSendRecv, bytes, ctx_.placement(group, stage_)}, deps);
+  return add(t, CollectiveOp{CollectiveKind::kSendRecv, bytes, ctx_.placement(group, stage_)}, deps);
 }
 
 }  // namespace orrery

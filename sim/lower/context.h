@@ -9,12 +9,11 @@
 #include "hardware/topology.h"
 #include "models/param_count.h"
 #include "sim/job/job.h"
+#include "sim/lower/maybe_task.h"
 #include "sim/lower/param_group.h"
 #include "sim/task_vocabulary.h"
 
 namespace orrery {
-
-using TaskId = ProgramBuilder::TaskId;
 
 /// What the lowering reads: the Job's facts (sim/job/job.h) under the names the lowering uses, and the placement of
 /// each communication group. It refers to the Job, which must outlive it.
@@ -85,17 +84,22 @@ struct ParamUse {
   int layer = -1;          // -1 for embedding and head parameters
   const char* name = "";   // the module that owns the parameters
   std::int64_t elements = 0;
+  // Emitted tasks (record_param_use records no skipped one); -1 in the field the use is not about.
   TaskId grad_ready = -1;
   TaskId first_use = -1;
 };
 
-/// Appends tasks to one stage's program at the current coordinates.
 /// Which tasks of a backward pass the emitter keeps. Zero-bubble schedules (ZB-H1) split the backward into an
 /// input-gradient step and a later weight-gradient step by emitting the same backward code twice: once without the
-/// tasks of phase kBackwardWeight, once with only them. A dropped task returns id -1, which every later use
-/// (dependency, memory effect, parameter record) ignores.
+/// tasks of phase kBackwardWeight, once with only them. A dropped task is a skipped MaybeTask: a dependent waits for
+/// what it would have waited for, and its memory effects and parameter records belong to the pass that emits it.
 enum class WeightGradMode { kInline, kSkip, kOnly };
 
+/// Appends tasks to one stage's program at the current coordinates. Each task function returns a MaybeTask and
+/// takes its dependencies as MaybeTasks: an emitted one is an edge, a skipped one stands for what it waited for
+/// (sim/lower/maybe_task.h), and a default one for nothing. A task the weight-gradient mode drops is skipped by
+/// every function; collective() and expert_dispatch() also skip a one-rank group's. The functions throw
+/// std::logic_error only where the builder does (ProgramBuilder::add), which a MaybeTask dependency cannot cause.
 class Emitter {
  public:
   Emitter(const LoweringContext& ctx, ProgramBuilder& builder, int stage);
@@ -116,68 +120,90 @@ class Emitter {
   int chunk() const { return chunk_; }
   int layer() const { return layer_; }
 
-  TaskId gemm(const char* label, GemmShape shape, std::initializer_list<TaskId> deps = {});
-  TaskId attention(const char* label, AttentionShape shape, std::initializer_list<TaskId> deps = {});
-  TaskId elementwise(const char* label, Bytes read, Bytes written, std::initializer_list<TaskId> deps = {});
+  MaybeTask gemm(const char* label, GemmShape shape, std::initializer_list<MaybeTask> deps = {});
+  MaybeTask attention(const char* label, AttentionShape shape, std::initializer_list<MaybeTask> deps = {});
+  MaybeTask elementwise(const char* label, Bytes read, Bytes written, std::initializer_list<MaybeTask> deps = {});
   /// A memory-bound task run by a given kernel family (ElementwiseKernel, models/ops.h), which prices it.
-  TaskId elementwise(const char* label, ElementwiseKernel kernel, Bytes read, Bytes written,
-                     std::initializer_list<TaskId> deps = {});
+  MaybeTask elementwise(const char* label, ElementwiseKernel kernel, Bytes read, Bytes written,
+                        std::initializer_list<MaybeTask> deps = {});
   /// A memory-bound task of a given shape: its traffic shared by `shape.kernels` launches (a Python loop of small
   /// kernels), each paying the GPU's launch gap and the host's issue cost.
-  TaskId elementwise(const char* label, const ElementwiseShape& shape, std::initializer_list<TaskId> deps = {});
+  MaybeTask elementwise(const char* label, const ElementwiseShape& shape, std::initializer_list<MaybeTask> deps = {});
   /// TaskKind::kCommCopy on the compute stream: `kernels` separate memory-bound launches that a collective
   /// library runs around its transfer and that together read `read` and write `written` bytes (e.g. the per-rank
   /// chunk copies of a list-based torch.distributed collective); each pays the GPU's launch gap, and its host issue
   /// costs HostIssueCosts::library (the library's C++ loop).
-  TaskId comm_copies(const char* label, Bytes read, Bytes written, std::int64_t kernels,
-                     std::initializer_list<TaskId> deps = {});
+  MaybeTask comm_copies(const char* label, Bytes read, Bytes written, std::int64_t kernels,
+                        std::initializer_list<MaybeTask> deps = {});
   /// The same on another stream (FSDP2's all-gather copy-in runs on its copy-in stream, sim/lower/fsdp2.h).
-  TaskId comm_copies_on(Stream stream, const char* label, Bytes read, Bytes written, std::int64_t kernels,
-                        std::initializer_list<TaskId> deps = {});
-  TaskId optimizer(const char* label, Bytes read, Bytes written, std::initializer_list<TaskId> deps = {},
-                   ElementwiseKernel kernel = ElementwiseKernel::kGeneric);
+  MaybeTask comm_copies_on(Stream stream, const char* label, Bytes read, Bytes written, std::int64_t kernels,
+                           std::initializer_list<MaybeTask> deps = {});
+  MaybeTask optimizer(const char* label, Bytes read, Bytes written, std::initializer_list<MaybeTask> deps = {},
+                      ElementwiseKernel kernel = ElementwiseKernel::kGeneric);
   /// The GPU waiting for the host after a device-to-host synchronisation that follows `deps`.
-  TaskId host_sync(const char* label, std::initializer_list<TaskId> deps = {});
+  MaybeTask host_sync(const char* label, std::initializer_list<MaybeTask> deps = {});
   /// The same on another stream: a copy on a side stream that the host waits for by its event, which holds the
   /// host but not the compute stream (Megatron-Core's token counts on cuda_dtoh_stream).
-  TaskId host_sync_on(Stream stream, const char* label, std::initializer_list<TaskId> deps = {});
-  /// A collective of `group` on `stream`; `bytes` as nccl-tests sizes it (collective_cost.h). Returns -1 and adds
-  /// nothing when the group has one rank.
-  TaskId collective(const char* label, Stream stream, GroupKind group, CollectiveKind kind, Bytes bytes,
-                    std::initializer_list<TaskId> deps = {});
+  MaybeTask host_sync_on(Stream stream, const char* label, std::initializer_list<MaybeTask> deps = {});
+  /// A collective of `group` on `stream`; `bytes` as nccl-tests sizes it (collective_cost.h). Skipped (adds
+  /// nothing) when the group has one rank.
+  MaybeTask collective(const char* label, Stream stream, GroupKind group, CollectiveKind kind, Bytes bytes,
+                       std::initializer_list<MaybeTask> deps = {});
   /// The flex dispatcher's dispatch or combine over the EP group on the EP stream: per rank, `nvlink` bytes
   /// forwarded inside NVLink domains and `network` bytes sent across them (CollectiveKind::kExpertDispatch).
-  /// Returns -1 and adds nothing when the EP group has one rank.
-  TaskId expert_dispatch(const char* label, Bytes nvlink, Bytes network, std::initializer_list<TaskId> deps = {});
+  /// Skipped (adds nothing) when the EP group has one rank.
+  MaybeTask expert_dispatch(const char* label, Bytes nvlink, Bytes network, std::initializer_list<MaybeTask> deps = {});
   /// A PCIe copy or host-side work on `stream` (kDeviceToHost or kHostToDevice).
-  TaskId host_op(const char* label, Stream stream, HostOpShape shape, std::initializer_list<TaskId> deps = {});
+  MaybeTask host_op(const char* label, Stream stream, HostOpShape shape, std::initializer_list<MaybeTask> deps = {});
   /// One side of a point-to-point transfer (the p2p group kinds pair it with the peer's other side).
-  TaskId p2p(const char* label, Stream stream, GroupKind group, Bytes bytes, std::initializer_list<TaskId> deps = {});
+  MaybeTask p2p(const char* label, Stream stream, GroupKind group, Bytes bytes,
+                std::initializer_list<MaybeTask> deps = {});
 
-  /// `bytes` of `kind` allocated when `task` starts / freed when it ends; nothing for a task the weight-gradient
-  /// mode dropped (id < 0).
-  void allocate(TaskId task, MemoryKind kind, Bytes bytes) {
-    if (task >= 0) builder_.alloc_at_start(task, kind, bytes);
+  /// `bytes` of `kind` allocated when `task` starts / freed when it ends. Nothing for a skipped task: the
+  /// weight-gradient mode's other pass emits it with its effects, and a one-rank collective moves no data.
+  void allocate(const MaybeTask& task, MemoryKind kind, Bytes bytes) {
+    if (task.emitted()) builder_.alloc_at_start(task.task(), kind, bytes);
   }
-  void deallocate(TaskId task, MemoryKind kind, Bytes bytes) {
-    if (task >= 0) builder_.free_at_end(task, kind, bytes);
+  void deallocate(const MaybeTask& task, MemoryKind kind, Bytes bytes) {
+    if (task.emitted()) builder_.free_at_end(task.task(), kind, bytes);
   }
   /// Activations saved for the backward pass, and their release.
-  void save(TaskId task, Bytes bytes) { allocate(task, MemoryKind::kActivations, bytes); }
-  void release(TaskId task, Bytes bytes) { deallocate(task, MemoryKind::kActivations, bytes); }
-  void depend(TaskId after, TaskId before) {
-    if (after >= 0) builder_.depend(after, before);
+  void save(const MaybeTask& task, Bytes bytes) { allocate(task, MemoryKind::kActivations, bytes); }
+  void release(const MaybeTask& task, Bytes bytes) { deallocate(task, MemoryKind::kActivations, bytes); }
+  /// Task `after` (emitted) also waits for `before`. Throws std::logic_error if `after` is not a task of the
+  /// program, or not later than what `before` stands for.
+  void depend(TaskId after, const MaybeTask& before) {
+    for (TaskId t : before.waits()) builder_.depend(after, t);
   }
-  /// The last task on the compute stream the emitter currently writes to.
-  TaskId last_compute() const {
-    return builder_.last_on(overlapped_ ? overlapped_twin(Stream::kCompute) : Stream::kCompute);
+  /// The same for a task that may have been skipped: a skipped `after` waits for `before` from now on, so its later
+  /// dependents do (MaybeTask::also_wait_for).
+  void depend(MaybeTask& after, const MaybeTask& before) {
+    if (after.emitted()) {
+      depend(after.task(), before);
+    } else {
+      after.also_wait_for(before);
+    }
   }
-  TaskId last_on(Stream stream) const { return builder_.last_on(stream); }
+  /// The last task on the compute stream the emitter currently writes to (none before the first).
+  MaybeTask last_compute() const {
+    return last_on(overlapped_ ? overlapped_twin(Stream::kCompute) : Stream::kCompute);
+  }
+  /// The last task on `stream` (none before the first).
+  MaybeTask last_on(Stream stream) const {
+    const TaskId t = builder_.last_on(stream);
+    return t >= 0 ? MaybeTask(t) : MaybeTask();
+  }
   const LoweringContext& ctx() const { return ctx_; }
   ProgramBuilder& builder() { return builder_; }
 
  private:
   Task base(TaskKind kind, const char* label, Stream stream) const;
+  /// Adds `task` after what `deps` stand for.
+  MaybeTask add(const Task& task, const Op& op, std::initializer_list<MaybeTask> deps);
+  /// A skipped task that would have waited for `deps`.
+  MaybeTask skip(std::initializer_list<MaybeTask> deps);
+  /// Gathers what `deps` stand for into waits_, once each.
+  void gather(std::initializer_list<MaybeTask> deps);
   /// The stream a task meant for `stream` goes to: its twin while overlapped.
   Stream stream_for(Stream stream) const {
     const Stream s = stream == Stream::kCompute ? compute_stream_ : stream;
@@ -196,6 +222,7 @@ class Emitter {
   WeightGradMode weight_grad_mode_ = WeightGradMode::kInline;
   bool overlapped_ = false;
   Stream compute_stream_ = Stream::kCompute;
+  std::vector<TaskId> waits_;  // scratch of gather(), kept to spare an allocation per task
 };
 
 /// Sends a block's compute tasks to `stream` and restores the compute stream when the block ends.

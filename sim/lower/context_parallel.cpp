@@ -29,10 +29,10 @@ AttentionShape half_block(const AttentionShape& local) {
 }
 
 // Ring attention over the `cp` ranks of `group`.
-TaskId ring_forward(Emitter& emit, const AttentionShape& local, TaskId qkv, int cp, GroupKind group) {
+MaybeTask ring_forward(Emitter& emit, const AttentionShape& local, MaybeTask qkv, int cp, GroupKind group) {
   const Sizes z = sizes(local);
-  TaskId out = emit.attention("attention", local, {qkv});
-  TaskId block = qkv;  // the key/value block this rank passes on next
+  MaybeTask out = emit.attention("attention", local, {qkv});
+  MaybeTask block = qkv;  // the key/value block this rank passes on next
   for (int step = 1; step < cp; ++step) {
     block = emit.collective("cp_kv", Stream::kCp, group, CollectiveKind::kSendRecv, z.kv, {block});
     out = emit.attention("attention", half_block(local), {block});
@@ -42,14 +42,14 @@ TaskId ring_forward(Emitter& emit, const AttentionShape& local, TaskId qkv, int 
   return out;
 }
 
-TaskId ring_backward(Emitter& emit, const AttentionShape& local, TaskId grad, int cp, GroupKind group) {
+MaybeTask ring_backward(Emitter& emit, const AttentionShape& local, MaybeTask grad, int cp, GroupKind group) {
   const Sizes z = sizes(local);
   AttentionShape diagonal = local;
   diagonal.backward = true;
   AttentionShape half = half_block(local);
   half.backward = true;
-  TaskId computed = emit.attention("attention", diagonal, {grad});
-  TaskId block = grad;
+  MaybeTask computed = emit.attention("attention", diagonal, {grad});
+  MaybeTask block = grad;
   for (int step = 1; step < cp; ++step) {
     // The key/value block travels on with the dK/dV accumulated for it so far.
     block = emit.collective("cp_kv_dkv", Stream::kCp, group, CollectiveKind::kSendRecv, 2 * z.kv, {block, computed});
@@ -69,41 +69,42 @@ AttentionShape whole_sequences(const AttentionShape& local, int cp) {
   return a;
 }
 
-TaskId a2a_forward(Emitter& emit, const AttentionShape& local, TaskId qkv) {
+MaybeTask a2a_forward(Emitter& emit, const AttentionShape& local, MaybeTask qkv) {
   const int cp = emit.ctx().plan.cp;
   const Sizes z = sizes(local);
-  TaskId in = emit.collective("cp_a2a", Stream::kCp, GroupKind::kCp, CollectiveKind::kAllToAll, z.q + z.kv, {qkv});
-  TaskId a = emit.attention("attention", whole_sequences(local, cp), {in});
+  MaybeTask in = emit.collective("cp_a2a", Stream::kCp, GroupKind::kCp, CollectiveKind::kAllToAll, z.q + z.kv, {qkv});
+  MaybeTask a = emit.attention("attention", whole_sequences(local, cp), {in});
   return emit.collective("cp_a2a", Stream::kCp, GroupKind::kCp, CollectiveKind::kAllToAll, z.o, {a});
 }
 
-TaskId a2a_backward(Emitter& emit, const AttentionShape& local, TaskId grad) {
+MaybeTask a2a_backward(Emitter& emit, const AttentionShape& local, MaybeTask grad) {
   const int cp = emit.ctx().plan.cp;
   const Sizes z = sizes(local);
   AttentionShape whole = whole_sequences(local, cp);
   whole.backward = true;
-  TaskId in = emit.collective("cp_a2a", Stream::kCp, GroupKind::kCp, CollectiveKind::kAllToAll, z.o, {grad});
-  TaskId a = emit.attention("attention", whole, {in});
+  MaybeTask in = emit.collective("cp_a2a", Stream::kCp, GroupKind::kCp, CollectiveKind::kAllToAll, z.o, {grad});
+  MaybeTask a = emit.attention("attention", whole, {in});
   return emit.collective("cp_a2a", Stream::kCp, GroupKind::kCp, CollectiveKind::kAllToAll, z.q + z.kv, {a});
 }
 
 // Hierarchical: an all-to-all inside the a2a group gives each rank a2a x its tokens for heads / a2a, which then go
 // round the ring of the p2p group; the output comes back by the reverse all-to-all.
-TaskId hierarchical_forward(Emitter& emit, const AttentionShape& local, TaskId qkv) {
+MaybeTask hierarchical_forward(Emitter& emit, const AttentionShape& local, MaybeTask qkv) {
   const ParallelPlan& p = emit.ctx().plan;
   const int a2a = p.cp_a2a_size(), ring = p.cp / a2a;
   const Sizes z = sizes(local);
-  TaskId in = emit.collective("cp_a2a", Stream::kCp, GroupKind::kCpA2a, CollectiveKind::kAllToAll, z.q + z.kv, {qkv});
-  TaskId a = ring_forward(emit, whole_sequences(local, a2a), in, ring, GroupKind::kCpP2p);
+  MaybeTask in = emit.collective("cp_a2a", Stream::kCp, GroupKind::kCpA2a, CollectiveKind::kAllToAll, z.q + z.kv,
+                                 {qkv});
+  MaybeTask a = ring_forward(emit, whole_sequences(local, a2a), in, ring, GroupKind::kCpP2p);
   return emit.collective("cp_a2a", Stream::kCp, GroupKind::kCpA2a, CollectiveKind::kAllToAll, z.o, {a});
 }
 
-TaskId hierarchical_backward(Emitter& emit, const AttentionShape& local, TaskId grad) {
+MaybeTask hierarchical_backward(Emitter& emit, const AttentionShape& local, MaybeTask grad) {
   const ParallelPlan& p = emit.ctx().plan;
   const int a2a = p.cp_a2a_size(), ring = p.cp / a2a;
   const Sizes z = sizes(local);
-  TaskId in = emit.collective("cp_a2a", Stream::kCp, GroupKind::kCpA2a, CollectiveKind::kAllToAll, z.o, {grad});
-  TaskId a = ring_backward(emit, whole_sequences(local, a2a), in, ring, GroupKind::kCpP2p);
+  MaybeTask in = emit.collective("cp_a2a", Stream::kCp, GroupKind::kCpA2a, CollectiveKind::kAllToAll, z.o, {grad});
+  MaybeTask a = ring_backward(emit, whole_sequences(local, a2a), in, ring, GroupKind::kCpP2p);
   return emit.collective("cp_a2a", Stream::kCp, GroupKind::kCpA2a, CollectiveKind::kAllToAll, z.q + z.kv, {a});
 }
 
@@ -122,28 +123,28 @@ AttentionShape against_all_keys(const AttentionShape& local, int cp) {
   return a;
 }
 
-TaskId allgather_forward(Emitter& emit, const AttentionShape& local, TaskId qkv) {
+MaybeTask allgather_forward(Emitter& emit, const AttentionShape& local, MaybeTask qkv) {
   const int cp = emit.ctx().plan.cp;
   const Sizes z = sizes(local);
-  TaskId kv = emit.collective("cp_allgather", Stream::kCp, GroupKind::kCp, CollectiveKind::kAllGather, z.kv * cp, {qkv});
+  MaybeTask kv = emit.collective("cp_allgather", Stream::kCp, GroupKind::kCp, CollectiveKind::kAllGather, z.kv * cp, {qkv});
   return emit.attention("attention", against_all_keys(local, cp), {kv});
 }
 
-TaskId allgather_backward(Emitter& emit, const AttentionShape& local, TaskId grad) {
+MaybeTask allgather_backward(Emitter& emit, const AttentionShape& local, MaybeTask grad) {
   const int cp = emit.ctx().plan.cp;
   const Sizes z = sizes(local);
   AttentionShape a = against_all_keys(local, cp);
   a.backward = true;
   // TE gathers K and V again rather than keeping the whole sequence's from the forward pass.
-  TaskId kv = emit.collective("cp_allgather", Stream::kCp, GroupKind::kCp, CollectiveKind::kAllGather, z.kv * cp, {grad});
-  TaskId d = emit.attention("attention", a, {kv});
+  MaybeTask kv = emit.collective("cp_allgather", Stream::kCp, GroupKind::kCp, CollectiveKind::kAllGather, z.kv * cp, {grad});
+  MaybeTask d = emit.attention("attention", a, {kv});
   return emit.collective("cp_reduce_scatter", Stream::kCp, GroupKind::kCp, CollectiveKind::kReduceScatter,
                          z.kv * cp, {d});
 }
 
 }  // namespace
 
-TaskId emit_cp_attention_forward(Emitter& emit, const AttentionShape& local, TaskId qkv) {
+MaybeTask emit_cp_attention_forward(Emitter& emit, const AttentionShape& local, MaybeTask qkv) {
   switch (emit.ctx().plan.cp_comm_type) {
     case CpCommType::kP2p: return ring_forward(emit, local, qkv, emit.ctx().plan.cp, GroupKind::kCp);
     case CpCommType::kA2aP2p: return hierarchical_forward(emit, local, qkv);
@@ -153,7 +154,7 @@ TaskId emit_cp_attention_forward(Emitter& emit, const AttentionShape& local, Tas
   return qkv;
 }
 
-TaskId emit_cp_attention_backward(Emitter& emit, const AttentionShape& local, TaskId grad) {
+MaybeTask emit_cp_attention_backward(Emitter& emit, const AttentionShape& local, MaybeTask grad) {
   switch (emit.ctx().plan.cp_comm_type) {
     case CpCommType::kP2p: return ring_backward(emit, local, grad, emit.ctx().plan.cp, GroupKind::kCp);
     case CpCommType::kA2aP2p: return hierarchical_backward(emit, local, grad);

@@ -30,11 +30,11 @@ namespace orrery {
 /// Emits the context-parallel attention forward of one layer after `qkv` and returns the task producing the
 /// attention output. `local` is the attention of the rank's own tokens without CP (q = kv = s / cp, TP-local
 /// heads).
-TaskId emit_cp_attention_forward(Emitter& emit, const AttentionShape& local, TaskId qkv);
+MaybeTask emit_cp_attention_forward(Emitter& emit, const AttentionShape& local, MaybeTask qkv);
 
 /// Emits the context-parallel attention backward after `grad` (the output gradient) and returns the task
 /// producing dQ, dK, dV.
-TaskId emit_cp_attention_backward(Emitter& emit, const AttentionShape& local, TaskId grad);
+MaybeTask emit_cp_attention_backward(Emitter& emit, const AttentionShape& local, MaybeTask grad);
 
 /// Upper estimate of the extra tasks one layer's attention emits per forward or backward step under CP.
 int cp_extra_tasks_per_layer(const ParallelPlan& plan);

@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cstring>
 #include <map>
+#include <tuple>
 
 #include "sim/lower/megatron_deepspeed.h"
 
@@ -103,8 +104,8 @@ void DataParallelLowering::emit_prologue(Emitter& emit, const std::vector<int>& 
 }
 
 void DataParallelLowering::emit_bucket_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready,
-                                                  TaskId fallback, std::vector<TaskId>& done, int only_chunk,
-                                                  TaskId* first_gradient) {
+                                                  const MaybeTask& fallback, std::vector<MaybeTask>& done,
+                                                  int only_chunk, TaskId* first_gradient) {
   std::vector<TaskId> ready(groups_.size(), -1);
   for (const ParamUse& use : grad_ready) {
     if (only_chunk >= 0 && use.chunk != only_chunk) continue;
@@ -113,7 +114,8 @@ void DataParallelLowering::emit_bucket_reduction(Emitter& emit, const std::vecto
     r = std::max(r, use.grad_ready);
   }
   // Issue buckets in the order their gradients complete: by the task that finishes each bucket.
-  std::vector<std::pair<TaskId, std::size_t>> order;
+  // (the task that finishes the bucket, or -1 for `fallback`; its position in the order; the bucket)
+  std::vector<std::tuple<TaskId, TaskId, std::size_t>> order;
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     if (only_chunk >= 0 && buckets_[b].chunk != only_chunk) continue;
     TaskId last = -1;
@@ -123,47 +125,49 @@ void DataParallelLowering::emit_bucket_reduction(Emitter& emit, const std::vecto
         *first_gradient = ready[g];
       }
     }
-    order.emplace_back(ctx_.plan.overlap_grad_reduce && last >= 0 ? last : fallback, b);
+    const TaskId own = ctx_.plan.overlap_grad_reduce ? last : -1;
+    order.emplace_back(own, own >= 0 ? own : fallback.latest(), b);
   }
-  std::stable_sort(order.begin(), order.end());
+  std::stable_sort(order.begin(), order.end(), [](const auto& x, const auto& y) {
+    return std::tie(std::get<1>(x), std::get<2>(x)) < std::tie(std::get<1>(y), std::get<2>(y));
+  });
   const auto kind = distributed_optimizer_ ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
-  for (const auto& [after, b] : order) {
+  for (const auto& [own, position, b] : order) {
+    const MaybeTask after = own >= 0 ? MaybeTask(own) : fallback;
     const Bytes bytes = buckets_[b].elements * ctx_.grad_bytes;
     if (deepspeed_) {
       // (Dense buckets only: reduce_ is also true for an expert-DP group of several ranks, here one of TP ranks.)
       if (ctx_.data_parallel_ranks() > 1) emit_deepspeed_reduction(emit, bytes, after, done);
       continue;
     }
-    TaskId t = emit.collective("grad_reduce", Stream::kDpReduce, group_of(buckets_[b]), kind, bytes, {after});
-    if (t >= 0) {
-      done.push_back(t);
-      chunk_reductions_[static_cast<std::size_t>(buckets_[b].chunk)].push_back(t);
-    }
+    const MaybeTask t = emit.collective("grad_reduce", Stream::kDpReduce, group_of(buckets_[b]), kind, bytes, {after});
+    done.push_back(t);  // skipped (a one-rank group): what waits for it waits for the gradients instead
+    if (t.emitted()) chunk_reductions_[static_cast<std::size_t>(buckets_[b].chunk)].push_back(t);
   }
 }
 
-void DataParallelLowering::emit_deepspeed_reduction(Emitter& emit, Bytes bytes, TaskId after,
-                                                    std::vector<TaskId>& done) {
+void DataParallelLowering::emit_deepspeed_reduction(Emitter& emit, Bytes bytes, const MaybeTask& after,
+                                                    std::vector<MaybeTask>& done) {
   // ZeRO 1/2 (stage_1_and_2.py @ edaa722): the gradients are copied into the contiguous ipg bucket, which
   // average_tensor divides by the DP size and reduces to the owners; ZeRO 0 (engine.py allreduce_and_copy):
   // flatten, all-reduce, copy back. Without overlap_comm they run on the compute stream, which waits for each.
   const bool zero0 = zero_stage_ == 0;
-  const TaskId copy = emit.elementwise(zero0 ? "grad_flatten" : "grad_bucket_copy", bytes, bytes, {after});
-  const TaskId div = zero0 ? copy : emit.elementwise("grad_predivide", bytes, bytes);
-  const TaskId t = emit.collective("grad_reduce", Stream::kDpReduce, GroupKind::kDp,
-                                   zero0 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter, bytes, {div});
+  const MaybeTask copy = emit.elementwise(zero0 ? "grad_flatten" : "grad_bucket_copy", bytes, bytes, {after});
+  const MaybeTask div = zero0 ? copy : emit.elementwise("grad_predivide", bytes, bytes);
+  const MaybeTask t = emit.collective("grad_reduce", Stream::kDpReduce, GroupKind::kDp,
+                                      zero0 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter, bytes, {div});
   if (!ctx_.plan.overlap_grad_reduce) {
-    const TaskId wait = zero0 ? emit.elementwise("grad_unflatten", bytes, bytes, {t})
+    const MaybeTask wait = zero0 ? emit.elementwise("grad_unflatten", bytes, bytes, {t})
                               : emit.elementwise("grad_reduce_wait", 0, 0, {t});
     done.push_back(wait);
   }
-  if (first_deepspeed_reduction_ < 0) first_deepspeed_reduction_ = copy;
+  if (!first_deepspeed_reduction_.emitted()) first_deepspeed_reduction_ = copy;
   last_deepspeed_reduction_ = t;
   done.push_back(t);
 }
 
 void DataParallelLowering::emit_mirror_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready,
-                                                  TaskId last_backward, std::vector<TaskId>& done) {
+                                                  const MaybeTask& last_backward, std::vector<MaybeTask>& done) {
   // DualPipe: ranks s and pp-1-s hold copies of model stages s and pp-1-s, whose gradients must agree before the
   // step. Each stage's copies sum their shards (after the data-parallel reduction) as soon as both are ready, over
   // the pair, while the rank's other chunk may still be computing; the DualPipe repository's example sums them
@@ -178,24 +182,25 @@ void DataParallelLowering::emit_mirror_reduction(Emitter& emit, const std::vecto
     const std::int64_t owned = owned_elements(dense, expert);
     const bool low = layout.virtual_stage(stage_, chunk) < ctx_.plan.pp / 2;
     // Ready once the chunk's data-parallel reductions are done, or without them once its last gradient is.
-    const std::vector<TaskId>& reduced = chunk_reductions_[static_cast<std::size_t>(chunk)];
-    TaskId ready = -1;
+    const std::vector<MaybeTask>& reduced = chunk_reductions_[static_cast<std::size_t>(chunk)];
+    MaybeTask ready;
     if (reduced.empty()) {
+      TaskId last = -1;
       for (const ParamUse& use : grad_ready) {
-        if (use.chunk == chunk) ready = std::max(ready, use.grad_ready);
+        if (use.chunk == chunk) last = std::max(last, use.grad_ready);
       }
-      if (ready < 0) ready = last_backward;
+      ready = last >= 0 ? MaybeTask(last) : last_backward;
     }
-    const TaskId mirror = emit.collective("mirror_grad", low ? Stream::kDpReduce : Stream::kDp,
+    MaybeTask mirror = emit.collective("mirror_grad", low ? Stream::kDpReduce : Stream::kDp,
                                           low ? GroupKind::kPipelineMirrorLow : GroupKind::kPipelineMirrorHigh,
                                           CollectiveKind::kAllReduce, owned * ctx_.grad_bytes, {ready});
-    for (TaskId t : reduced) emit.depend(mirror, t);
-    if (mirror >= 0) done.push_back(mirror);
+    for (const MaybeTask& t : reduced) emit.depend(mirror, t);
+    done.push_back(mirror);
   }
 }
 
 void DataParallelLowering::emit_gradient_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready,
-                                                   TaskId last_backward, std::vector<TaskId>& done) {
+                                                   const MaybeTask& last_backward, std::vector<MaybeTask>& done) {
   emit_bucket_reduction(emit, grad_ready, last_backward, done, -1);
 }
 
@@ -203,7 +208,7 @@ void DataParallelLowering::after_backward_step(Emitter& emit, int chunk, const s
   if (zero_stage_ != 2 || params_sharded_ || !reduce_) return;
   const Phase phase = emit.phase();
   emit.set_phase(Phase::kBackwardWeight);
-  std::vector<TaskId> done;
+  std::vector<MaybeTask> done;
   TaskId first = -1;
   emit_bucket_reduction(emit, grads, emit.last_compute(), done, chunk, &first);
   // DeepSpeed's stage 2 (runtime/zero/stage_1_and_2.py, backward()) allocates its contiguous-gradient buckets
@@ -211,10 +216,11 @@ void DataParallelLowering::after_backward_step(Emitter& emit, int chunk, const s
   // is copied into the bucket being filled as its hook fires, the bucket is reduced to its owners, and only the
   // owned shard is kept. So a backward holds the buckets, never a full-size gradient of the chunk. Not modelled:
   // a hook that waits for a bucket still being reduced (the two buffers bound the reductions in flight).
-  if (!done.empty() && first >= 0) {
+  const auto last = std::find_if(done.rbegin(), done.rend(), [](const MaybeTask& t) { return t.emitted(); });
+  if (last != done.rend() && first >= 0) {
     const Bytes buffers = (ctx_.plan.overlap_grad_reduce ? 2 : 1) * kDeepSpeedReduceBucketSize * ctx_.grad_bytes;
     emit.builder().alloc_at_start(first, MemoryKind::kOther, buffers);
-    emit.builder().free_at_end(done.back(), MemoryKind::kOther, buffers);
+    emit.builder().free_at_end(last->task(), MemoryKind::kOther, buffers);
   }
   step_reductions_.insert(step_reductions_.end(), done.begin(), done.end());
   emit.set_phase(phase);
@@ -229,16 +235,16 @@ std::int64_t DataParallelLowering::optimizer_elements() const {
   return owned_elements(local_params_ - local_expert_params_, local_expert_params_);
 }
 
-TaskId DataParallelLowering::emit_optimizer(Emitter& emit, const std::vector<TaskId>& after) {
+MaybeTask DataParallelLowering::emit_optimizer(Emitter& emit, const std::vector<MaybeTask>& after) {
   if (ctx_.training.framework == Framework::kPytorch) {
     // torch.optim.AdamW(fused=True): one multi-tensor pass reading parameter, gradient and both moments and writing
     // all but the gradient; then zero_grad(set_to_none=True) frees the gradients.
     emit.at(-1, -1, -1, Phase::kOptimizer);
-    const TaskId start = emit.optimizer("optimizer_wait", 0, 0);
-    for (TaskId t : after) emit.depend(start, t);
+    MaybeTask start = emit.optimizer("optimizer_wait", 0, 0);
+    for (const MaybeTask& t : after) emit.depend(start, t);
     const Bytes kept = local_params_ * (ctx_.param_bytes + ctx_.optimizer_bytes);
     emit.optimizer("adamw", kept + local_params_ * ctx_.grad_bytes, kept, {}, ElementwiseKernel::kFusedAdamW);
-    const TaskId zero_grad = emit.optimizer("zero_grad", 0, 0);
+    const MaybeTask zero_grad = emit.optimizer("zero_grad", 0, 0);
     emit.deallocate(zero_grad, MemoryKind::kGradients, local_params_ * ctx_.grad_bytes);
     return zero_grad;
   }
@@ -246,19 +252,19 @@ TaskId DataParallelLowering::emit_optimizer(Emitter& emit, const std::vector<Tas
   const std::int64_t n = optimizer_elements();
   const Bytes grads = n * ctx_.grad_bytes;
   emit.at(-1, -1, -1, Phase::kOptimizer);
-  TaskId start = emit.optimizer("optimizer_wait", 0, 0);
-  for (TaskId t : after) emit.depend(start, t);
-  TaskId last = start;
+  MaybeTask start = emit.optimizer("optimizer_wait", 0, 0);
+  for (const MaybeTask& t : after) emit.depend(start, t);
+  MaybeTask last = start;
   if (ctx_.training.precision == Precision::kFp16) {
     // Dynamic loss scaling: unscale and look for inf/nan, then agree across the model-parallel ranks.
     last = emit.optimizer("unscale_grads", grads, grads);
-    const TaskId inf = emit.collective("found_inf", Stream::kDp, GroupKind::kModelParallel, CollectiveKind::kAllReduce, 4, {last});
+    const MaybeTask inf = emit.collective("found_inf", Stream::kDp, GroupKind::kModelParallel, CollectiveKind::kAllReduce, 4, {last});
     // The loss scaler reads found_inf on the host (.item()), draining the GPU queue.
     last = emit.host_sync("found_inf_item", {inf});
   }
   // Gradient clipping: the global norm needs one scalar all-reduce across the model-parallel ranks.
   last = emit.optimizer("grad_norm", grads, 4);
-  TaskId norm = emit.collective("grad_norm", Stream::kDp, GroupKind::kModelParallel, CollectiveKind::kAllReduce, 4, {last});
+  MaybeTask norm = emit.collective("grad_norm", Stream::kDp, GroupKind::kModelParallel, CollectiveKind::kAllReduce, 4, {last});
   // Megatron reads the norm on the host (total_norm.item()) to compute the clipping factor.
   last = emit.host_sync("grad_norm_item", {norm});
   last = emit.optimizer("clip_grads", grads, grads, {last});
@@ -290,7 +296,7 @@ TaskId DataParallelLowering::emit_optimizer(Emitter& emit, const std::vector<Tas
   return last;
 }
 
-TaskId DataParallelLowering::emit_fsdp2_optimizer(Emitter& emit, const std::vector<TaskId>& after) {
+MaybeTask DataParallelLowering::emit_fsdp2_optimizer(Emitter& emit, const std::vector<MaybeTask>& after) {
   // torchtitan trainer.py train_step @ b5bcd76: clip_grad_norm_(foreach=True) (distributed/utils.py): a foreach norm
   // of the fp32 gradient shards, the DTensor norm's full_tensor() (a scalar all-reduce over the FSDP group), and
   // clip_grads_with_norm_'s foreach multiply; then AdamW(fused=True) (components/optimizer/optimizer.py,
@@ -298,9 +304,9 @@ TaskId DataParallelLowering::emit_fsdp2_optimizer(Emitter& emit, const std::vect
   const std::int64_t n = optimizer_elements();
   const Bytes grads = n * ctx_.grad_bytes;
   emit.at(-1, -1, -1, Phase::kOptimizer);
-  const TaskId start = emit.optimizer("optimizer_wait", 0, 0);
-  for (TaskId t : after) emit.depend(start, t);
-  TaskId last = emit.optimizer("grad_norm", grads, 4);
+  MaybeTask start = emit.optimizer("optimizer_wait", 0, 0);
+  for (const MaybeTask& t : after) emit.depend(start, t);
+  MaybeTask last = emit.optimizer("grad_norm", grads, 4);
   last = emit.collective("grad_norm", Stream::kDp, GroupKind::kDp, CollectiveKind::kAllReduce, 4, {last});
   last = emit.optimizer("clip_grads", grads, grads, {last});
   const Bytes kept = n * (ctx_.resident_param_bytes + ctx_.optimizer_bytes);
@@ -308,18 +314,17 @@ TaskId DataParallelLowering::emit_fsdp2_optimizer(Emitter& emit, const std::vect
 }
 
 void DataParallelLowering::emit_epilogue(Emitter& emit, const std::vector<ParamUse>& first_uses,
-                                         const std::vector<ParamUse>& grad_ready, TaskId last_backward,
-                                         const std::vector<TaskId>& extra_done) {
+                                         const std::vector<ParamUse>& grad_ready, const MaybeTask& last_backward,
+                                         const std::vector<MaybeTask>& extra_done) {
   // The first forward use of each parameter waits for the all-gather of its bucket.
-  std::map<std::size_t, TaskId> gather_of_group;
+  std::map<std::size_t, MaybeTask> gather_of_group;
   for (const GradBucket& b : buckets_) {
     for (std::size_t g : b.groups) gather_of_group[g] = b.param_gather;
   }
   for (const ParamUse& use : first_uses) {
-    TaskId gather = gather_of_group[find_group(use)];
-    if (gather >= 0) emit.depend(use.first_use, gather);
+    emit.depend(use.first_use, gather_of_group[find_group(use)]);
   }
-  std::vector<TaskId> done = step_reductions_;
+  std::vector<MaybeTask> done = step_reductions_;
   emit.at(-1, -1, -1, Phase::kBackwardWeight);
   if (reduce_ && zero_stage_ <= 1) emit_gradient_reduction(emit, grad_ready, last_backward, done);
   if (ctx_.layout.mirrored) emit_mirror_reduction(emit, grad_ready, last_backward, done);
@@ -331,9 +336,8 @@ void DataParallelLowering::emit_epilogue(Emitter& emit, const std::vector<ParamU
   const bool shared_embedding = ctx_.model.tie_word_embeddings || ctx_.model.mtp_num_layers > 0;
   if (shared_embedding && ctx_.plan.pp > 1 && first_or_last && !ctx_.layout.head_beside_embedding()) {
     const Bytes bytes = ctx_.word_embedding_elements() * ctx_.grad_bytes;
-    TaskId t = emit.collective("embedding_grad", Stream::kDp, GroupKind::kEmbedding, CollectiveKind::kAllReduce, bytes,
-                               {last_backward});
-    if (t >= 0) done.push_back(t);
+    done.push_back(emit.collective("embedding_grad", Stream::kDp, GroupKind::kEmbedding, CollectiveKind::kAllReduce,
+                                   bytes, {last_backward}));
   }
   // Sequence parallelism leaves each TP rank with partial norm-weight gradients; they are all-reduced over TP.
   if (ctx_.plan.sequence_parallel && ctx_.tp > 1) {
@@ -341,20 +345,19 @@ void DataParallelLowering::emit_epilogue(Emitter& emit, const std::vector<ParamU
     for (const ParamGroup& g : groups_) {
       if (std::strstr(g.name, "norm")) norms += g.elements;
     }
-    TaskId t = emit.collective("norm_grad", Stream::kTp, GroupKind::kTp, CollectiveKind::kAllReduce,
-                               norms * ctx_.grad_bytes, {last_backward});
-    if (t >= 0) done.push_back(t);
+    done.push_back(emit.collective("norm_grad", Stream::kTp, GroupKind::kTp, CollectiveKind::kAllReduce,
+                                   norms * ctx_.grad_bytes, {last_backward}));
   }
   done.push_back(last_backward);
   done.insert(done.end(), extra_done.begin(), extra_done.end());
   // DeepSpeed's ipg bucket (reduce_bucket_size elements of the gradient dtype) lives while ZeRO 1 reduces at the
   // boundary (stage_1_and_2.py backward / reduce_gradients allocate it; ZeRO 2 is counted per backward step).
-  if (deepspeed_ && zero_stage_ == 1 && first_deepspeed_reduction_ >= 0 && last_deepspeed_reduction_ >= 0) {
+  if (deepspeed_ && zero_stage_ == 1 && first_deepspeed_reduction_.emitted() && last_deepspeed_reduction_.emitted()) {
     const Bytes buffer = kDeepSpeedBucketElements * ctx_.grad_bytes;
-    emit.builder().alloc_at_start(first_deepspeed_reduction_, MemoryKind::kOther, buffer);
-    emit.builder().free_at_end(last_deepspeed_reduction_, MemoryKind::kOther, buffer);
+    emit.allocate(first_deepspeed_reduction_, MemoryKind::kOther, buffer);
+    emit.deallocate(last_deepspeed_reduction_, MemoryKind::kOther, buffer);
   }
-  TaskId step = emit_optimizer(emit, done);
+  MaybeTask step = emit_optimizer(emit, done);
   if (deepspeed_ && distributed_optimizer_ && reduce_ && zero_stage_ < 3) {
     // all_gather_dp_groups (runtime/utils.py @ edaa722): one all_gather_into_tensor of the flat 16-bit group.
     emit.at(-1, -1, -1, Phase::kOptimizer);

@@ -25,7 +25,7 @@ struct GradBucket {
   bool expert = false;              // routed-expert weights, reduced over the expert-DP group
   std::int64_t elements = 0;
   std::vector<std::size_t> groups;  // indexes into the stage's groups
-  TaskId param_gather = -1;         // the all-gather that refreshes it (ZeRO 1), if emitted
+  MaybeTask param_gather;           // the all-gather that refreshes it (ZeRO 1), if emitted
 };
 
 class DataParallelLowering {
@@ -44,7 +44,7 @@ class DataParallelLowering {
   /// forward and last backward pass of each chunk; `last_backward` is the last compute task of the schedule.
   /// `extra_done`: further tasks the optimizer waits for (FSDP2's per-unit reduce-scatters).
   void emit_epilogue(Emitter& emit, const std::vector<ParamUse>& first_uses, const std::vector<ParamUse>& grad_ready,
-                     TaskId last_backward, const std::vector<TaskId>& extra_done = {});
+                     const MaybeTask& last_backward, const std::vector<MaybeTask>& extra_done = {});
   /// Static memory of the stage (weights, gradients, optimizer state), written into the builder.
   void set_static_memory(ProgramBuilder& builder, Bytes other) const;
 
@@ -60,17 +60,17 @@ class DataParallelLowering {
   std::size_t find_group(const ParamUse& use) const;
   /// Elements a bucket closes at: DeepSpeed's reduce_bucket_size for ZeRO-2, else bucket_size.
   std::int64_t bucket_elements(int data_parallel_ranks) const;
-  void emit_gradient_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready, TaskId last_backward,
-                               std::vector<TaskId>& done);
-  TaskId emit_optimizer(Emitter& emit, const std::vector<TaskId>& after);
+  void emit_gradient_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready, const MaybeTask& last_backward,
+                               std::vector<MaybeTask>& done);
+  MaybeTask emit_optimizer(Emitter& emit, const std::vector<MaybeTask>& after);
   /// training.framework fsdp2: gradient clipping and fused AdamW over the rank's fp32 shard (sim/lower/fsdp2.h).
-  TaskId emit_fsdp2_optimizer(Emitter& emit, const std::vector<TaskId>& after);
+  MaybeTask emit_fsdp2_optimizer(Emitter& emit, const std::vector<MaybeTask>& after);
   /// training.framework megatron-deepspeed: DeepSpeed's buckets over all the stage's parameters
   /// (sim/lower/megatron_deepspeed.h).
   void build_deepspeed_buckets();
   /// One DeepSpeed bucket's reduction of `bytes` after `after`: its copies, the collective, and without
   /// overlap_comm the compute stream's wait for it; appends what the step must wait for to `done`.
-  void emit_deepspeed_reduction(Emitter& emit, Bytes bytes, TaskId after, std::vector<TaskId>& done);
+  void emit_deepspeed_reduction(Emitter& emit, Bytes bytes, const MaybeTask& after, std::vector<MaybeTask>& done);
   /// Of `dense` and `expert` parameters, those whose gradients and optimizer state this rank owns: its shard
   /// (over the data-parallel and expert-data-parallel ranks) with the distributed optimizer, else all.
   std::int64_t owned_elements(std::int64_t dense, std::int64_t expert) const;
@@ -78,13 +78,13 @@ class DataParallelLowering {
   std::int64_t optimizer_elements() const;
   /// DualPipe: per chunk, one all-reduce with the mirror rank (pp-1-s) of the chunk's owned gradient shard, after
   /// the chunk's data-parallel reductions (or its last gradient); appends them to `done`.
-  void emit_mirror_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready, TaskId last_backward,
-                             std::vector<TaskId>& done);
+  void emit_mirror_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready, const MaybeTask& last_backward,
+                             std::vector<MaybeTask>& done);
   /// Reduces the buckets (of chunk `only_chunk`, or all when < 0) in the order their gradients complete, appending
   /// the reductions to `done`; when `first_gradient` is given, sets it to the earliest task producing one of their
   /// gradients (left as is when none does).
-  void emit_bucket_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready, TaskId fallback,
-                             std::vector<TaskId>& done, int only_chunk, TaskId* first_gradient = nullptr);
+  void emit_bucket_reduction(Emitter& emit, const std::vector<ParamUse>& grad_ready, const MaybeTask& fallback,
+                             std::vector<MaybeTask>& done, int only_chunk, TaskId* first_gradient = nullptr);
 
   const LoweringContext& ctx_;
   int stage_;
@@ -100,9 +100,9 @@ class DataParallelLowering {
   bool reduce_ = false;  // more than one data-parallel rank
   bool params_sharded_ = false;  // ZeRO-3, or FSDP2 at stage 2 or 3: parameters gathered per unit
   bool deepspeed_ = false;  // training.framework megatron-deepspeed
-  TaskId first_deepspeed_reduction_ = -1, last_deepspeed_reduction_ = -1;  // ZeRO 1's ipg bucket lifetime
-  std::vector<TaskId> step_reductions_;  // ZeRO-2 reduce-scatters issued after backward steps
-  std::vector<std::vector<TaskId>> chunk_reductions_;  // per chunk: its buckets' data-parallel reductions
+  MaybeTask first_deepspeed_reduction_, last_deepspeed_reduction_;  // ZeRO 1's ipg bucket lifetime
+  std::vector<MaybeTask> step_reductions_;  // ZeRO-2 reduce-scatters issued after backward steps
+  std::vector<std::vector<MaybeTask>> chunk_reductions_;  // per chunk: its buckets' data-parallel reductions
 };
 
 }  // namespace orrery

@@ -18,18 +18,18 @@ void ShardedParamsLowering::ds3_mark_kept(std::vector<ParamUnit>& units) const {
   }
 }
 
-TaskId ShardedParamsLowering::ds3_gather(Emitter& emit, std::int64_t elements) {
+MaybeTask ShardedParamsLowering::ds3_gather(Emitter& emit, std::int64_t elements) {
   // fetch_sub_module: one all_gather_coalesced of the 16-bit partitions on the all-gather stream, issued when the
   // host reaches it (after the compute issued so far).
-  if (elements <= 0) return -1;  // only persistent parameters (a tied head's final norm)
+  if (elements <= 0) return {};  // only persistent parameters (a tied head's final norm)
   const Bytes bytes = elements * ctx_.param_bytes;
-  const TaskId ag = emit.collective("param_gather", Stream::kDp, GroupKind::kDp, CollectiveKind::kAllGather, bytes,
-                                    {emit.last_compute()});
-  if (ag >= 0) emit.builder().alloc_at_start(ag, MemoryKind::kWeights, bytes);
+  const MaybeTask ag = emit.collective("param_gather", Stream::kDp, GroupKind::kDp, CollectiveKind::kAllGather, bytes,
+                                       {emit.last_compute()});
+  emit.allocate(ag, MemoryKind::kWeights, bytes);  // none with one DP rank: nothing gathered
   return ag;
 }
 
-void ShardedParamsLowering::ds3_reduce(Emitter& emit, const ParamUnit& unit, TaskId grads_done) {
+void ShardedParamsLowering::ds3_reduce(Emitter& emit, const ParamUnit& unit, MaybeTask grads_done) {
   release_params(emit, unit);
   PhaseScope scope(emit, Phase::kBackwardWeight);
   // stage3.py reduce_independent_p_g_buckets_and_remove_grads: reduce the ipg bucket (reduce_bucket_size, 5e8)
@@ -46,12 +46,13 @@ void ShardedParamsLowering::ds3_reduce(Emitter& emit, const ParamUnit& unit, Tas
 void ShardedParamsLowering::ds3_flush(Emitter& emit) {
   if (ds_open_ == 0) return;
   const Bytes bytes = ds_open_ * ctx_.grad_bytes;
-  TaskId rs = emit.collective("grad_reduce", Stream::kDpReduce, GroupKind::kDp, CollectiveKind::kReduceScatter, bytes,
-                              {ds_last_grads_});
+  MaybeTask rs = emit.collective("grad_reduce", Stream::kDpReduce, GroupKind::kDp, CollectiveKind::kReduceScatter,
+                                 bytes,
+                                 {ds_last_grads_});
   emit.deallocate(rs, MemoryKind::kGradients, bytes);
   // Without overlap_comm the reduction runs on the compute stream, which waits for it.
   if (!ctx_.plan.overlap_grad_reduce) rs = emit.elementwise("grad_reduce_wait", 0, 0, {rs});
-  if (rs >= 0) reductions_.push_back(rs);
+  reductions_.push_back(rs);  // skipped (one DP rank): the step waits for the gradients instead
   ds_open_ = 0;
 }
 

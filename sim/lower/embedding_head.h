@@ -13,13 +13,13 @@ class EmbeddingHeadLowering {
  public:
   explicit EmbeddingHeadLowering(Emitter& emit);
 
-  TaskId embedding_forward(TaskId after, std::vector<ParamUse>* params);
-  TaskId embedding_backward(TaskId grad, std::vector<ParamUse>* params);
+  MaybeTask embedding_forward(MaybeTask after, std::vector<ParamUse>* params);
+  MaybeTask embedding_backward(MaybeTask grad, std::vector<ParamUse>* params);
   /// Final norm, LM head and loss forward; returns the loss task. `final_norm` false: a multi-token prediction
   /// depth's pass through the shared head, whose input its own final norm has produced.
-  TaskId head_forward(TaskId input, std::vector<ParamUse>* params, bool final_norm = true);
+  MaybeTask head_forward(MaybeTask input, std::vector<ParamUse>* params, bool final_norm = true);
   /// Loss and LM head backward and final norm backward; returns the task producing the hidden-state gradient.
-  TaskId head_backward(TaskId after, std::vector<ParamUse>* params, bool final_norm = true);
+  MaybeTask head_backward(MaybeTask after, std::vector<ParamUse>* params, bool final_norm = true);
 
   /// Bytes the embedding saves for one micro-batch (dropout mask, embedding-norm input).
   Bytes embedding_saved() const;

@@ -37,23 +37,23 @@ Bytes quantized_bytes(Fp8Recipe recipe, std::int64_t elements, bool weights, Byt
 
 // Current scaling of a sequence-parallel shard: the one-FP32 amax all-reduced (MAX) over the TP group after
 // `after`, blocking the cast. Returns `after` where nothing is reduced.
-TaskId tp_amax_reduce(Emitter& emit, AmaxScope scope, TaskId after) {
+MaybeTask tp_amax_reduce(Emitter& emit, AmaxScope scope, MaybeTask after) {
   const LoweringContext& ctx = emit.ctx();
   if (scope != AmaxScope::kTpGroup || ctx.fp8_recipe != Fp8Recipe::kTensorwise || !ctx.plan.sequence_parallel ||
       ctx.tp == 1) {
     return after;
   }
   const Bytes fp32 = 4;
-  const TaskId reduce =
+  const MaybeTask reduce =
       emit.collective("fp8_amax_tp", Stream::kTp, GroupKind::kTp, CollectiveKind::kAllReduce, fp32, {after});
-  return reduce >= 0 ? reduce : after;
+  return reduce.emitted() ? reduce : after;
 }
 
 // Transformer Engine's quantization of `elements` values of `source_bytes` each into `copies` FP8 copies, after
 // `after`: with current scaling an amax kernel (`amax_label`) reads the tensor first (nvte_compute_amax), its
 // result reduced over the TP group for AmaxScope::kTpGroup, then the cast reads it again.
-TaskId quantize(Emitter& emit, const char* label, const char* amax_label, std::int64_t elements, Bytes source_bytes,
-                bool weights, TaskId after, AmaxScope scope = AmaxScope::kRank, Bytes copies = 2) {
+MaybeTask quantize(Emitter& emit, const char* label, const char* amax_label, std::int64_t elements, Bytes source_bytes,
+                   bool weights, MaybeTask after, AmaxScope scope = AmaxScope::kRank, Bytes copies = 2) {
   const Fp8Recipe recipe = emit.ctx().fp8_recipe;
   if (recipe == Fp8Recipe::kTensorwise) {
     after = emit.elementwise(amax_label, elements * source_bytes, 0, {after});
@@ -68,21 +68,21 @@ bool fp8_gathers_quantized_grads(const LoweringContext& ctx) {
   return uses_fp8(ctx) && (ctx.fp8_recipe == Fp8Recipe::kDelayed || ctx.fp8_recipe == Fp8Recipe::kTensorwise);
 }
 
-TaskId emit_fp8_cast(Emitter& emit, const char* label, std::int64_t elements, TaskId after, AmaxScope scope) {
+MaybeTask emit_fp8_cast(Emitter& emit, const char* label, std::int64_t elements, MaybeTask after, AmaxScope scope) {
   return quantize(emit, label, "fp8_cast_amax", elements, emit.ctx().act_bytes, false, after, scope);
 }
 
-TaskId emit_fp8_shard_cast(Emitter& emit, std::int64_t elements, TaskId after) {
+MaybeTask emit_fp8_shard_cast(Emitter& emit, std::int64_t elements, MaybeTask after) {
   return quantize(emit, "fp8_cast", "fp8_cast_amax", elements, emit.ctx().act_bytes, false, after,
                   AmaxScope::kTpGroup, 1);
 }
 
-TaskId emit_fp8_transpose(Emitter& emit, std::int64_t elements, TaskId after) {
+MaybeTask emit_fp8_transpose(Emitter& emit, std::int64_t elements, MaybeTask after) {
   const Bytes fp8 = 1;
   return emit.elementwise("fp8_transpose", elements * fp8, elements * fp8, {after});
 }
 
-TaskId emit_fp8_norm_output_cast(Emitter& emit, std::int64_t elements, TaskId after, AmaxScope scope) {
+MaybeTask emit_fp8_norm_output_cast(Emitter& emit, std::int64_t elements, MaybeTask after, AmaxScope scope) {
   const Fp8Recipe recipe = emit.ctx().fp8_recipe;
   if (!uses_fp8(emit.ctx()) || recipe == Fp8Recipe::kDelayed || recipe == Fp8Recipe::kMxfp8) return after;
   // The norm (norm_fwd, which always writes the activation dtype) computed the amax with current scaling; the
@@ -92,19 +92,19 @@ TaskId emit_fp8_norm_output_cast(Emitter& emit, std::int64_t elements, TaskId af
   return emit.elementwise("fp8_norm_cast", read, quantized_bytes(recipe, elements, false), {after});
 }
 
-TaskId emit_fp8_weight_cast(Emitter& emit, const char* label, std::int64_t elements, TaskId after) {
+MaybeTask emit_fp8_weight_cast(Emitter& emit, const char* label, std::int64_t elements, MaybeTask after) {
   const LoweringContext& ctx = emit.ctx();
   if (!uses_fp8(ctx) || emit.microbatch() != 0 || emit.phase() != Phase::kForward || elements == 0) return after;
   return quantize(emit, label, "fp8_weight_amax", elements, ctx.param_bytes, true, after);
 }
 
-TaskId emit_fp8_amax_update(Emitter& emit, int layers, bool backward, TaskId after) {
+MaybeTask emit_fp8_amax_update(Emitter& emit, int layers, bool backward, MaybeTask after) {
   if (!uses_fp8(emit.ctx()) || emit.ctx().fp8_recipe != Fp8Recipe::kDelayed || layers == 0) return after;
   const Bytes slots = static_cast<Bytes>(layers) * kFp8LinearsPerLayer *
                       (backward ? kBackwardAmaxPerGemm : kForwardAmaxPerGemm);
   const Bytes fp32 = 4;
-  const TaskId reduce = emit.collective("fp8_amax", Stream::kAmax, GroupKind::kAmax, CollectiveKind::kAllReduce,
-                                        slots * fp32, {after});
+  const MaybeTask reduce = emit.collective("fp8_amax", Stream::kAmax, GroupKind::kAmax, CollectiveKind::kAllReduce,
+                                           slots * fp32, {after});
   return emit.elementwise("fp8_scale_update", slots * kAmaxHistory * fp32, slots * (kAmaxHistory + 2) * fp32,
                           {after, reduce});
 }

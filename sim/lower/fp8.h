@@ -72,32 +72,32 @@ bool fp8_gathers_quantized_grads(const LoweringContext& ctx);
 /// it (delayed: one cast_transpose pass, read 2 bytes and write 1 + 1 per element; tensorwise: an amax pass
 /// first, and its all-reduce over the TP group for AmaxScope::kTpGroup; block recipes: plus their scales), and
 /// returns the last task.
-TaskId emit_fp8_cast(Emitter& emit, const char* label, std::int64_t elements, TaskId after,
-                     AmaxScope scope = AmaxScope::kRank);
+MaybeTask emit_fp8_cast(Emitter& emit, const char* label, std::int64_t elements, MaybeTask after,
+                        AmaxScope scope = AmaxScope::kRank);
 
 /// Emits the quantization of a rank's `elements`-value sequence-parallel shard of an output gradient into the
 /// row-wise FP8 copy that is then gathered (fp8_gathers_quantized_grads): read 2 bytes, write 1 per element, after
 /// tensorwise's amax pass and its TP all-reduce. Returns the last task.
-TaskId emit_fp8_shard_cast(Emitter& emit, std::int64_t elements, TaskId after);
+MaybeTask emit_fp8_shard_cast(Emitter& emit, std::int64_t elements, MaybeTask after);
 
 /// Emits the FP8 transpose of `elements` gathered FP8 values for the weight gradient (read 1, write 1 per element:
 /// TE's fp8_transpose). Returns the task.
-TaskId emit_fp8_transpose(Emitter& emit, std::int64_t elements, TaskId after);
+MaybeTask emit_fp8_transpose(Emitter& emit, std::int64_t elements, MaybeTask after);
 
 /// Emits what quantizing the output of the norm before a linear costs beyond the norm kernel itself, for
 /// `elements` values after `after`: nothing for delayed scaling and MXFP8 (the norm writes FP8), a cast of the
 /// BF16 output the norm wrote for tensorwise (whose amax the norm computed, all-reduced over the TP group first for
 /// AmaxScope::kTpGroup) and blockwise. Returns the last task.
-TaskId emit_fp8_norm_output_cast(Emitter& emit, std::int64_t elements, TaskId after, AmaxScope scope);
+MaybeTask emit_fp8_norm_output_cast(Emitter& emit, std::int64_t elements, MaybeTask after, AmaxScope scope);
 
 /// Emits the per-iteration cast of `elements` local weight elements (first micro-batch's forward only; returns
 /// `after` otherwise or when the run is not FP8).
-TaskId emit_fp8_weight_cast(Emitter& emit, const char* label, std::int64_t elements, TaskId after);
+MaybeTask emit_fp8_weight_cast(Emitter& emit, const char* label, std::int64_t elements, MaybeTask after);
 
 /// Emits the amax reduction and scale update that end one autocast region's forward or backward of a chunk with
 /// `layers` FP8 transformer layers, after `after` (delayed scaling only: the other recipes keep no amax history).
 /// Returns the scale update (or `after` when nothing is emitted).
-TaskId emit_fp8_amax_update(Emitter& emit, int layers, bool backward, TaskId after);
+MaybeTask emit_fp8_amax_update(Emitter& emit, int layers, bool backward, MaybeTask after);
 
 /// Bytes of the FP8 weight cache on pipeline stage `stage`: 2 per local linear weight element (FP8 and transpose).
 Bytes fp8_weight_cache_bytes(const LoweringContext& ctx, int stage);

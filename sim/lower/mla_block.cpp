@@ -52,20 +52,21 @@ Bytes TransformerLayerLowering::mla_projection_saved() const {
   return saved;
 }
 
-TaskId TransformerLayerLowering::mla_fwd(TaskId x, bool save, std::vector<ParamUse>* params, bool keep_up_inputs) {
+MaybeTask TransformerLayerLowering::mla_fwd(MaybeTask x, bool save, std::vector<ParamUse>* params,
+                                            bool keep_up_inputs) {
   const MlaSizes z = mla_sizes(ctx_);
   const ModelSpec& m = ctx_.model;
   const std::int64_t T = ctx_.tokens, Ts = ctx_.tokens_sp, h = m.hidden_size;
   const bool sp = ctx_.plan.sequence_parallel && ctx_.tp > 1;
   const Bytes act = ctx_.act_bytes, in = linear_input_bytes(ctx_);
 
-  TaskId q_direct = -1;
+  MaybeTask q_direct;
   if (z.q_lora == 0) {
     q_direct = column_fwd("q", x, m.num_attention_heads * (z.nope + z.rope), save);
     record(params, "q", q_direct, true);
   }
-  TaskId d = emit_fp8_weight_cast(emit_, "fp8_weight_cast",
-                                  group_elements(groups_, "q_down") + group_elements(groups_, "kv_down"), x);
+  MaybeTask d = emit_fp8_weight_cast(emit_, "fp8_weight_cast",
+                                     group_elements(groups_, "q_down") + group_elements(groups_, "kv_down"), x);
   // The input norm's output, as column_fwd casts it; the down projections run on the rank's own rows
   // (Megatron's "duplicated" mode), so a current-scaling amax stays the rank's.
   d = emit_fp8_norm_output_cast(emit_, Ts * h, d, AmaxScope::kRank);
@@ -77,13 +78,13 @@ TaskId TransformerLayerLowering::mla_fwd(TaskId x, bool save, std::vector<ParamU
   if (sp) d = emit_.collective("qkv_down", Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather, T * z.down * act, {d});
 
   const Bytes norms = T * (z.q_lora + z.kv_lora) * act;
-  TaskId n = emit_.elementwise("mla_down_norm", norms + T * z.rope * act, norms, {d});
+  MaybeTask n = emit_.elementwise("mla_down_norm", norms + T * z.rope * act, norms, {d});
   if (save) emit_.save(n, norms);
   record(params, "q_down_norm", n, true);
   record(params, "kv_down_norm", n, true);
   if (uses_fp8(ctx_)) n = emit_fp8_cast(emit_, "fp8_cast", T * (z.q_lora + z.kv_lora), n);
   n = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(groups_, "q_up") + group_elements(groups_, "kv_up"), n);
-  TaskId up = n;
+  MaybeTask up = n;
   if (z.q_lora > 0) {
     up = emit_.gemm("q_up", linear(T, z.q_up, z.q_lora), {n});
     if (save && keep_up_inputs) emit_.save(up, T * z.q_lora * in);
@@ -97,7 +98,7 @@ TaskId TransformerLayerLowering::mla_fwd(TaskId x, bool save, std::vector<ParamU
   return emit_.elementwise("rope", T * (z.q_up + z.heads * z.nope + z.rope) * act, qk, {up});
 }
 
-TaskId TransformerLayerLowering::recompute_mla_up(TaskId grad) {
+MaybeTask TransformerLayerLowering::recompute_mla_up(MaybeTask grad) {
   // Megatron-Core's MLASelfAttention with recompute_up_proj checkpoints the up projections and rotary on the
   // compressed tensors (with TE the q and kv norms are fused into the up projections, so on their pre-norm
   // inputs, which the norms keep anyway) and registers the recompute on the attention core's output gradient
@@ -108,9 +109,9 @@ TaskId TransformerLayerLowering::recompute_mla_up(TaskId grad) {
   const Bytes act = ctx_.act_bytes, in = linear_input_bytes(ctx_);
   PhaseScope scope(emit_, Phase::kRecompute);
   const Bytes norms = T * (z.q_lora + z.kv_lora) * act;
-  TaskId n = emit_.elementwise("mla_down_norm", norms + T * z.rope * act, norms, {grad});
+  MaybeTask n = emit_.elementwise("mla_down_norm", norms + T * z.rope * act, norms, {grad});
   if (uses_fp8(ctx_)) n = emit_fp8_cast(emit_, "fp8_cast", T * (z.q_lora + z.kv_lora), n);
-  TaskId up = n;
+  MaybeTask up = n;
   if (z.q_lora > 0) {
     up = emit_.gemm("q_up", linear(T, z.q_up, z.q_lora), {n});
     emit_.save(up, T * z.q_lora * in);
@@ -118,12 +119,12 @@ TaskId TransformerLayerLowering::recompute_mla_up(TaskId grad) {
   up = emit_.gemm("kv_up", linear(T, z.kv_up, z.kv_lora), {n, up});
   emit_.save(up, T * z.kv_lora * in);
   const Bytes qk = T * z.heads * 2 * (z.nope + z.rope) * act;
-  const TaskId rope = emit_.elementwise("rope", T * (z.q_up + z.heads * z.nope + z.rope) * act, qk, {up});
+  const MaybeTask rope = emit_.elementwise("rope", T * (z.q_up + z.heads * z.nope + z.rope) * act, qk, {up});
   emit_.save(rope, core_inputs_saved());
   return rope;
 }
 
-TaskId TransformerLayerLowering::mla_bwd(TaskId g, std::vector<ParamUse>* params) {
+MaybeTask TransformerLayerLowering::mla_bwd(MaybeTask g, std::vector<ParamUse>* params) {
   const MlaSizes z = mla_sizes(ctx_);
   const ModelSpec& m = ctx_.model;
   const std::int64_t T = ctx_.tokens, Ts = ctx_.tokens_sp, h = m.hidden_size;
@@ -134,7 +135,7 @@ TaskId TransformerLayerLowering::mla_bwd(TaskId g, std::vector<ParamUse>* params
   g = emit_.elementwise("rope", qk, T * (z.q_up + z.heads * z.nope + z.rope) * act, {g});
   if (uses_fp8(ctx_)) g = emit_fp8_cast(emit_, "fp8_cast", T * (z.q_up + z.kv_up), g);
   // Up projections: input gradients (partial sums over the TP ranks' heads) and weight gradients.
-  TaskId dg = emit_.gemm("kv_up", linear(T, z.kv_lora, z.kv_up), {g});
+  MaybeTask dg = emit_.gemm("kv_up", linear(T, z.kv_lora, z.kv_up), {g});
   weight_grad("kv_up", linear(z.kv_up, z.kv_lora, T), T * z.kv_lora * in, "kv_up", params);
   if (z.q_lora > 0) {
     dg = emit_.gemm("q_up", linear(T, z.q_lora, z.q_up), {g});
@@ -152,11 +153,11 @@ TaskId TransformerLayerLowering::mla_bwd(TaskId g, std::vector<ParamUse>* params
   const std::int64_t rows = sp ? Ts : T;
   if (uses_fp8(ctx_)) dg = emit_fp8_cast(emit_, "fp8_cast", rows * z.down, dg);
   dg = emit_.gemm("qkv_down", linear(rows, h, z.down), {dg});
-  const TaskId down_w = weight_grad("qkv_down", linear(z.down, h, rows), column_saved(), "q_down", params);
+  const MaybeTask down_w = weight_grad("qkv_down", linear(z.down, h, rows), column_saved(), "q_down", params);
   record(params, "kv_down", down_w, false);
   if (z.q_lora == 0) {
-    TaskId w = -1;
-    const TaskId q = column_bwd("q", g, m.num_attention_heads * (z.nope + z.rope), &w);
+    MaybeTask w;
+    const MaybeTask q = column_bwd("q", g, m.num_attention_heads * (z.nope + z.rope), &w);
     record(params, "q", w, false);
     dg = emit_.elementwise("mla_grad_sum", 2 * Ts * h * act, Ts * h * act, {dg, q});
   }

@@ -110,7 +110,7 @@ Bytes TransformerLayerLowering::moe_router_input_saved() const {
 
 // The labels "moe_dispatch", "moe_combine" and "router_topk" also mark the boundaries of Megatron-Core's schedule
 // nodes (attention, dispatch, MLP, combine) for a merged pair's issue order (sim/lower/merged_issue_order.h).
-TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy, std::vector<ParamUse>* params) {
+MaybeTask TransformerLayerLowering::moe_fwd(MaybeTask input, const SavePolicy& policy, std::vector<ParamUse>* params) {
   const bool save = policy.modules;
   const MoeSizes z = moe_sizes(ctx_);
   const ModelSpec& m = ctx_.model;
@@ -121,29 +121,29 @@ TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy,
   const bool flex = p.moe_token_dispatcher_type == MoeDispatcher::kFlex;
   const FlexDispatchBytes fb = flex_bytes(ctx_, emit_.stage(), z);
 
-  TaskId shared = -1;
+  MaybeTask shared;
   if (z.shared > 0) {
-    const TaskId cast = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(groups_, "shared_experts"), input);
-    TaskId up = -1;
+    const MaybeTask cast = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(groups_, "shared_experts"), input);
+    MaybeTask up;
     shared = mlp_fwd("shared_expert_up", "shared_expert_down", cast, z.shared, save, &up, policy.norm_outputs,
                      policy.shared_expert_internals);
     record(params, "shared_experts", up, true);
   }
-  const TaskId router = emit_.gemm("router", GemmShape{z.tokens, E, h, 1, ctx_.act_dtype}, {input});
+  const MaybeTask router = emit_.gemm("router", GemmShape{z.tokens, E, h, 1, ctx_.act_dtype}, {input});
   record(params, "router", router, true);
   if (save && policy.norm_outputs) emit_.save(router, moe_router_input_saved());
-  TaskId x = emit_.elementwise("router_topk", z.tokens * E * 4, z.tokens * k * (4 + 8));
+  MaybeTask x = emit_.elementwise("router_topk", z.tokens * E * 4, z.tokens * k * (4 + 8));
   if (save) emit_.save(x, z.tokens * E * 4);
   const Bytes sent = static_cast<Bytes>(std::llround(static_cast<double>(z.copies * h * act) *
                                                      ctx_.training.moe_effective_load()));
   // Drop-and-pad fixes every split at the capacity, so Megatron-Core's alltoall dispatcher skips both the count
   // exchange and the device-to-host sync (token_dispatcher.py: cuda_sync_point stays "no_sync").
-  TaskId counted = -1;  // the host's read of the counts, which the flex dispatch (on the EP stream) waits for
+  MaybeTask counted;  // the host's read of the counts, which the flex dispatch (on the EP stream) waits for
   if (!gather_dispatch && p.ep > 1 && !ctx_.training.moe_pad_expert_input_to_capacity) {
     // The alltoall dispatcher gathers the counts on the current (compute) stream in its preprocess
     // (gather_from_sequence_parallel_region); DeepEP and HybridEP exchange them inside the dispatch, on its stream.
-    const TaskId counts = emit_.collective("moe_token_counts", flex ? Stream::kEp : Stream::kCompute, GroupKind::kEp,
-                                           CollectiveKind::kAllToAll, E * 8, {x});
+    const MaybeTask counts = emit_.collective("moe_token_counts", flex ? Stream::kEp : Stream::kCompute, GroupKind::kEp,
+                                              CollectiveKind::kAllToAll, E * 8, {x});
     // The counts go to the host on a side stream (token_dispatcher.py: cuda_dtoh_stream, non_blocking) and the
     // host waits for that copy's event (d2h_event.synchronize()), not for the compute stream.
     counted = emit_.host_sync_on(Stream::kDeviceToHost, "moe_token_counts_item", {counts});
@@ -169,12 +169,13 @@ TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy,
   if (save) emit_.save(x, z.received * 4);  // the permuted probabilities, travelling with their tokens
   x = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(groups_, "experts"), x);
   if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", z.received * h, x);
-  const TaskId up = emit_.gemm("experts", GemmShape{z.rows, z.up, h, z.local_experts, ctx_.gemm_dtype, true}, {x});
+  const MaybeTask up = emit_.gemm("experts", GemmShape{z.rows, z.up, h, z.local_experts, ctx_.gemm_dtype, true}, {x});
   record(params, "experts", up, true);
   if (save) emit_.save(up, z.received * h * linear_input_bytes(ctx_));
   x = activation_fwd(up, z.received, z.width, save, save && policy.expert_activation_outputs);
   if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", z.received * z.width, x);
-  const TaskId down = emit_.gemm("experts", GemmShape{z.rows, h, z.width, z.local_experts, ctx_.gemm_dtype, true}, {x});
+  const MaybeTask down = emit_.gemm("experts", GemmShape{z.rows, h, z.width, z.local_experts, ctx_.gemm_dtype, true},
+                                    {x});
   if (save && policy.expert_activation_outputs) emit_.save(down, moe_down_input_saved());
   x = down;
   // Biased experts (GPT-OSS): the down projection's bias, added per expert in Python (sim/lower/expert_bias.h).
@@ -193,7 +194,7 @@ TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy,
     x = emit_.elementwise("moe_unpermute", z.received * h * act, fb.received, {x});
     x = emit_.expert_dispatch("moe_combine", fb.nvlink, fb.network, {x});
     ComputeStreamScope on(emit_, post);
-    if (shared >= 0) x = emit_.elementwise("moe_add_shared", 2 * z.tokens * h * act, z.tokens * h * act, {x, shared});
+    if (shared.emitted()) x = emit_.elementwise("moe_add_shared", 2 * z.tokens * h * act, z.tokens * h * act, {x, shared});
     return x;
   }
   if (gather_dispatch) {
@@ -206,7 +207,7 @@ TaskId TransformerLayerLowering::moe_fwd(TaskId input, const SavePolicy& policy,
   }
   ComputeStreamScope on(emit_, post);
   x = emit_.elementwise("moe_unpermute", z.copies * h * act, z.tokens * h * act, {x});
-  if (shared >= 0) x = emit_.elementwise("moe_add_shared", 2 * z.tokens * h * act, z.tokens * h * act, {x, shared});
+  if (shared.emitted()) x = emit_.elementwise("moe_add_shared", 2 * z.tokens * h * act, z.tokens * h * act, {x, shared});
   return x;
 }
 
@@ -214,8 +215,8 @@ Stream TransformerLayerLowering::combine_post_stream() const {
   return ctx_.plan.overlap_moe_expert_parallel_comm ? Stream::kEp : Stream::kCompute;
 }
 
-TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* params, bool recompute_activation,
-                                         bool recompute_shared) {
+MaybeTask TransformerLayerLowering::moe_bwd(MaybeTask grad, std::vector<ParamUse>* params, bool recompute_activation,
+                                            bool recompute_shared) {
   const MoeSizes z = moe_sizes(ctx_);
   const ModelSpec& m = ctx_.model;
   const ParallelPlan& p = ctx_.plan;
@@ -227,14 +228,14 @@ TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* par
   const Bytes sent = static_cast<Bytes>(std::llround(static_cast<double>(z.copies * h * act) *
                                                      ctx_.training.moe_effective_load()));
 
-  TaskId shared = -1;
+  MaybeTask shared;
   if (z.shared > 0) {
-    TaskId up = -1, down = -1;
+    MaybeTask up, down;
     if (recompute_shared) recompute_mlp("shared_expert_up", "shared_expert_down", grad, z.shared);
     shared = mlp_bwd("shared_expert_up", "shared_expert_down", grad, z.shared, &up, &down);
     record(params, "shared_experts", up, false);
   }
-  TaskId x = grad;
+  MaybeTask x = grad;
   if (flex) {
     // The combine's backward is a dispatch of the output gradients; the receiver expands them to its copies.
     x = emit_.expert_dispatch("moe_combine", fb.nvlink, fb.network, {x});
@@ -266,7 +267,7 @@ TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* par
     // Megatron's moe_act recompute, hooked on the down projection's output gradient: the activation runs again
     // from its saved input before the down projection's backward, which needs it for the weight gradient.
     PhaseScope scope(emit_, Phase::kRecompute);
-    const TaskId again = activation_fwd(x, z.received, z.width, false, true);
+    const MaybeTask again = activation_fwd(x, z.received, z.width, false, true);
     emit_.save(again, moe_down_input_saved());
   }
   // The two weight gradients of the grouped expert GEMMs (down, then up), inline after each input gradient, or with
@@ -311,12 +312,12 @@ TaskId TransformerLayerLowering::moe_bwd(TaskId grad, std::vector<ParamUse>* par
   }
   if (!flex && !gather_dispatch) x = emit_.elementwise("moe_permute", z.copies * h * act, z.tokens * h * act, {x});
   // Router backward: softmax/top-k gradient, then the router's input and weight gradients.
-  TaskId r = emit_.elementwise("router_topk", z.tokens * E * 4 + z.copies * 4, z.tokens * E * 4, {x});
+  MaybeTask r = emit_.elementwise("router_topk", z.tokens * E * 4 + z.copies * 4, z.tokens * E * 4, {x});
   emit_.release(r, z.tokens * E * 4);
   r = emit_.gemm("router", GemmShape{z.tokens, h, E, 1, ctx_.act_dtype}, {r});
   weight_grad("router", GemmShape{E, h, z.tokens, 1, ctx_.act_dtype}, moe_router_input_saved(), "router", params);
   const Bytes x_bytes = z.tokens * h * act;
-  return emit_.elementwise("moe_grad_sum", (shared >= 0 ? 3 : 2) * x_bytes, x_bytes, {x, r, shared});
+  return emit_.elementwise("moe_grad_sum", (shared.emitted() ? 3 : 2) * x_bytes, x_bytes, {x, r, shared});
 }
 
 }  // namespace orrery

@@ -29,17 +29,17 @@ class MtpLowering {
 
   /// Emits the forward pass from `hidden` (the task producing the incoming hidden state) and returns the task that
   /// produces the depth's normed output, the LM head's input.
-  TaskId forward(TaskId hidden, const SavePolicy& save, std::vector<ParamUse>* params);
+  MaybeTask forward(MaybeTask hidden, const SavePolicy& save, std::vector<ParamUse>* params);
 
   /// Emits the backward pass from `grad` (the gradient of the depth's output) and returns the task producing the
-  /// gradient of the incoming hidden state. With weight-gradient-only emission (ZB-H1's W step) `grad` is -1.
-  TaskId backward(TaskId grad, std::vector<ParamUse>* params);
+  /// gradient of the incoming hidden state. With weight-gradient-only emission (ZB-H1's W step) `grad` is none.
+  MaybeTask backward(MaybeTask grad, std::vector<ParamUse>* params);
 
  private:
   // The parameter group the shifted-token embedding reads: the word embedding itself on a one-stage pipeline, else
   // the copy Megatron keeps on the MTP rank (the LM head's when embeddings are tied).
   const char* embedding_group() const;
-  void record(std::vector<ParamUse>* params, const char* name, int layer, TaskId task, bool forward) const;
+  void record(std::vector<ParamUse>* params, const char* name, int layer, MaybeTask task, bool forward) const;
 
   Emitter& emit_;
   const LoweringContext& ctx_;

@@ -2,6 +2,8 @@
 
 #include <cstring>
 #include <span>
+#include <stdexcept>
+#include <string>
 
 namespace orrery {
 
@@ -118,16 +120,21 @@ std::vector<ParamGroup> stage_param_groups(const LoweringContext& ctx, int stage
 }
 
 void record_param_use(std::vector<ParamUse>* params, const Emitter& emit, const std::vector<ParamGroup>& groups,
-                      const char* name, int layer, TaskId task, bool forward) {
+                      const char* name, int layer, const MaybeTask& task, bool forward) {
   const std::int64_t elements = group_elements(groups, name);
   if (!params || elements == 0) return;
-  if (task < 0 && emit.weight_grad_mode() != WeightGradMode::kInline) return;  // dropped in this split step
+  if (!task.emitted() && emit.weight_grad_mode() != WeightGradMode::kInline) return;  // dropped in this split step
+  // Otherwise only a one-rank collective is skipped, and no collective reads or finishes a parameter: the task
+  // that does is a kernel, and an edge to the data-parallel reduction or gather must not go missing with it.
+  if (!task.emitted()) {
+    throw std::logic_error(std::string("lowering: the use of parameter group '") + name + "' is a skipped task");
+  }
   ParamUse use;
   use.chunk = emit.chunk();
   use.layer = layer;
   use.name = name;
   use.elements = elements;
-  (forward ? use.first_use : use.grad_ready) = task;
+  (forward ? use.first_use : use.grad_ready) = task.task();
   params->push_back(use);
 }
 

@@ -27,8 +27,10 @@ std::vector<ParamGroup> stage_param_groups(const LoweringContext& ctx, int stage
 std::int64_t group_elements(const std::vector<ParamGroup>& groups, const char* name);
 
 /// Appends to `params` (when given) the use of group `name` of `layer` by `task` at the emitter's chunk: its first
-/// read (forward) or the end of its gradient (backward). Groups the model lacks are skipped.
+/// read (forward) or the end of its gradient (backward). Groups the model lacks are skipped, and so is a task the
+/// weight-gradient mode dropped (the other pass of the split step records it). Throws std::logic_error for any
+/// other skipped task (a collective of one rank), which no parameter can be used by.
 void record_param_use(std::vector<ParamUse>* params, const Emitter& emit, const std::vector<ParamGroup>& groups,
-                      const char* name, int layer, TaskId task, bool forward);
+                      const char* name, int layer, const MaybeTask& task, bool forward);
 
 }  // namespace orrery

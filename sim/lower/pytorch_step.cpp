@@ -45,12 +45,12 @@ AttentionShape PytorchStepLowering::attention(bool backward) const {
   return a;
 }
 
-TaskId PytorchStepLowering::rmsnorm_fwd(TaskId input, bool save_input) {
+MaybeTask PytorchStepLowering::rmsnorm_fwd(MaybeTask input, bool save_input) {
   // LlamaRMSNorm: x.to(fp32); var = x.pow(2).mean(-1); x * rsqrt(var + eps); weight * that.
   const Bytes x = kF32 * T_ * h_, row = kF32 * T_, xb = kBf16 * T_ * h_;
   // FSDP mode: x.to(float32) first, and the weight multiply keeps the bf16 normalised x.
   if (mp_) input = emit_.elementwise("rmsnorm_to_float", ElementwiseKernel::kVectorized, xb, x, {input});
-  TaskId t = emit_.elementwise("rmsnorm_pow", ElementwiseKernel::kVectorized, x, x, {input});
+  MaybeTask t = emit_.elementwise("rmsnorm_pow", ElementwiseKernel::kVectorized, x, x, {input});
   emit_.save(t, (save_input ? x : 0) + x);  // the input (kept by pow and mul); the transient square
   t = emit_.elementwise("rmsnorm_mean", x, row);
   emit_.release(t, x);  // the square
@@ -69,7 +69,7 @@ TaskId PytorchStepLowering::rmsnorm_fwd(TaskId input, bool save_input) {
   return t;
 }
 
-TaskId PytorchStepLowering::rmsnorm_bwd(TaskId grad, bool saved_input) {
+MaybeTask PytorchStepLowering::rmsnorm_bwd(MaybeTask grad, bool saved_input) {
   // Autograd's kernels for weight * (x * rsqrt(mean(x^2) + eps)), each a separate launch.
   const Bytes x = kF32 * T_ * h_, row = kF32 * T_;
   const Bytes xw = mp_ ? kBf16 * T_ * h_ : x;  // the weight multiply's tensors (bf16 in FSDP mode)
@@ -77,11 +77,11 @@ TaskId PytorchStepLowering::rmsnorm_bwd(TaskId grad, bool saved_input) {
     const Phase p = emit_.phase();
     emit_.set_phase(Phase::kBackwardWeight);
     emit_.elementwise("rmsnorm_weight", ElementwiseKernel::kVectorized, 2 * xw, xw, {grad});  // dy * normalised
-    const TaskId w = emit_.elementwise("rmsnorm_weight", xw, r_ * h_);   // summed over tokens -> weight .grad
+    const MaybeTask w = emit_.elementwise("rmsnorm_weight", xw, r_ * h_);   // summed over tokens -> weight .grad
     if (!mp_ && emit_.microbatch() <= 0) emit_.allocate(w, MemoryKind::kGradients, kF32 * h_);
     emit_.set_phase(p);
   }
-  TaskId t = emit_.elementwise("rmsnorm_weight", ElementwiseKernel::kStrided, xw, xw, {grad});  // dy * weight (broadcast)
+  MaybeTask t = emit_.elementwise("rmsnorm_weight", ElementwiseKernel::kStrided, xw, xw, {grad});  // dy * weight (broadcast)
   if (mp_) {
     emit_.release(t, xw);  // the norm's output (its linears have run their backward)
     t = emit_.elementwise("rmsnorm_to_bf16", ElementwiseKernel::kVectorized, xw, x);  // the cast's backward
@@ -100,8 +100,8 @@ TaskId PytorchStepLowering::rmsnorm_bwd(TaskId grad, bool saved_input) {
   return t;
 }
 
-TaskId PytorchStepLowering::linear_fwd(const char* label, TaskId input, std::int64_t n, std::int64_t k, bool cast_input) {
-  TaskId x = input;
+MaybeTask PytorchStepLowering::linear_fwd(const char* label, MaybeTask input, std::int64_t n, std::int64_t k, bool cast_input) {
+  MaybeTask x = input;
   // In FSDP mode the input and the gathered weight are bf16 already.
   if (mp_) return emit_.gemm(label, GemmShape{T_, n, k, 1, DType::kBf16}, {x});
   if (cast_input) {
@@ -109,31 +109,32 @@ TaskId PytorchStepLowering::linear_fwd(const char* label, TaskId input, std::int
     emit_.save(x, kBf16 * T_ * k);
   }
   // autocast's weight cache: the bf16 copy lives until this linear's backward has used it.
-  const TaskId w = emit_.elementwise("autocast_weight", ElementwiseKernel::kVectorized, kF32 * n * k, kBf16 * n * k);
+  const MaybeTask w = emit_.elementwise("autocast_weight", ElementwiseKernel::kVectorized, kF32 * n * k, kBf16 * n * k);
   emit_.allocate(w, MemoryKind::kWeights, kBf16 * n * k);
   return emit_.gemm(label, GemmShape{T_, n, k, 1, DType::kBf16}, {x, w});
 }
 
-TaskId PytorchStepLowering::linear_bwd(const char* label, TaskId grad, std::int64_t n, std::int64_t k, bool cast_input,
-                                       bool release_input) {
-  const TaskId dgrad = emit_.gemm(label, GemmShape{T_, k, n, 1, DType::kBf16}, {grad});
+MaybeTask PytorchStepLowering::linear_bwd(const char* label, MaybeTask grad, std::int64_t n, std::int64_t k,
+                                          bool cast_input,
+                                          bool release_input) {
+  const MaybeTask dgrad = emit_.gemm(label, GemmShape{T_, k, n, 1, DType::kBf16}, {grad});
   if (mp_) {
     // The bf16 weight gradient is FSDP's unsharded gradient; a cast input was the norm's output (freed there).
     PhaseScope scope(emit_, Phase::kBackwardWeight);
-    const TaskId wgrad = emit_.gemm(label, GemmShape{n, k, T_, 1, DType::kBf16});
+    const MaybeTask wgrad = emit_.gemm(label, GemmShape{n, k, T_, 1, DType::kBf16});
     if (release_input && !cast_input) emit_.release(wgrad, kBf16 * T_ * k);
     return dgrad;
   }
   emit_.deallocate(dgrad, MemoryKind::kWeights, kBf16 * n * k);  // the cached bf16 weight
   const Phase p = emit_.phase();
   emit_.set_phase(Phase::kBackwardWeight);
-  const TaskId wgrad = emit_.gemm(label, GemmShape{n, k, T_, 1, DType::kBf16});
+  const MaybeTask wgrad = emit_.gemm(label, GemmShape{n, k, T_, 1, DType::kBf16});
   if (release_input) emit_.release(wgrad, kBf16 * T_ * k);  // the saved (cast) input
   emit_.allocate(wgrad, MemoryKind::kGradients, kBf16 * n * k);  // the bf16 weight gradient
   // The autocast weight copy's backward widens the bf16 weight gradient to a new fp32 tensor (a copy); the first
   // micro-batch's becomes .grad, later ones are added into .grad in place (AccumulateGrad) and freed.
   const bool first = emit_.microbatch() <= 0;
-  TaskId acc = emit_.elementwise("grad_accumulate", ElementwiseKernel::kCastCopy, kBf16 * n * k, kF32 * n * k);
+  MaybeTask acc = emit_.elementwise("grad_accumulate", ElementwiseKernel::kCastCopy, kBf16 * n * k, kF32 * n * k);
   emit_.allocate(acc, MemoryKind::kGradients, kF32 * n * k);
   emit_.deallocate(acc, MemoryKind::kGradients, kBf16 * n * k);
   if (!first) {
@@ -145,7 +146,7 @@ TaskId PytorchStepLowering::linear_bwd(const char* label, TaskId grad, std::int6
   return emit_.elementwise("autocast_input", ElementwiseKernel::kCastCopy, kBf16 * T_ * k, kF32 * T_ * k, {dgrad});  // the cast's backward
 }
 
-TaskId PytorchStepLowering::rope(TaskId input, std::int64_t e) {
+MaybeTask PytorchStepLowering::rope(MaybeTask input, std::int64_t e) {
   // q * cos + rotate_half(q) * sin with fp32 cos/sin: bf16 in, fp32 out. Eager kernels run in stream order, so
   // only the first needs its input as a dependency.
   // In FSDP mode cos and sin take the bf16 hidden states' dtype (HF LlamaRotaryEmbedding): all bf16.
@@ -157,7 +158,7 @@ TaskId PytorchStepLowering::rope(TaskId input, std::int64_t e) {
   return emit_.elementwise("rope_add", ElementwiseKernel::kStrided, 2 * r_ * e, r_ * e);
 }
 
-TaskId PytorchStepLowering::rope_bwd(TaskId grad, std::int64_t e) {
+MaybeTask PytorchStepLowering::rope_bwd(MaybeTask grad, std::int64_t e) {
   // Backward of q * cos + rotate_half(q) * sin with an fp32 gradient and a bf16 q: each mixed-dtype product's
   // gradient is an fp32 multiply then a cast to bf16; rotate_half's cat and slices scatter into zero-filled
   // tensors; neg; and the two bf16 paths are summed.
@@ -174,13 +175,13 @@ TaskId PytorchStepLowering::rope_bwd(TaskId grad, std::int64_t e) {
   return emit_.elementwise("rope_add", ElementwiseKernel::kStridedHalf, 2 * kBf16 * e, kBf16 * e);  // q-strided + contiguous
 }
 
-TaskId PytorchStepLowering::residual_add(TaskId branch) {
+MaybeTask PytorchStepLowering::residual_add(MaybeTask branch) {
   // fp32 residual + bf16 branch under autocast; both bf16 in FSDP mode.
   if (mp_) return emit_.elementwise("residual_add", ElementwiseKernel::kVectorized, 2 * kBf16 * T_ * h_, kBf16 * T_ * h_, {branch});
   return emit_.elementwise("residual_add", ElementwiseKernel::kCast, kF32 * T_ * h_ + kBf16 * T_ * h_, kF32 * T_ * h_, {branch});
 }
 
-TaskId PytorchStepLowering::residual_grad_cast(TaskId grad) {
+MaybeTask PytorchStepLowering::residual_grad_cast(MaybeTask grad) {
   // The bf16 branch of an autocast residual add receives the fp32 gradient cast to bf16; nothing in FSDP mode.
   if (mp_) return grad;
   return emit_.elementwise("residual_add", ElementwiseKernel::kVectorized, kF32 * T_ * h_, kBf16 * T_ * h_, {grad});
@@ -188,13 +189,13 @@ TaskId PytorchStepLowering::residual_grad_cast(TaskId grad) {
 
 // ---- the layer ----
 
-TaskId PytorchStepLowering::layer_forward(TaskId input) {
+MaybeTask PytorchStepLowering::layer_forward(MaybeTask input) {
   const std::int64_t q = H_ * d_, kv = K_ * d_;
-  TaskId x = rmsnorm_fwd(input, true);
-  const TaskId qp = linear_fwd("q_proj", x, q, h_, true);
-  const TaskId kp = linear_fwd("k_proj", x, kv, h_, true);
-  const TaskId vp = linear_fwd("v_proj", x, kv, h_, true);
-  TaskId qr = rope(qp, T_ * q), kr = rope(kp, T_ * kv);
+  MaybeTask x = rmsnorm_fwd(input, true);
+  const MaybeTask qp = linear_fwd("q_proj", x, q, h_, true);
+  const MaybeTask kp = linear_fwd("k_proj", x, kv, h_, true);
+  const MaybeTask vp = linear_fwd("v_proj", x, kv, h_, true);
+  MaybeTask qr = rope(qp, T_ * q), kr = rope(kp, T_ * kv);
   // SDPA under autocast casts the fp32 q and k back to bf16.
   if (!mp_) {
     qr = emit_.elementwise("autocast_input", ElementwiseKernel::kVectorized, kF32 * T_ * q, kBf16 * T_ * q, {qr});
@@ -203,37 +204,38 @@ TaskId PytorchStepLowering::layer_forward(TaskId input) {
   const AttentionShape a = attention(false);
   // The flash kernel's output is already [b, s, H, d]: transpose(1, 2).reshape copies nothing, and o_proj keeps
   // the same storage SDPA keeps.
-  TaskId o = emit_.attention("attention", a, {qr, kr, vp});
+  MaybeTask o = emit_.attention("attention", a, {qr, kr, vp});
   emit_.save(o, kBf16 * T_ * (q + 2 * kv) + kBf16 * T_ * q + kF32 * ctx_.batch * H_ * ctx_.seq);
   o = linear_fwd("o_proj", o, h_, q, false);
-  TaskId r = residual_add(o);
+  MaybeTask r = residual_add(o);
   x = rmsnorm_fwd(r, true);
-  const TaskId gate = linear_fwd("gate_proj", x, f_, h_, true);
-  const TaskId up = linear_fwd("up_proj", x, f_, h_, true);
-  TaskId s = emit_.elementwise("silu", ElementwiseKernel::kVectorized, kBf16 * T_ * f_, kBf16 * T_ * f_, {gate});
+  const MaybeTask gate = linear_fwd("gate_proj", x, f_, h_, true);
+  const MaybeTask up = linear_fwd("up_proj", x, f_, h_, true);
+  MaybeTask s = emit_.elementwise("silu", ElementwiseKernel::kVectorized, kBf16 * T_ * f_, kBf16 * T_ * f_, {gate});
   emit_.save(s, 2 * kBf16 * T_ * f_);  // SiLU's input (the gate output) and its output
-  TaskId prod = emit_.elementwise("mul", ElementwiseKernel::kVectorized, 2 * kBf16 * T_ * f_, kBf16 * T_ * f_, {s, up});
+  MaybeTask prod = emit_.elementwise("mul", ElementwiseKernel::kVectorized, 2 * kBf16 * T_ * f_, kBf16 * T_ * f_, {s,
+                                     up});
   emit_.save(prod, 2 * kBf16 * T_ * f_);  // the up output (kept by the product) and the product (down's input)
-  const TaskId down = linear_fwd("down_proj", prod, h_, f_, false);
+  const MaybeTask down = linear_fwd("down_proj", prod, h_, f_, false);
   return residual_add(down);
 }
 
-TaskId PytorchStepLowering::layer_backward(TaskId grad) {
+MaybeTask PytorchStepLowering::layer_backward(MaybeTask grad) {
   const std::int64_t q = H_ * d_, kv = K_ * d_;
   // Residual add: the bf16 branch receives the fp32 gradient cast to bf16.
-  TaskId g = residual_grad_cast(grad);
+  MaybeTask g = residual_grad_cast(grad);
   g = linear_bwd("down_proj", g, h_, f_, false);
-  TaskId ds = emit_.elementwise("mul", ElementwiseKernel::kVectorized, 2 * kBf16 * T_ * f_, kBf16 * T_ * f_, {g});  // d silu = d prod * up
-  TaskId du = emit_.elementwise("mul", ElementwiseKernel::kVectorized, 2 * kBf16 * T_ * f_, kBf16 * T_ * f_, {g});  // d up = d prod * silu
+  MaybeTask ds = emit_.elementwise("mul", ElementwiseKernel::kVectorized, 2 * kBf16 * T_ * f_, kBf16 * T_ * f_, {g});  // d silu = d prod * up
+  MaybeTask du = emit_.elementwise("mul", ElementwiseKernel::kVectorized, 2 * kBf16 * T_ * f_, kBf16 * T_ * f_, {g});  // d up = d prod * silu
   emit_.release(du, kBf16 * T_ * f_);  // the up output
   ds = emit_.elementwise("silu", ElementwiseKernel::kVectorized, 2 * kBf16 * T_ * f_, kBf16 * T_ * f_, {ds});
   emit_.release(ds, 2 * kBf16 * T_ * f_);  // SiLU's input and output
-  const TaskId gg = linear_bwd("gate_proj", ds, f_, h_, true);
-  const TaskId gu = linear_bwd("up_proj", du, f_, h_, true);
+  const MaybeTask gg = linear_bwd("gate_proj", ds, f_, h_, true);
+  const MaybeTask gu = linear_bwd("up_proj", du, f_, h_, true);
   g = emit_.elementwise("grad_add", ElementwiseKernel::kVectorized, 2 * r_ * T_ * h_, r_ * T_ * h_, {gg, gu});
   g = rmsnorm_bwd(g, true);
   g = emit_.elementwise("residual_grad_add", ElementwiseKernel::kVectorized, 2 * r_ * T_ * h_, r_ * T_ * h_, {g, grad});
-  const TaskId r = g;
+  const MaybeTask r = g;
   g = residual_grad_cast(g);
   g = linear_bwd("o_proj", g, h_, q, false, false);
   const AttentionShape a = attention(true);
@@ -242,20 +244,20 @@ TaskId PytorchStepLowering::layer_backward(TaskId grad) {
   if (K_ < H_) {
     // GQA: the flash backward writes dK and dV for every query head, then sums each group.
     emit_.save(g, 2 * kBf16 * T_ * q);
-    const TaskId sum = emit_.elementwise("attention_gqa_grad_sum", 2 * kBf16 * T_ * q, 2 * kBf16 * T_ * kv);
+    const MaybeTask sum = emit_.elementwise("attention_gqa_grad_sum", 2 * kBf16 * T_ * q, 2 * kBf16 * T_ * kv);
     emit_.release(sum, 2 * kBf16 * T_ * q);
     g = sum;
   }
-  TaskId gq = g, gk = g;
+  MaybeTask gq = g, gk = g;
   if (!mp_) {
     gq = emit_.elementwise("autocast_input", ElementwiseKernel::kCastCopy, kBf16 * T_ * q, kF32 * T_ * q, {g});
     gk = emit_.elementwise("autocast_input", ElementwiseKernel::kCastCopy, kBf16 * T_ * kv, kF32 * T_ * kv, {g});
   }
   gq = rope_bwd(gq, T_ * q);
   gk = rope_bwd(gk, T_ * kv);
-  const TaskId a1 = linear_bwd("q_proj", gq, q, h_, true);
-  const TaskId a2 = linear_bwd("k_proj", gk, kv, h_, true);
-  const TaskId a3 = linear_bwd("v_proj", g, kv, h_, true);
+  const MaybeTask a1 = linear_bwd("q_proj", gq, q, h_, true);
+  const MaybeTask a2 = linear_bwd("k_proj", gk, kv, h_, true);
+  const MaybeTask a3 = linear_bwd("v_proj", g, kv, h_, true);
   g = emit_.elementwise("grad_add", ElementwiseKernel::kVectorized, 2 * r_ * T_ * h_, r_ * T_ * h_, {a1, a2});
   g = emit_.elementwise("grad_add", ElementwiseKernel::kVectorized, 2 * r_ * T_ * h_, r_ * T_ * h_, {g, a3});
   g = rmsnorm_bwd(g, true);
@@ -264,16 +266,16 @@ TaskId PytorchStepLowering::layer_backward(TaskId grad) {
 
 // ---- embedding, head and loss ----
 
-TaskId PytorchStepLowering::embedding_forward(TaskId after) {
+MaybeTask PytorchStepLowering::embedding_forward(MaybeTask after) {
   return emit_.elementwise("embedding", r_ * T_ * h_ + 8 * T_, r_ * T_ * h_, {after});  // fp32 rows (bf16 in FSDP mode)
 }
 
-TaskId PytorchStepLowering::embedding_backward(TaskId grad) {
+MaybeTask PytorchStepLowering::embedding_backward(MaybeTask grad) {
   // embedding_dense_backward: a zeroed fp32 table and a scatter-add of the token rows, accumulated into .grad
   // (tied to lm_head's, so the gradient memory exists already when the head ran first).
   const Phase p = emit_.phase();
   emit_.set_phase(Phase::kBackwardWeight);
-  TaskId t = emit_.elementwise("embedding", ElementwiseKernel::kVectorized, 0, r_ * V_ * h_, {grad});
+  MaybeTask t = emit_.elementwise("embedding", ElementwiseKernel::kVectorized, 0, r_ * V_ * h_, {grad});
   const bool separate = !ctx_.model.tie_word_embeddings && emit_.microbatch() <= 0;
   if (separate && !mp_) emit_.allocate(t, MemoryKind::kGradients, kF32 * V_ * h_);
   t = emit_.elementwise("embedding", r_ * T_ * h_ + 8 * T_, r_ * T_ * h_);
@@ -283,23 +285,23 @@ TaskId PytorchStepLowering::embedding_backward(TaskId grad) {
   return t;
 }
 
-TaskId PytorchStepLowering::head_forward(TaskId input) {
-  TaskId x = rmsnorm_fwd(input, true);
+MaybeTask PytorchStepLowering::head_forward(MaybeTask input) {
+  MaybeTask x = rmsnorm_fwd(input, true);
   const Bytes logits16 = kBf16 * T_ * V_, logits32 = kF32 * T_ * V_;
-  TaskId l = linear_fwd("lm_head", x, V_, h_, true);
+  MaybeTask l = linear_fwd("lm_head", x, V_, h_, true);
   emit_.save(l, logits16);  // the bf16 logits, held by the model output until the loss is computed
-  TaskId up = emit_.elementwise("logits_float", ElementwiseKernel::kCastCopy, logits16, logits32, {l});
+  MaybeTask up = emit_.elementwise("logits_float", ElementwiseKernel::kCastCopy, logits16, logits32, {l});
   emit_.save(up, logits32);
-  TaskId ls = emit_.elementwise("log_softmax", ElementwiseKernel::kLogSoftmax, logits32, logits32, {up});
+  MaybeTask ls = emit_.elementwise("log_softmax", ElementwiseKernel::kLogSoftmax, logits32, logits32, {up});
   emit_.save(ls, logits32);  // log-softmax output, kept for the backward
-  TaskId nll = emit_.elementwise("nll_loss", kF32 * T_ + 8 * T_, kF32, {ls});
+  MaybeTask nll = emit_.elementwise("nll_loss", kF32 * T_ + 8 * T_, kF32, {ls});
   emit_.release(nll, logits16 + logits32);  // the bf16 and fp32 logits
   return nll;
 }
 
-TaskId PytorchStepLowering::head_backward(TaskId after) {
+MaybeTask PytorchStepLowering::head_backward(MaybeTask after) {
   const Bytes logits16 = kBf16 * T_ * V_, logits32 = kF32 * T_ * V_;
-  TaskId g = emit_.elementwise("nll_loss", ElementwiseKernel::kVectorized, 8 * T_, logits32, {after});  // scatter -1/N into a zeroed fp32 matrix
+  MaybeTask g = emit_.elementwise("nll_loss", ElementwiseKernel::kVectorized, 8 * T_, logits32, {after});  // scatter -1/N into a zeroed fp32 matrix
   emit_.save(g, logits32);
   g = emit_.elementwise("log_softmax", ElementwiseKernel::kLogSoftmaxBackward, 2 * logits32, logits32, {g});
   emit_.save(g, logits32);
@@ -307,7 +309,7 @@ TaskId PytorchStepLowering::head_backward(TaskId after) {
   g = emit_.elementwise("logits_float", ElementwiseKernel::kVectorized, logits32, logits16, {g});
   emit_.save(g, logits16);
   emit_.release(g, logits32);
-  TaskId d = linear_bwd("lm_head", g, V_, h_, true);
+  MaybeTask d = linear_bwd("lm_head", g, V_, h_, true);
   emit_.release(d, logits16);
   return rmsnorm_bwd(d, true);
 }

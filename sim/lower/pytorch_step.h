@@ -30,12 +30,12 @@ class PytorchStepLowering {
 
   // Each emits one unit's tasks with their memory effects (bytes) after `input`/`grad`/`after` and returns the task
   // whose end makes the unit's output (fp32 hidden states, or their gradient) ready.
-  TaskId embedding_forward(TaskId after);   // fp32 row gather
-  TaskId embedding_backward(TaskId grad);   // zeroed fp32 table, scatter-add, accumulation into .grad
-  TaskId layer_forward(TaskId input);       // one decoder layer, saving saved_per_layer() bytes
-  TaskId layer_backward(TaskId grad);       // its backward, releasing them; weight gradients into fp32 .grad
-  TaskId head_forward(TaskId input);        // final norm, LM head, fp32 logits, log-softmax and NLL
-  TaskId head_backward(TaskId after);       // their backward down to the final norm's input gradient
+  MaybeTask embedding_forward(MaybeTask after);   // fp32 row gather
+  MaybeTask embedding_backward(MaybeTask grad);   // zeroed fp32 table, scatter-add, accumulation into .grad
+  MaybeTask layer_forward(MaybeTask input);       // one decoder layer, saving saved_per_layer() bytes
+  MaybeTask layer_backward(MaybeTask grad);       // its backward, releasing them; weight gradients into fp32 .grad
+  MaybeTask head_forward(MaybeTask input);        // final norm, LM head, fp32 logits, log-softmax and NLL
+  MaybeTask head_backward(MaybeTask after);       // their backward down to the final norm's input gradient
 
   /// Bytes autograd keeps from one layer's forward until its backward, T = b s tokens:
   ///   two RMSNorms: input 4Th, 1/rms 4T, normalised 4Th each;  casts of the five linears' fp32 inputs 2Th each;
@@ -46,20 +46,20 @@ class PytorchStepLowering {
  private:
   /// The causal self-attention of one layer in bf16 (SDPA's fused kernel), forward or backward.
   AttentionShape attention(bool backward) const;
-  TaskId rmsnorm_fwd(TaskId input, bool save_input);
-  TaskId rmsnorm_bwd(TaskId grad, bool saved_input);
+  MaybeTask rmsnorm_fwd(MaybeTask input, bool save_input);
+  MaybeTask rmsnorm_bwd(MaybeTask grad, bool saved_input);
   /// An autocast linear: optional fp32->bf16 cast of the input (saved), the weight cast (kept until the backward),
   /// the bf16 GEMM [tokens x n x k].
-  TaskId linear_fwd(const char* label, TaskId input, std::int64_t n, std::int64_t k, bool cast_input);
+  MaybeTask linear_fwd(const char* label, MaybeTask input, std::int64_t n, std::int64_t k, bool cast_input);
   /// dgrad and wgrad of that linear, the gradient accumulated into the fp32 .grad, saved input and weight released.
   /// `release_input` false when the saved input belongs to another op (o_proj shares SDPA's output).
-  TaskId linear_bwd(const char* label, TaskId grad, std::int64_t n, std::int64_t k, bool cast_input,
-                    bool release_input = true);
-  TaskId rope(TaskId input, std::int64_t elements);
+  MaybeTask linear_bwd(const char* label, MaybeTask grad, std::int64_t n, std::int64_t k, bool cast_input,
+                       bool release_input = true);
+  MaybeTask rope(MaybeTask input, std::int64_t elements);
   /// The residual add after a branch, and the gradient's way into the branch.
-  TaskId residual_add(TaskId branch);
-  TaskId residual_grad_cast(TaskId grad);
-  TaskId rope_bwd(TaskId grad, std::int64_t elements);
+  MaybeTask residual_add(MaybeTask branch);
+  MaybeTask residual_grad_cast(MaybeTask grad);
+  MaybeTask rope_bwd(MaybeTask grad, std::int64_t elements);
 
   Emitter& emit_;
   const LoweringContext& ctx_;

@@ -99,7 +99,7 @@ Bytes ShardedParamsLowering::grad_bytes(const ParamUnit& u) const {
   return (dense + sharded_expert(u)) * ctx_.grad_bytes;
 }
 
-TaskId ShardedParamsLowering::issue_gather(Emitter& emit, const ParamUnit& unit) {
+MaybeTask ShardedParamsLowering::issue_gather(Emitter& emit, const ParamUnit& unit) {
   if (fsdp2_) return fsdp2_issue_gather(emit, unit);
   // All-gather output: the unit's full (TP-local) parameters; the gathered copy lives until released. The host
   // issues it when it reaches the unit before (FSDP's one-unit prefetch and rate limit), so it waits for the
@@ -108,31 +108,31 @@ TaskId ShardedParamsLowering::issue_gather(Emitter& emit, const ParamUnit& unit)
   // dense one, issued second, ends after both. A part whose group has one rank is not sharded: nothing to gather.
   const Bytes expert = sharded_expert(unit) * ctx_.param_bytes;
   const Bytes dense = sharded_dense(unit) * ctx_.param_bytes;
-  TaskId last = -1;
+  MaybeTask last;
   if (expert > 0) {
     last = emit.collective("param_gather", Stream::kDp, GroupKind::kExpertDp, CollectiveKind::kAllGather, expert,
                            {emit.last_compute()});
-    emit.builder().alloc_at_start(last, MemoryKind::kWeights, expert);
+    emit.builder().alloc_at_start(last.task(), MemoryKind::kWeights, expert);
   }
   if (dense > 0) {
     last = emit.collective("param_gather", Stream::kDp, GroupKind::kDp, CollectiveKind::kAllGather, dense,
                            {emit.last_compute(), last});
-    emit.builder().alloc_at_start(last, MemoryKind::kWeights, dense);
+    emit.builder().alloc_at_start(last.task(), MemoryKind::kWeights, dense);
   }
   return last;
 }
 
-TaskId ShardedParamsLowering::gather_per_parameter(Emitter& emit, const ParamUnit& unit, int passes) {
+MaybeTask ShardedParamsLowering::gather_per_parameter(Emitter& emit, const ParamUnit& unit, int passes) {
   const std::int64_t ranks = ctx_.data_parallel_ranks();
   // The gathered parameters are held from the first gather until release() frees them.
-  TaskId last = emit.elementwise("param_gather_buffer", 0, 0);
+  MaybeTask last = emit.elementwise("param_gather_buffer", 0, 0);
   emit.allocate(last, MemoryKind::kWeights, param_bytes(unit));
   auto gather_one = [&](std::int64_t elements) {
     const Bytes bytes = elements * ctx_.param_bytes;
     // torch.zeros of the full parameter, then torch.cuda.synchronize(): nothing issued before overlaps.
-    const TaskId zero = emit.comm_copies("param_gather_zero", 0, bytes, 1, {emit.last_compute()});
-    const TaskId ag = emit.collective("param_gather", Stream::kDp, GroupKind::kDp, CollectiveKind::kAllGather, bytes,
-                                      {zero});
+    const MaybeTask zero = emit.comm_copies("param_gather_zero", 0, bytes, 1, {emit.last_compute()});
+    const MaybeTask ag = emit.collective("param_gather", Stream::kDp, GroupKind::kDp, CollectiveKind::kAllGather, bytes,
+                                         {zero});
     // ProcessGroupNCCL copies each rank's chunk from its flat buffer into the list's views: one launch per rank.
     last = emit.comm_copies("param_gather_copies", bytes, bytes, ranks, {ag, zero});
   };
@@ -143,23 +143,25 @@ TaskId ShardedParamsLowering::gather_per_parameter(Emitter& emit, const ParamUni
   return last;
 }
 
-void ShardedParamsLowering::reduce_per_parameter(Emitter& emit, const ParamUnit& unit, TaskId grads_done) {
+void ShardedParamsLowering::reduce_per_parameter(Emitter& emit, const ParamUnit& unit, MaybeTask grads_done) {
   const std::int64_t ranks = ctx_.data_parallel_ranks();
   // DeepSpeed 0.3 reduces the fp16 gradients in their own type, not in an fp32 buffer.
-  TaskId after = grads_done;
+  MaybeTask after = grads_done;
   for (std::int64_t elements : unit.partitioned) {
     const Bytes bytes = elements * ctx_.param_bytes;
     // ProcessGroupNCCL flattens the list of per-rank input views: one copy launch per rank.
-    const TaskId flat = emit.comm_copies("grad_scatter_copies", bytes, bytes, ranks, {after});
-    const TaskId rs = emit.collective("grad_reduce", Stream::kDpReduce, GroupKind::kDp, CollectiveKind::kReduceScatter,
-                                      bytes, {flat});
+    const MaybeTask flat = emit.comm_copies("grad_scatter_copies", bytes, bytes, ranks, {after});
+    const MaybeTask rs = emit.collective("grad_reduce", Stream::kDpReduce, GroupKind::kDp,
+                                         CollectiveKind::kReduceScatter,
+                                         bytes, {flat});
     // handle.wait() before the gradient is partitioned: the compute stream waits for the reduce-scatter.
     after = emit.elementwise("grad_scatter_wait", 0, 0, {rs, flat});
   }
 }
 
-TaskId ShardedParamsLowering::gather(Emitter& emit, const std::vector<ParamUnit>& units, std::size_t i, bool backward) {
-  if (!active_) return -1;
+MaybeTask ShardedParamsLowering::gather(Emitter& emit, const std::vector<ParamUnit>& units, std::size_t i,
+                                        bool backward) {
+  if (!active_) return {};
   // The unit's full gradients accumulate until its reduce-scatter.
   // (FSDP2's unsharded gradients are bf16, its reduce dtype only from the reduce-scatter copy-in on.)
   if (backward) {
@@ -173,7 +175,7 @@ TaskId ShardedParamsLowering::gather(Emitter& emit, const std::vector<ParamUnit>
     return gather_per_parameter(emit, units[i], passes);
   }
   auto key = [](const ParamUnit& u) { return std::make_pair(u.layer, u.head); };
-  TaskId own = -1;
+  MaybeTask own;
   auto it = std::find_if(prefetched_.begin(), prefetched_.end(), [&](const auto& p) { return p.first == key(units[i]); });
   const bool was_prefetched = it != prefetched_.end();
   if (was_prefetched) {
@@ -191,7 +193,7 @@ TaskId ShardedParamsLowering::gather(Emitter& emit, const std::vector<ParamUnit>
     if (rest > 0) tail_ = ds3_gather(emit, rest);
   }
   // FSDP2 copies the gathered parameters out before the unit runs, and the next gather's copy-in waits for that.
-  if (fsdp2_ && own >= 0) own = fsdp2_copy_out(emit, units[i], own);
+  if (fsdp2_ && own.emitted()) own = fsdp2_copy_out(emit, units[i], own);
   // (A unit kept unsharded since its forward needs no gather in the backward.)
   const bool has_next = backward ? i > 0 && !kept_after_forward(units[i - 1]) : i + 1 < units.size();
   if (has_next) {
@@ -213,11 +215,11 @@ void ShardedParamsLowering::release(Emitter& emit, const ParamUnit& unit) {
 }
 
 void ShardedParamsLowering::release_params(Emitter& emit, const ParamUnit& unit) {
-  const TaskId marker = emit.elementwise("param_release", 0, 0);
-  emit.builder().free_at_end(marker, MemoryKind::kWeights, param_bytes(unit));
+  const MaybeTask marker = emit.elementwise("param_release", 0, 0);
+  emit.builder().free_at_end(marker.task(), MemoryKind::kWeights, param_bytes(unit));
 }
 
-void ShardedParamsLowering::reduce(Emitter& emit, const ParamUnit& unit, TaskId grads_done) {
+void ShardedParamsLowering::reduce(Emitter& emit, const ParamUnit& unit, MaybeTask grads_done) {
   if (!active_) return;
   if (fsdp2_) {
     fsdp2_reduce(emit, unit, grads_done);
@@ -238,13 +240,14 @@ void ShardedParamsLowering::reduce(Emitter& emit, const ParamUnit& unit, TaskId 
   const Bytes expert = sharded_expert(unit) * ctx_.grad_bytes;
   const Bytes dense = grad_bytes(unit) - expert;
   if (expert > 0) {
-    const TaskId ers = emit.collective("grad_reduce", Stream::kDpReduce, GroupKind::kExpertDp,
-                                       CollectiveKind::kReduceScatter, expert, {grads_done});
+    const MaybeTask ers = emit.collective("grad_reduce", Stream::kDpReduce, GroupKind::kExpertDp,
+                                          CollectiveKind::kReduceScatter, expert, {grads_done});
     emit.deallocate(ers, MemoryKind::kGradients, expert);
   }
   if (dense > 0) {
-    const TaskId rs = emit.collective("grad_reduce", Stream::kDpReduce, GroupKind::kDp, CollectiveKind::kReduceScatter,
-                                      dense, {grads_done});
+    const MaybeTask rs = emit.collective("grad_reduce", Stream::kDpReduce, GroupKind::kDp,
+                                         CollectiveKind::kReduceScatter,
+                                         dense, {grads_done});
     emit.deallocate(rs, MemoryKind::kGradients, dense);
   }
 }

@@ -20,6 +20,7 @@
 // training.framework "fsdp2" lowers FSDP2 as torchtitan runs it through the same units, with its copy kernels,
 // dtypes and resharding (sim/lower/fsdp2.h).
 
+#include <utility>
 #include <vector>
 
 #include "sim/lower/context.h"
@@ -54,23 +55,19 @@ class ShardedParamsLowering {
   std::vector<ParamUnit> units(int chunk) const;
 
   /// Before the forward (or backward) of units[i]: the gather it waits for, issuing it and the prefetch of the
-  /// unit that runs next (units[i+1] forward, units[i-1] backward). -1 when not active.
-  TaskId gather(Emitter& emit, const std::vector<ParamUnit>& units, std::size_t i, bool backward);
+  /// unit that runs next (units[i+1] forward, units[i-1] backward). None when not active.
+  MaybeTask gather(Emitter& emit, const std::vector<ParamUnit>& units, std::size_t i, bool backward);
   /// After the forward of a unit: its gathered parameters are freed.
   void release(Emitter& emit, const ParamUnit& unit);
   /// After the backward of a unit, whose last weight-gradient task is `grads_done`: reduce-scatter its full
   /// gradients and free them and its gathered parameters.
-  void reduce(Emitter& emit, const ParamUnit& unit, TaskId grads_done);
+  void reduce(Emitter& emit, const ParamUnit& unit, MaybeTask grads_done);
   /// fsdp2 and megatron-deepspeed ZeRO-3: the reduce-scatters (and shard accumulations) issued so far, which the
   /// optimizer step waits for.
-  const std::vector<TaskId>& reductions() const { return reductions_; }
+  const std::vector<MaybeTask>& reductions() const { return reductions_; }
   /// megatron-deepspeed ZeRO-3: the gather of the part of the unit just gathered that was not prefetched, which
-  /// the unit's last task waits for (-1 if none); cleared by the call.
-  TaskId take_tail() {
-    const TaskId t = tail_;
-    tail_ = -1;
-    return t;
-  }
+  /// the unit's last task waits for (none if none); cleared by the call.
+  MaybeTask take_tail() { return std::exchange(tail_, MaybeTask()); }
 
  private:
   // Elements of the unit that ZeRO-3 shards: the dense ones over DP (none when DP has one rank), the routed
@@ -80,18 +77,18 @@ class ShardedParamsLowering {
   // Bytes the unit gathers (and holds while it runs), and the bytes of its full gradient buffer until reduced.
   Bytes param_bytes(const ParamUnit& u) const;
   Bytes grad_bytes(const ParamUnit& u) const;
-  TaskId issue_gather(Emitter& emit, const ParamUnit& unit);
+  MaybeTask issue_gather(Emitter& emit, const ParamUnit& unit);
   /// deepspeed-0.3: the per-parameter gathers of `unit`, `passes` times, serialised after the compute issued so far.
-  TaskId gather_per_parameter(Emitter& emit, const ParamUnit& unit, int passes);
+  MaybeTask gather_per_parameter(Emitter& emit, const ParamUnit& unit, int passes);
   /// deepspeed-0.3: the per-parameter gradient reduce-scatters of `unit` after `grads_done`, each waited for.
-  void reduce_per_parameter(Emitter& emit, const ParamUnit& unit, TaskId grads_done);
+  void reduce_per_parameter(Emitter& emit, const ParamUnit& unit, MaybeTask grads_done);
   /// Frees the unit's gathered parameters (reshard).
   void release_params(Emitter& emit, const ParamUnit& unit);
   /// fsdp2 (sim/lower/fsdp2.h): the copy-in and all-gather of `unit`; the copy-out into its unsharded parameters
   /// after `gathered`, on the compute stream; and its reduce-scatter after its backward.
-  TaskId fsdp2_issue_gather(Emitter& emit, const ParamUnit& unit);
-  TaskId fsdp2_copy_out(Emitter& emit, const ParamUnit& unit, TaskId gathered);
-  void fsdp2_reduce(Emitter& emit, const ParamUnit& unit, TaskId grads_done);
+  MaybeTask fsdp2_issue_gather(Emitter& emit, const ParamUnit& unit);
+  MaybeTask fsdp2_copy_out(Emitter& emit, const ParamUnit& unit, MaybeTask gathered);
+  void fsdp2_reduce(Emitter& emit, const ParamUnit& unit, MaybeTask grads_done);
   /// fsdp2: torchtitan's [norm, lm_head] unit stays unsharded from its forward to the end of its backward, and at
   /// zero_stage 2 (fsdp_reshard_after_forward "never") every unit does; megatron-deepspeed ZeRO-3: those within
   /// DeepSpeed's max_reuse_distance.
@@ -101,10 +98,10 @@ class ShardedParamsLowering {
   /// megatron-deepspeed ZeRO-3 (sim/lower/megatron_deepspeed.h): marks the units kept after their forward.
   void ds3_mark_kept(std::vector<ParamUnit>& units) const;
   /// The gather of `elements` of `unit` (the first or the rest), after the compute issued so far.
-  TaskId ds3_gather(Emitter& emit, std::int64_t elements);
+  MaybeTask ds3_gather(Emitter& emit, std::int64_t elements);
   /// Adds the unit's gradients to DeepSpeed's ipg bucket, reduce-scattering it first when they would overflow it,
   /// and the rest at the step's last unit.
-  void ds3_reduce(Emitter& emit, const ParamUnit& unit, TaskId grads_done);
+  void ds3_reduce(Emitter& emit, const ParamUnit& unit, MaybeTask grads_done);
   void ds3_flush(Emitter& emit);
 
   const LoweringContext& ctx_;
@@ -113,13 +110,13 @@ class ShardedParamsLowering {
   bool per_parameter_ = false;  // deepspeed-0.3
   bool fsdp2_ = false;
   bool ds3_ = false;  // megatron-deepspeed at ZeRO 3
-  std::vector<TaskId> reductions_;  // fsdp2, ds3
-  TaskId tail_ = -1;                // ds3: see take_tail()
+  std::vector<MaybeTask> reductions_;  // fsdp2, ds3
+  MaybeTask tail_;                // ds3: see take_tail()
   std::vector<std::pair<std::pair<int, bool>, std::int64_t>> prefetched_elements_;  // ds3: what each prefetch took
   std::int64_t ds_open_ = 0;        // ds3: elements in the open gradient bucket
-  TaskId ds_last_grads_ = -1;       // ds3: the last gradient task added to it
+  MaybeTask ds_last_grads_;       // ds3: the last gradient task added to it
   // Gathers issued ahead of their unit (prefetch), by unit identity (layer, head flag).
-  std::vector<std::pair<std::pair<int, bool>, TaskId>> prefetched_;
+  std::vector<std::pair<std::pair<int, bool>, MaybeTask>> prefetched_;
 };
 
 }  // namespace orrery

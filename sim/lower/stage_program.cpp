@@ -33,8 +33,8 @@ class StageLowering {
         emit_(ctx, builder_, stage),
         dp_(ctx, stage),
         sharded_(ctx, stage),
-        loss_(static_cast<std::size_t>(ctx.microbatches), -1),
-        turned_(static_cast<std::size_t>(ctx.microbatches), {-1, -1}) {
+        loss_(static_cast<std::size_t>(ctx.microbatches)),
+        turned_(static_cast<std::size_t>(ctx.microbatches)) {
     hidden_bytes_ = ctx.tokens_sp * ctx.model.hidden_size * ctx.act_bytes;
   }
 
@@ -60,17 +60,17 @@ class StageLowering {
     for (const auto& [begin, end] : slots(steps)) {
       // Receives of the whole slot are posted together, with the previous slot's sends; without
       // overlap_p2p_comm the host then waits for all of them (Megatron's batched blocking p2p ops).
-      std::vector<TaskId> received;
+      std::vector<MaybeTask> received;
       for (std::size_t i = begin; i < end; ++i) received.push_back(post_receive(steps[i]));
       wait_for_transfers(received);
       // Merged, the forward and backward of a slot run together (the backward on the twin streams); the next slot
       // starts when both have been issued and run, as Megatron-Core and DualPipe run one merged pair at a time.
-      const TaskId slot_after[] = {builder_.last_on(Stream::kCompute), builder_.last_on(Stream::kComputeB)};
+      const MaybeTask slot_after[] = {emit_.last_on(Stream::kCompute), emit_.last_on(Stream::kComputeB)};
       const TaskId slot_first = builder_.last() + 1;
       std::vector<PassTasks> passes;
       for (std::size_t i = begin; i < end; ++i) {
         const ScheduleStep& step = steps[i];
-        const TaskId input = received[i - begin];
+        const MaybeTask input = received[i - begin];
         const TaskId first = builder_.last() + 1;
         layer_spans_.clear();
         emit_.set_overlapped(merged && step.kind == StepKind::kBackward);
@@ -87,12 +87,12 @@ class StageLowering {
         passes.push_back({first, builder_.last(), layer_spans_});
         if (merged) {
           const TaskId head = first_compute_from(first);
-          for (TaskId before : slot_after) emit_.depend(head, before);
+          for (const MaybeTask& before : slot_after) emit_.depend(head, before);
           // DualPipe waits for the slot's transfers before it computes (its _commit_and_wait_comm), so an overlapped
           // pair starts once both of its inputs have arrived. Its sends are not waited for (a simplification: the
           // reference also waits for the previous chunk's sends in the same batch).
           if (dualpipe) {
-            for (TaskId r : received) emit_.depend(head, r);
+            for (const MaybeTask& r : received) emit_.depend(head, r);
           }
         }
       }
@@ -120,11 +120,12 @@ class StageLowering {
   bool is_last(int chunk) const { return ctx_.layout.holds_head(stage_, chunk); }
 
   // The loss of the step's micro-batch, which its backward through the head starts from.
-  TaskId loss_of(const ScheduleStep& step) const { return loss_[static_cast<std::size_t>(step.microbatch)]; }
+  MaybeTask loss_of(const ScheduleStep& step) const { return loss_[static_cast<std::size_t>(step.microbatch)]; }
 
-  // The compute task the host issued last, on either compute stream (-1 if none).
-  TaskId last_issued_compute() const {
-    return std::max(builder_.last_on(Stream::kCompute), builder_.last_on(Stream::kComputeB));
+  // The compute task the host issued last, on either compute stream (none before the first).
+  MaybeTask last_issued_compute() const {
+    const TaskId last = std::max(builder_.last_on(Stream::kCompute), builder_.last_on(Stream::kComputeB));
+    return last >= 0 ? MaybeTask(last) : MaybeTask();
   }
 
   // The chunks in the order of their first forward (DualPipe's second-half ranks start with chunk 1).
@@ -174,19 +175,19 @@ class StageLowering {
     return out;
   }
 
-  // The receive a step needs (-1 if none). With overlap_p2p_comm receives are posted as early as their stream
+  // The receive a step needs (none if none). With overlap_p2p_comm receives are posted as early as their stream
   // allows; without it, when the host reaches the slot. At DualPipeV's turn the input is the other chunk's output
   // on this rank, which the schedule has always run in an earlier slot.
-  TaskId post_receive(const ScheduleStep& step) {
+  MaybeTask post_receive(const ScheduleStep& step) {
     const bool forward = step.kind == StepKind::kForward;
-    if (step.kind == StepKind::kWeight) return -1;
-    if (forward ? ctx_.layout.holds_embedding(stage_, step.chunk) : is_last(step.chunk)) return -1;
+    if (step.kind == StepKind::kWeight) return {};
+    if (forward ? ctx_.layout.holds_embedding(stage_, step.chunk) : is_last(step.chunk)) return {};
     if (ctx_.layout.turns_locally(stage_, step.chunk, forward)) return turned(step.microbatch, forward);
     emit_.at(step.microbatch, step.chunk, -1, forward ? Phase::kForward : Phase::kBackwardInput);
-    const TaskId host = ctx_.plan.overlap_p2p_comm ? -1 : last_issued_compute();
+    const MaybeTask host = ctx_.plan.overlap_p2p_comm ? MaybeTask() : last_issued_compute();
     const Transfer in = transfer(step.chunk, forward, false);
-    const TaskId received = emit_.p2p(forward ? "activation" : "gradient", in.stream, in.group, p2p_bytes(), {host});
-    if (!pipe_partitioned() || received < 0) return received;
+    const MaybeTask received = emit_.p2p(forward ? "activation" : "gradient", in.stream, in.group, p2p_bytes(), {host});
+    if (!pipe_partitioned() || !received.emitted()) return received;
     // PartitionedTensor.full() (runtime/pipe/engine.py @ edaa722): an all-gather over the TP group, blocking.
     return emit_.collective("pipe_partition_gather", Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather,
                             hidden_bytes_, {received});
@@ -217,46 +218,46 @@ class StageLowering {
   }
 
   // Without overlap_p2p_comm the host blocks until the pending sends and these receives have completed.
-  void wait_for_transfers(const std::vector<TaskId>& received) {
+  void wait_for_transfers(const std::vector<MaybeTask>& received) {
     if (ctx_.plan.overlap_p2p_comm) return;
-    std::vector<TaskId> all = pending_sends_;
-    for (TaskId r : received) {
-      if (r >= 0) all.push_back(r);
+    std::vector<MaybeTask> all = pending_sends_;
+    for (const MaybeTask& r : received) {
+      if (!r.waits().empty()) all.push_back(r);  // a step without a receive has nothing to wait for
     }
     pending_sends_.clear();
     if (all.empty()) return;
-    const TaskId wait = emit_.elementwise("p2p_wait", 0, 0);
-    for (TaskId t : all) emit_.depend(wait, t);
+    MaybeTask wait = emit_.elementwise("p2p_wait", 0, 0);
+    for (const MaybeTask& t : all) emit_.depend(wait, t);
   }
 
   // DualPipeV's hand-over at the turn, per micro-batch: [0] chunk 0's forward output, [1] chunk 1's input gradient.
-  TaskId& turned(int microbatch, bool forward) {
+  MaybeTask& turned(int microbatch, bool forward) {
     return turned_[static_cast<std::size_t>(microbatch)][forward ? 0 : 1];
   }
 
-  void send(int chunk, bool activation, TaskId data, int microbatch) {
+  void send(int chunk, bool activation, MaybeTask data, int microbatch) {
     // At DualPipeV's turn the output stays on this rank for the other chunk.
     if (ctx_.layout.turns_locally(stage_, 1 - chunk, activation)) {
       turned(microbatch, activation) = data;
       return;
     }
     // Posted by the host after the step's compute, with the next slot's receives.
-    const TaskId host = ctx_.plan.overlap_p2p_comm ? -1 : last_issued_compute();
+    const MaybeTask host = ctx_.plan.overlap_p2p_comm ? MaybeTask() : last_issued_compute();
     const Transfer out = transfer(chunk, activation, true);
-    const TaskId sent = emit_.p2p(activation ? "activation" : "gradient", out.stream, out.group, p2p_bytes(), {data, host});
+    const MaybeTask sent = emit_.p2p(activation ? "activation" : "gradient", out.stream, out.group, p2p_bytes(), {data, host});
     if (!ctx_.plan.overlap_p2p_comm) pending_sends_.push_back(sent);
   }
 
   // Emits one unit (embedding, layer or head) with ZeRO-3's parameter gather in front of it.
   template <typename Emit>
-  TaskId run_unit(const std::vector<ParamUnit>& units, std::size_t i, bool backward, Emit&& emit_unit) {
-    const TaskId gathered = sharded_.gather(emit_, units, i, backward);
+  MaybeTask run_unit(const std::vector<ParamUnit>& units, std::size_t i, bool backward, Emit&& emit_unit) {
+    const MaybeTask gathered = sharded_.gather(emit_, units, i, backward);
     const TaskId first = builder_.last() + 1;
-    const TaskId out = emit_unit();
-    if (gathered >= 0 && builder_.last() >= first) emit_.depend(first, gathered);
+    const MaybeTask out = emit_unit();
+    if (builder_.last() >= first) emit_.depend(first, gathered);
     // DeepSpeed ZeRO-3's parameters beyond its prefetch window arrive while the unit runs; it ends after them.
-    const TaskId tail = sharded_.take_tail();
-    if (tail >= 0 && builder_.last() >= first) emit_.depend(builder_.last(), tail);
+    const MaybeTask tail = sharded_.take_tail();
+    if (builder_.last() >= first) emit_.depend(builder_.last(), tail);
     if (backward) {
       sharded_.reduce(emit_, units[i], emit_.last_compute());
     } else {
@@ -295,15 +296,15 @@ class StageLowering {
     return lowering.saved_bytes(lowering.save());
   }
 
-  void forward(const ScheduleStep& step, TaskId input, std::vector<ParamUse>* params) {
-    TaskId x = input;
+  void forward(const ScheduleStep& step, MaybeTask input, std::vector<ParamUse>* params) {
+    MaybeTask x = input;
     EmbeddingHeadLowering edges(emit_);
-    std::vector<TaskId> mtp_out(static_cast<std::size_t>(ctx_.model.mtp_num_layers), -1);
+    std::vector<MaybeTask> mtp_out(static_cast<std::size_t>(ctx_.model.mtp_num_layers));
     const auto units = sharded_.units(step.chunk);
     // This step's offload copies in order; those whose window has closed wait for the next unit's first task (the
     // last window, at the chunk's last decoder layer, binds only where a unit follows: the head, on the last chunk).
     const std::vector<int> windows = offload_windows(units);
-    std::vector<TaskId> copies;
+    std::vector<MaybeTask> copies;
     std::size_t waiting = 0;  // copies[waiting..] are not yet waited for
     int decoder_index = -1;
     for (std::size_t i = 0; i < units.size(); ++i) {
@@ -335,9 +336,9 @@ class StageLowering {
       if (offloaded(units, i)) {
         // The layer's saved activations are copied to the host once it has run, and their GPU memory freed.
         const Bytes saved = layer_saved_bytes(u.layer);
-        const TaskId copy = emit_.host_op("activation_offload", Stream::kDeviceToHost,
-                                          {HostOpShape::Kind::kCopyToHost, saved}, {x});
-        builder_.free_at_end(copy, MemoryKind::kActivations, saved);
+        const MaybeTask copy = emit_.host_op("activation_offload", Stream::kDeviceToHost,
+                                             {HostOpShape::Kind::kCopyToHost, saved}, {x});
+        builder_.free_at_end(copy.task(), MemoryKind::kActivations, saved);
         offload_copy_[{step.microbatch, step.chunk, static_cast<int>(i)}] = copy;
         copies.push_back(copy);
       }
@@ -354,27 +355,27 @@ class StageLowering {
     if (!is_last(step.chunk)) send(step.chunk, true, x, step.microbatch);
   }
 
-  void backward(const ScheduleStep& step, TaskId input, std::vector<ParamUse>* params) {
-    TaskId g = input;
+  void backward(const ScheduleStep& step, MaybeTask input, std::vector<ParamUse>* params) {
+    MaybeTask g = input;
     emit_.at(step.microbatch, step.chunk, -1, Phase::kBackwardInput);
     EmbeddingHeadLowering edges(emit_);
     const auto units = sharded_.units(step.chunk);
-    std::vector<TaskId> mtp_grad(static_cast<std::size_t>(ctx_.model.mtp_num_layers), -1);
+    std::vector<MaybeTask> mtp_grad(static_cast<std::size_t>(ctx_.model.mtp_num_layers));
     // Zero-bubble steps leave the weight gradients to a later kWeight step.
     if (step.weight_deferred) emit_.set_weight_grad_mode(WeightGradMode::kSkip);
     // Offloaded activations come back one layer ahead: layer i's copy is issued as layer i + 1's backward starts.
-    std::vector<TaskId> reload(units.size(), -1);
+    std::vector<MaybeTask> reload(units.size());
     const auto fetch = [&](std::size_t i) {
-      if (!offloaded(units, i) || reload[i] >= 0) return;
+      if (!offloaded(units, i) || reload[i].emitted()) return;
       emit_.at(step.microbatch, step.chunk, units[i].layer, Phase::kBackwardInput);
       const Bytes saved = layer_saved_bytes(units[i].layer);
       // The copy back waits for the copy out: with few layers per chunk the backward can reach a layer whose
       // activations are still on their way to the host.
       const auto out = offload_copy_.find({step.microbatch, step.chunk, static_cast<int>(i)});
-      const TaskId copied = out == offload_copy_.end() ? -1 : out->second;
+      const MaybeTask copied = out == offload_copy_.end() ? MaybeTask() : out->second;
       reload[i] = emit_.host_op("activation_reload", Stream::kHostToDevice, {HostOpShape::Kind::kCopyToDevice, saved},
                                 {emit_.last_compute(), copied});
-      if (reload[i] >= 0) builder_.alloc_at_start(reload[i], MemoryKind::kActivations, saved);
+      emit_.allocate(reload[i], MemoryKind::kActivations, saved);
     };
     for (std::size_t i = units.size(); i-- > 0;) {
       const ParamUnit& u = units[i];
@@ -392,7 +393,7 @@ class StageLowering {
         if (u.layer >= 0) return TransformerLayerLowering(emit_, u.layer).backward(g, params);
         return u.head ? head_backward(edges, loss_of(step), mtp_grad, params) : edges.embedding_backward(g, params);
       });
-      if (reload[i] >= 0 && builder_.last() >= first) emit_.depend(first, reload[i]);
+      if (builder_.last() >= first) emit_.depend(first, reload[i]);
       if (u.layer >= 0 && builder_.last() >= first) layer_spans_.push_back({first, builder_.last()});
     }
     emit_.set_weight_grad_mode(WeightGradMode::kInline);
@@ -408,8 +409,8 @@ class StageLowering {
     EmbeddingHeadLowering edges(emit_);
     const auto units = sharded_.units(step.chunk);
     emit_.set_weight_grad_mode(WeightGradMode::kOnly);
-    TaskId g = -1;
-    std::vector<TaskId> mtp_grad(static_cast<std::size_t>(ctx_.model.mtp_num_layers), -1);
+    MaybeTask g;
+    std::vector<MaybeTask> mtp_grad(static_cast<std::size_t>(ctx_.model.mtp_num_layers));
     for (std::size_t i = units.size(); i-- > 0;) {
       const ParamUnit& u = units[i];
       emit_.at(step.microbatch, step.chunk, u.layer, Phase::kBackwardInput);
@@ -418,7 +419,7 @@ class StageLowering {
       } else if (u.layer >= 0) {
         g = TransformerLayerLowering(emit_, u.layer).backward(g, params);
       } else {
-        g = u.head ? head_backward(edges, -1, mtp_grad, params) : edges.embedding_backward(g, params);
+        g = u.head ? head_backward(edges, {}, mtp_grad, params) : edges.embedding_backward(g, params);
       }
     }
     emit_.set_weight_grad_mode(WeightGradMode::kInline);
@@ -428,20 +429,20 @@ class StageLowering {
 
   // The head unit: the main final norm, LM head and loss, then each multi-token prediction depth's pass through
   // the shared head (Megatron-Core process_mtp_loss); the loss of the step is the last of them.
-  TaskId head_forward(EmbeddingHeadLowering& edges, TaskId x, const std::vector<TaskId>& mtp_out,
-                      std::vector<ParamUse>* params) {
-    const TaskId main = edges.head_forward(x, params);
-    TaskId loss = main;
-    for (TaskId out : mtp_out) loss = edges.head_forward(out, params, false);
-    if (loss != main) emit_.depend(loss, main);
+  MaybeTask head_forward(EmbeddingHeadLowering& edges, MaybeTask x, const std::vector<MaybeTask>& mtp_out,
+                         std::vector<ParamUse>* params) {
+    const MaybeTask main = edges.head_forward(x, params);
+    MaybeTask loss = main;
+    for (const MaybeTask& out : mtp_out) loss = edges.head_forward(out, params, false);
+    if (!mtp_out.empty()) emit_.depend(loss, main);
     return loss;
   }
 
   // The head unit's backward: the main loss and head, then each depth's; `mtp_grad` receives the gradient of each
   // depth's output. Returns the gradient of the main hidden state from the main head.
-  TaskId head_backward(EmbeddingHeadLowering& edges, TaskId loss, std::vector<TaskId>& mtp_grad,
-                       std::vector<ParamUse>* params) {
-    const TaskId g = edges.head_backward(loss, params);
+  MaybeTask head_backward(EmbeddingHeadLowering& edges, MaybeTask loss, std::vector<MaybeTask>& mtp_grad,
+                          std::vector<ParamUse>* params) {
+    const MaybeTask g = edges.head_backward(loss, params);
     for (std::size_t d = mtp_grad.size(); d-- > 0;) mtp_grad[d] = edges.head_backward(loss, params, false);
     return g;
   }
@@ -449,10 +450,10 @@ class StageLowering {
   // A multi-token prediction depth's backward from the gradient of its output (`mtp_grad[d]`). The gradient of
   // its input is summed by autograd (one add) into the previous depth's output gradient, or for depth 0 into the
   // main hidden state's `g`; deeper depths pass `g` on.
-  TaskId mtp_backward(int layer, TaskId g, std::vector<TaskId>& mtp_grad, std::vector<ParamUse>* params) {
+  MaybeTask mtp_backward(int layer, MaybeTask g, std::vector<MaybeTask>& mtp_grad, std::vector<ParamUse>* params) {
     const auto d = static_cast<std::size_t>(layer - ctx_.model.num_layers);
-    const TaskId input_grad = MtpLowering(emit_, static_cast<int>(d)).backward(mtp_grad[d], params);
-    TaskId& into = d == 0 ? g : mtp_grad[d - 1];
+    const MaybeTask input_grad = MtpLowering(emit_, static_cast<int>(d)).backward(mtp_grad[d], params);
+    MaybeTask& into = d == 0 ? g : mtp_grad[d - 1];
     into = emit_.elementwise("mtp_grad_sum", 2 * hidden_bytes_, hidden_bytes_, {into, input_grad});
     return g;
   }
@@ -481,11 +482,11 @@ class StageLowering {
   DataParallelLowering dp_;
   ShardedParamsLowering sharded_;
   Bytes hidden_bytes_ = 0;
-  std::vector<TaskId> pending_sends_;  // blocking sends not yet waited for
+  std::vector<MaybeTask> pending_sends_;  // blocking sends not yet waited for
   std::vector<LayerSpan> layer_spans_;  // the current step's layers, for a merged slot's issue order
-  std::vector<TaskId> loss_;           // per micro-batch: the last task of its forward through the head
-  std::vector<std::array<TaskId, 2>> turned_;  // per micro-batch: DualPipeV's hand-overs at the turn (turned())
-  std::map<std::array<int, 3>, TaskId> offload_copy_;  // (micro-batch, chunk, unit): its activations' copy to host
+  std::vector<MaybeTask> loss_;           // per micro-batch: the last task of its forward through the head
+  std::vector<std::array<MaybeTask, 2>> turned_;  // per micro-batch: DualPipeV's hand-overs at the turn (turned())
+  std::map<std::array<int, 3>, MaybeTask> offload_copy_;  // (micro-batch, chunk, unit): its activations' copy to host
   std::vector<ParamUse> first_uses_;
   std::vector<ParamUse> grad_ready_;
   std::vector<ParamUse> step_grads_;  // gradients of a backward step that is not the chunk's last

@@ -70,14 +70,14 @@ GemmShape TransformerLayerLowering::linear(std::int64_t m, std::int64_t n, std::
   return GemmShape{m, n, k, 1, ctx_.gemm_dtype};
 }
 
-void TransformerLayerLowering::record(std::vector<ParamUse>* params, const char* name, TaskId task, bool forward) const {
+void TransformerLayerLowering::record(std::vector<ParamUse>* params, const char* name, MaybeTask task, bool forward) const {
   record_param_use(params, emit_, groups_, name, layer_, task, forward);
 }
 
-TaskId TransformerLayerLowering::weight_grad(const char* label, const GemmShape& shape, Bytes release,
-                                             const char* group, std::vector<ParamUse>* params) {
+MaybeTask TransformerLayerLowering::weight_grad(const char* label, const GemmShape& shape, Bytes release,
+                                                const char* group, std::vector<ParamUse>* params) {
   PhaseScope scope(emit_, Phase::kBackwardWeight);
-  const TaskId w = emit_.gemm(label, shape);
+  const MaybeTask w = emit_.gemm(label, shape);
   emit_.release(w, release);
   if (group) record(params, group, w, false);
   return w;
@@ -155,23 +155,24 @@ Bytes TransformerLayerLowering::saved_bytes(const SavePolicy& s) const {
 
 // ---- forward ----
 
-TaskId TransformerLayerLowering::norm_fwd(const char* label, TaskId input, bool save) {
+MaybeTask TransformerLayerLowering::norm_fwd(const char* label, MaybeTask input, bool save) {
   const Bytes bytes = norm_saved();
-  TaskId t = emit_.elementwise(label, bytes, bytes, {input});
+  MaybeTask t = emit_.elementwise(label, bytes, bytes, {input});
   if (save) emit_.save(t, bytes);
   return t;
 }
 
-TaskId TransformerLayerLowering::column_fwd(const char* label, TaskId input, std::int64_t out_features, bool save) {
+MaybeTask TransformerLayerLowering::column_fwd(const char* label, MaybeTask input, std::int64_t out_features,
+                                               bool save) {
   const std::int64_t T = ctx_.tokens, h = ctx_.model.hidden_size, n = out_features / ctx_.tp;
   // With FP8 the norm before this linear writes its output in FP8 (TE's LayerNormLinear), which is gathered; with
   // tensorwise or blockwise scaling it writes BF16 and a cast follows (sim/lower/fp8.h).
   const Bytes full = T * h * linear_input_bytes(ctx_);
   input = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(groups_, label), input);
   input = emit_fp8_norm_output_cast(emit_, ctx_.tokens_sp * h, input, AmaxScope::kTpGroup);
-  TaskId first = -1, out = -1;
+  MaybeTask first, out;
   if (ctx_.plan.sequence_parallel && ctx_.tp > 1) {
-    TaskId gather = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather, full, {input});
+    MaybeTask gather = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather, full, {input});
     if (ctx_.plan.tp_overlap_active()) {
       // Pipelined all-gather + GEMM (Transformer Engine userbuffers): the GEMM works on chunks that have arrived;
       // only the last 1/tp of it waits for the whole gather.
@@ -187,16 +188,16 @@ TaskId TransformerLayerLowering::column_fwd(const char* label, TaskId input, std
   return out;
 }
 
-TaskId TransformerLayerLowering::row_fwd(const char* label, TaskId input, std::int64_t in_features, bool save) {
+MaybeTask TransformerLayerLowering::row_fwd(const char* label, MaybeTask input, std::int64_t in_features, bool save) {
   const std::int64_t T = ctx_.tokens, h = ctx_.model.hidden_size, k = in_features / ctx_.tp;
   const Bytes full = T * h * ctx_.act_bytes;
   input = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(groups_, label), input);
   if (uses_fp8(ctx_)) input = emit_fp8_cast(emit_, "fp8_cast", T * k, input);
-  TaskId first = -1, out = -1;
+  MaybeTask first, out;
   if (ctx_.tp > 1 && ctx_.plan.tp_overlap_active()) {
     // Pipelined GEMM + reduce-scatter: the scatter starts once the first chunk of output exists.
     first = emit_.gemm(label, linear(T / ctx_.tp, h, k), {input});
-    TaskId scatter = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kReduceScatter, full, {first});
+    MaybeTask scatter = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kReduceScatter, full, {first});
     emit_.gemm(label, linear(T - T / ctx_.tp, h, k));  // the rest overlaps the scatter
     out = scatter;
   } else {
@@ -210,15 +211,16 @@ TaskId TransformerLayerLowering::row_fwd(const char* label, TaskId input, std::i
   return out;
 }
 
-TaskId TransformerLayerLowering::core_fwd(TaskId input, bool save_inputs, bool save_internals) {
+MaybeTask TransformerLayerLowering::core_fwd(MaybeTask input, bool save_inputs, bool save_internals) {
   const ModelSpec& m = ctx_.model;
   const std::int64_t heads = m.num_attention_heads / ctx_.tp, s = ctx_.seq, d = m.head_dim;
-  TaskId first = -1, last = -1;
+  MaybeTask first, last;
   if (ctx_.training.attention_backend == AttentionBackend::kFlash) {
     const AttentionShape a = local_attention(false);
     if (ctx_.plan.cp > 1) {
-      first = builder_next();
+      const TaskId next = builder_next();
       last = emit_cp_attention_forward(emit_, a, input);
+      if (emit_.builder().last() >= next) first = MaybeTask(next);  // none when the mode dropped them all
     } else {
       first = last = emit_.attention("attention", a, {input});
     }
@@ -246,7 +248,7 @@ bool TransformerLayerLowering::rope_fused() const { return ctx_.training.apply_r
 // unrotated rest (B, B): 6.5 B read and 5.5 B written in six full kernels. Its autograd backward: g * sin (B, B),
 // the negation's backward (B/2, B/2), the chunk's concatenation (B, B), g * cos (B, B) and the two branches' sum
 // (2B, B): 5.5 B read, 4.5 B written in five kernels.
-TaskId TransformerLayerLowering::rope_fwd(Bytes qk) {
+MaybeTask TransformerLayerLowering::rope_fwd(Bytes qk) {
   if (rope_fused()) return emit_.elementwise("rope", qk, qk);
   // Per call (q, then k) and per function (cos, sin): the function (read F, write F), * mscale (F, F) and the
   // cast to the activations' dtype (F, F/2), F the fp32 frequencies of the sequence.
@@ -255,14 +257,14 @@ TaskId TransformerLayerLowering::rope_fwd(Bytes qk) {
   return emit_.elementwise("rope", ElementwiseShape{qk * 13 / 2 + small_read, qk * 11 / 2 + small_written, 0.0, 2 * (6 + 6)});
 }
 
-TaskId TransformerLayerLowering::rope_bwd(Bytes qk, TaskId grad) {
+MaybeTask TransformerLayerLowering::rope_bwd(Bytes qk, MaybeTask grad) {
   if (rope_fused()) return emit_.elementwise("rope", qk, qk, {grad});
   return emit_.elementwise("rope", ElementwiseShape{qk * 11 / 2, qk * 9 / 2, 0.0, 2 * 5}, {grad});
 }
 
-TaskId TransformerLayerLowering::residual_fwd(const char* label, TaskId input, bool save) {
+MaybeTask TransformerLayerLowering::residual_fwd(const char* label, MaybeTask input, bool save) {
   const Bytes x = ctx_.tokens_sp * ctx_.model.hidden_size * ctx_.act_bytes;
-  TaskId t = emit_.elementwise(label, 2 * x, x + residual_saved(), {input});
+  MaybeTask t = emit_.elementwise(label, 2 * x, x + residual_saved(), {input});
   if (save) emit_.save(t, residual_saved());
   return t;
 }
@@ -271,8 +273,9 @@ Bytes TransformerLayerLowering::glu_clamp_saved(std::int64_t rows, std::int64_t 
   return ctx_.model.gated_mlp && ctx_.model.swiglu_limit > 0 ? activation_saved(rows, width) : 0;
 }
 
-TaskId TransformerLayerLowering::activation_fwd(TaskId input, std::int64_t rows, std::int64_t width, bool save_input,
-                                                bool save_clamped) {
+MaybeTask TransformerLayerLowering::activation_fwd(MaybeTask input, std::int64_t rows, std::int64_t width,
+                                                   bool save_input,
+                                                   bool save_clamped) {
   const Bytes out = rows * width * ctx_.act_bytes;
   if (const Bytes both = glu_clamp_saved(rows, width); both > 0) {
     // Megatron-Core clamps outside its fused quick-GEGLU kernel (megatron/core/fusions/fused_bias_geglu.py,
@@ -281,7 +284,7 @@ TaskId TransformerLayerLowering::activation_fwd(TaskId input, std::int64_t rows,
     input = emit_.elementwise("glu_clamp", 2 * both, 2 * both, {input});
     if (save_clamped) emit_.save(input, both);
   }
-  TaskId t = emit_.elementwise("mlp_activation", activation_saved(rows, width), out, {input});
+  MaybeTask t = emit_.elementwise("mlp_activation", activation_saved(rows, width), out, {input});
   if (save_input) emit_.save(t, activation_saved(rows, width));
   return t;
 }
@@ -295,24 +298,26 @@ Bytes TransformerLayerLowering::mlp_internals_saved(std::int64_t intermediate) c
   return activation_saved(ctx_.tokens, width) + glu_clamp_saved(ctx_.tokens, width) + row_saved(intermediate);
 }
 
-TaskId TransformerLayerLowering::mlp_fwd(const char* up, const char* down, TaskId input, std::int64_t intermediate,
-                                         bool save, TaskId* up_task, bool save_input, bool save_internals) {
+MaybeTask TransformerLayerLowering::mlp_fwd(const char* up, const char* down, MaybeTask input,
+                                            std::int64_t intermediate,
+                                            bool save, MaybeTask* up_task, bool save_input, bool save_internals) {
   const std::int64_t up_features = (ctx_.model.gated_mlp ? 2 : 1) * intermediate;
-  TaskId u = column_fwd(up, input, up_features, save && save_input);
+  MaybeTask u = column_fwd(up, input, up_features, save && save_input);
   if (up_task) *up_task = u;
   const bool keep = save && save_internals;
-  TaskId a = activation_fwd(u, ctx_.tokens, intermediate / ctx_.tp, keep, keep);
+  MaybeTask a = activation_fwd(u, ctx_.tokens, intermediate / ctx_.tp, keep, keep);
   return row_fwd(down, a, intermediate, save && save_internals);
 }
 
-void TransformerLayerLowering::recompute_mlp(const char* up, const char* down, TaskId grad, std::int64_t intermediate,
+void TransformerLayerLowering::recompute_mlp(const char* up, const char* down, MaybeTask grad,
+                                             std::int64_t intermediate,
                                              bool with_norm) {
   // Megatron-Core checkpoints the MLP on its input (tensor_parallel.checkpoint / te_checkpoint of self.mlp): when
   // the backward reaches the MLP's output, its forward runs again from the saved input, sequence-parallel
   // all-gather and reduce-scatter included, and keeps what the MLP's backward then releases. A dense layer's
   // pre-MLP norm is fused into the up projection (TELayerNormColumnParallelLinear), so it runs again too.
   PhaseScope scope(emit_, Phase::kRecompute);
-  TaskId input = grad;
+  MaybeTask input = grad;
   if (with_norm) {
     input = emit_.elementwise("post_attention_norm", norm_saved(), norm_saved(), {grad});
     emit_.save(input, column_saved());
@@ -320,19 +325,19 @@ void TransformerLayerLowering::recompute_mlp(const char* up, const char* down, T
   mlp_fwd(up, down, input, intermediate, true, nullptr, false, true);
 }
 
-TaskId TransformerLayerLowering::mlp_bwd(const char* up, const char* down, TaskId grad, std::int64_t intermediate,
-                                         TaskId* up_wgrad, TaskId* down_wgrad) {
+MaybeTask TransformerLayerLowering::mlp_bwd(const char* up, const char* down, MaybeTask grad, std::int64_t intermediate,
+                                            MaybeTask* up_wgrad, MaybeTask* down_wgrad) {
   const std::int64_t up_features = (ctx_.model.gated_mlp ? 2 : 1) * intermediate;
-  TaskId g = row_bwd(down, grad, intermediate, down_wgrad);
+  MaybeTask g = row_bwd(down, grad, intermediate, down_wgrad);
   g = activation_bwd(g, ctx_.tokens, intermediate / ctx_.tp);
   return column_bwd(up, g, up_features, up_wgrad);
 }
 
-TaskId TransformerLayerLowering::forward(TaskId input, const SavePolicy& save, std::vector<ParamUse>* params) {
+MaybeTask TransformerLayerLowering::forward(MaybeTask input, const SavePolicy& save, std::vector<ParamUse>* params) {
   const ModelSpec& m = ctx_.model;
-  TaskId x = norm_fwd("input_norm", input, save.layer_input);
+  MaybeTask x = norm_fwd("input_norm", input, save.layer_input);
   record(params, "input_norm", x, true);
-  TaskId q = -1;
+  MaybeTask q;
   if (mla_) {
     q = mla_fwd(x, save.modules, params, save.mla_up_outputs);
   } else {
@@ -346,13 +351,13 @@ TaskId TransformerLayerLowering::forward(TaskId input, const SavePolicy& save, s
     }
     if (m.position == PositionKind::kRotary) q = rope_fwd(qk);
   }
-  TaskId c = core_fwd(q, save.modules && (!mla_ || save.mla_up_outputs), save.attention_internals);
-  TaskId o = row_fwd("attention_proj", c, attn_features_, save.modules);
+  MaybeTask c = core_fwd(q, save.modules && (!mla_ || save.mla_up_outputs), save.attention_internals);
+  MaybeTask o = row_fwd("attention_proj", c, attn_features_, save.modules);
   record(params, "attention_proj", o, true);
-  TaskId r = residual_fwd("attention_residual", o, save.modules);
-  TaskId y = norm_fwd("post_attention_norm", r, save.modules);
+  MaybeTask r = residual_fwd("attention_residual", o, save.modules);
+  MaybeTask y = norm_fwd("post_attention_norm", r, save.modules);
   record(params, "post_attention_norm", y, true);
-  TaskId dn = -1;
+  MaybeTask dn;
   if (moe_ && save.modules && !save.moe_internals) {
     // Recompute module moe: the layer runs keeping nothing; its input is the checkpoint's.
     SavePolicy none = save;
@@ -362,7 +367,7 @@ TaskId TransformerLayerLowering::forward(TaskId input, const SavePolicy& save, s
   } else if (moe_) {
     dn = moe_fwd(y, save, params);
   } else {
-    TaskId up = -1;
+    MaybeTask up;
     dn = mlp_fwd("mlp_up", "mlp_down", y, m.intermediate_size, save.modules, &up, save.norm_outputs && save.mlp_internals,
                  save.mlp_internals);
     record(params, "mlp_up", up, true);
@@ -375,32 +380,33 @@ TaskId TransformerLayerLowering::forward(TaskId input, const SavePolicy& save, s
 
 // ---- backward ----
 
-TaskId TransformerLayerLowering::norm_bwd(const char* label, TaskId grad) {
+MaybeTask TransformerLayerLowering::norm_bwd(const char* label, MaybeTask grad) {
   const Bytes x = norm_saved();
-  TaskId t = emit_.elementwise(label, 2 * x, x, {grad});
+  MaybeTask t = emit_.elementwise(label, 2 * x, x, {grad});
   emit_.release(t, x);
   return t;
 }
 
-TaskId TransformerLayerLowering::column_bwd(const char* label, TaskId grad, std::int64_t out_features, TaskId* wgrad) {
+MaybeTask TransformerLayerLowering::column_bwd(const char* label, MaybeTask grad, std::int64_t out_features,
+                                               MaybeTask* wgrad) {
   const std::int64_t T = ctx_.tokens, h = ctx_.model.hidden_size, n = out_features / ctx_.tp;
   const Bytes full = T * h * ctx_.act_bytes;
   const Bytes input_full = T * h * linear_input_bytes(ctx_);
   const bool sp = ctx_.plan.sequence_parallel && ctx_.tp > 1;
   if (uses_fp8(ctx_)) grad = emit_fp8_cast(emit_, "fp8_cast", T * n, grad);
-  TaskId regather = -1;
+  MaybeTask regather;
   if (sp) {
     // Korthikanti et al. Section 4.2.2: the sharded input is all-gathered again for the weight gradient.
     regather = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather, input_full, {grad});
     emit_.save(regather, input_full);
   }
-  TaskId grad_input = -1;
+  MaybeTask grad_input;
   if (sp && ctx_.plan.tp_overlap_active()) {
-    TaskId head = emit_.gemm(label, linear(T / ctx_.tp, h, n), {grad});
+    MaybeTask head = emit_.gemm(label, linear(T / ctx_.tp, h, n), {grad});
     grad_input = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kReduceScatter, full, {head});
     emit_.gemm(label, linear(T - T / ctx_.tp, h, n));
   } else {
-    TaskId d = emit_.gemm(label, linear(T, h, n), {grad});
+    MaybeTask d = emit_.gemm(label, linear(T, h, n), {grad});
     grad_input = d;
     if (ctx_.tp > 1) {
       // Megatron launches this asynchronously and computes the weight gradient meanwhile.
@@ -408,7 +414,7 @@ TaskId TransformerLayerLowering::column_bwd(const char* label, TaskId grad, std:
       grad_input = emit_.collective(label, Stream::kTp, GroupKind::kTp, kind, full, {d});
     }
   }
-  TaskId w = -1;
+  MaybeTask w;
   {
     PhaseScope scope(emit_, Phase::kBackwardWeight);
     w = emit_.gemm(label, linear(n, h, T), {regather});
@@ -418,11 +424,12 @@ TaskId TransformerLayerLowering::column_bwd(const char* label, TaskId grad, std:
   return grad_input;
 }
 
-TaskId TransformerLayerLowering::row_bwd(const char* label, TaskId grad, std::int64_t in_features, TaskId* wgrad) {
+MaybeTask TransformerLayerLowering::row_bwd(const char* label, MaybeTask grad, std::int64_t in_features,
+                                            MaybeTask* wgrad) {
   const std::int64_t T = ctx_.tokens, h = ctx_.model.hidden_size, k = in_features / ctx_.tp;
   const Bytes full = T * h * ctx_.act_bytes;
   const bool sp = ctx_.plan.sequence_parallel && ctx_.tp > 1;
-  TaskId gather = -1, dgrad = -1, wgrad_input = -1;
+  MaybeTask gather, dgrad, wgrad_input;
   if (sp) {
     // Per-tensor FP8 scales: each rank quantizes its shard and the FP8 copy is gathered, then transposed for the
     // weight gradient (TE's grad_output_preprocess); otherwise the BF16 gradient is gathered and quantized whole.
@@ -443,7 +450,7 @@ TaskId TransformerLayerLowering::row_bwd(const char* label, TaskId grad, std::in
     if (uses_fp8(ctx_)) grad = emit_fp8_cast(emit_, "fp8_cast", T * h, grad);
     dgrad = emit_.gemm(label, linear(T, k, h), {grad});
   }
-  TaskId w = -1;
+  MaybeTask w;
   {
     PhaseScope scope(emit_, Phase::kBackwardWeight);
     // The gathered FP8 copy's transpose, made for the weight gradient once the input gradient's GEMMs are queued
@@ -456,10 +463,10 @@ TaskId TransformerLayerLowering::row_bwd(const char* label, TaskId grad, std::in
   return dgrad;
 }
 
-TaskId TransformerLayerLowering::core_bwd(TaskId grad) {
+MaybeTask TransformerLayerLowering::core_bwd(MaybeTask grad) {
   const ModelSpec& m = ctx_.model;
   const std::int64_t heads = m.num_attention_heads / ctx_.tp, s = ctx_.seq, d = m.head_dim;
-  TaskId last = -1;
+  MaybeTask last;
   if (ctx_.training.attention_backend == AttentionBackend::kFlash) {
     const AttentionShape a = local_attention(true);
     last = ctx_.plan.cp > 1 ? emit_cp_attention_backward(emit_, a, grad) : emit_.attention("attention", a, {grad});
@@ -477,18 +484,18 @@ TaskId TransformerLayerLowering::core_bwd(TaskId grad) {
   return last;
 }
 
-TaskId TransformerLayerLowering::residual_bwd(const char* label, TaskId grad) {
+MaybeTask TransformerLayerLowering::residual_bwd(const char* label, MaybeTask grad) {
   if (!dropout_hidden_) return grad;  // the add's gradient is the incoming gradient itself
   const Bytes x = ctx_.tokens_sp * ctx_.model.hidden_size * ctx_.act_bytes;
-  TaskId t = emit_.elementwise(label, x + residual_saved(), x, {grad});
+  MaybeTask t = emit_.elementwise(label, x + residual_saved(), x, {grad});
   emit_.release(t, residual_saved());
   return t;
 }
 
-TaskId TransformerLayerLowering::activation_bwd(TaskId grad, std::int64_t rows, std::int64_t width) {
+MaybeTask TransformerLayerLowering::activation_bwd(MaybeTask grad, std::int64_t rows, std::int64_t width) {
   const Bytes out = rows * width * ctx_.act_bytes;
   const Bytes saved = activation_saved(rows, width);
-  TaskId t = emit_.elementwise("mlp_activation", out + saved, saved, {grad});
+  MaybeTask t = emit_.elementwise("mlp_activation", out + saved, saved, {grad});
   emit_.release(t, saved);
   if (const Bytes both = glu_clamp_saved(rows, width); both > 0) {
     // Each clamp's gradient reads the incoming gradient and the clamp's input (a half of the up outputs) and writes
@@ -500,16 +507,16 @@ TaskId TransformerLayerLowering::activation_bwd(TaskId grad, std::int64_t rows, 
   return t;
 }
 
-TaskId TransformerLayerLowering::recompute_norm(const char* label) {
+MaybeTask TransformerLayerLowering::recompute_norm(const char* label) {
   // Megatron's layernorm recompute (CheckpointWithoutOutput): the norm runs again from its saved input, and its
   // output lives until the linear that reads it has its weight gradient.
   PhaseScope scope(emit_, Phase::kRecompute);
-  const TaskId t = emit_.elementwise(label, norm_saved(), norm_saved());
+  const MaybeTask t = emit_.elementwise(label, norm_saved(), norm_saved());
   emit_.save(t, column_saved());
   return t;
 }
 
-TaskId TransformerLayerLowering::backward(TaskId grad_output, std::vector<ParamUse>* params) {
+MaybeTask TransformerLayerLowering::backward(MaybeTask grad_output, std::vector<ParamUse>* params) {
   const ModelSpec& m = ctx_.model;
   const Recompute policy = recompute_;
   const SavePolicy saved = save();
@@ -519,8 +526,8 @@ TaskId TransformerLayerLowering::backward(TaskId grad_output, std::vector<ParamU
     PhaseScope scope(emit_, Phase::kRecompute);
     forward(grad_output, SavePolicy{false, true, true});
   }
-  TaskId w = -1;
-  TaskId g = residual_bwd("mlp_residual", grad_output);
+  MaybeTask w;
+  MaybeTask g = residual_bwd("mlp_residual", grad_output);
   const bool dense_mlp_again = !moe_ && policy == Recompute::kSelective && !saved.mlp_internals;
   if (policy == Recompute::kSelective && !saved.norm_outputs && !dense_mlp_again) recompute_norm("post_attention_norm");
   if (moe_ && policy == Recompute::kSelective && !saved.moe_internals) {
@@ -530,7 +537,7 @@ TaskId TransformerLayerLowering::backward(TaskId grad_output, std::vector<ParamU
     // itself (views in Megatron), so the kept copy is handed over to them when the recompute ends.
     {
       PhaseScope scope(emit_, Phase::kRecompute);
-      const TaskId last = moe_fwd(g, saved, nullptr);
+      const MaybeTask last = moe_fwd(g, saved, nullptr);
       if (saved.norm_outputs) emit_.release(last, moe_checkpoint_saved());
     }
     g = moe_bwd(g, params, !saved.expert_activation_outputs, !saved.shared_expert_internals);
@@ -539,7 +546,7 @@ TaskId TransformerLayerLowering::backward(TaskId grad_output, std::vector<ParamU
                 policy == Recompute::kSelective && !saved.shared_expert_internals);
   } else {
     if (dense_mlp_again) recompute_mlp("mlp_up", "mlp_down", g, m.intermediate_size, true);
-    TaskId up = -1, down = -1;
+    MaybeTask up, down;
     g = mlp_bwd("mlp_up", "mlp_down", g, m.intermediate_size, &up, &down);
     record(params, "mlp_down", down, false);
     record(params, "mlp_up", up, false);

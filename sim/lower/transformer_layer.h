@@ -41,11 +41,11 @@ class TransformerLayerLowering {
 
   /// Emits the forward pass (phase kForward, or kRecompute for full recompute) after task `input`; returns the
   /// task that produces the layer output. `params`, when given, receives the first use of each parameter group.
-  TaskId forward(TaskId input, const SavePolicy& save, std::vector<ParamUse>* params = nullptr);
+  MaybeTask forward(MaybeTask input, const SavePolicy& save, std::vector<ParamUse>* params = nullptr);
 
   /// Emits the backward pass after `grad_output` (with the recompute the training spec asks for) and returns the
   /// task producing the input gradient. `params`, when given, receives the gradient-ready task of each group.
-  TaskId backward(TaskId grad_output, std::vector<ParamUse>* params = nullptr);
+  MaybeTask backward(MaybeTask grad_output, std::vector<ParamUse>* params = nullptr);
 
   /// Bytes one forward pass of this layer saves under `save` (for tests and reports).
   Bytes saved_bytes(const SavePolicy& save) const;
@@ -58,53 +58,54 @@ class TransformerLayerLowering {
 
  private:
   // Forward building blocks; each returns the task producing its output.
-  TaskId norm_fwd(const char* label, TaskId input, bool save);
-  TaskId column_fwd(const char* label, TaskId input, std::int64_t out_features, bool save);
-  TaskId row_fwd(const char* label, TaskId input, std::int64_t in_features, bool save);
-  TaskId core_fwd(TaskId input, bool save_inputs, bool save_internals);
-  TaskId residual_fwd(const char* label, TaskId input, bool save);
+  MaybeTask norm_fwd(const char* label, MaybeTask input, bool save);
+  MaybeTask column_fwd(const char* label, MaybeTask input, std::int64_t out_features, bool save);
+  MaybeTask row_fwd(const char* label, MaybeTask input, std::int64_t in_features, bool save);
+  MaybeTask core_fwd(MaybeTask input, bool save_inputs, bool save_internals);
+  MaybeTask residual_fwd(const char* label, MaybeTask input, bool save);
   // `rows` tokens of `width` (the per-rank intermediate size; gated MLPs read twice that). `save_input`: whether it
   // keeps its input (the up outputs) for the backward. With a clamped GLU (ModelSpec::swiglu_limit) the clamp runs
   // first; `save_clamped`: whether its copy is kept (not in a forward whose activation is recomputed later, as the
   // clamp then runs inside the checkpoint; yes in that recompute, whose input is already kept).
-  TaskId activation_fwd(TaskId input, std::int64_t rows, std::int64_t width, bool save_input, bool save_clamped);
+  MaybeTask activation_fwd(MaybeTask input, std::int64_t rows, std::int64_t width, bool save_input, bool save_clamped);
   // A dense (TP-sharded) MLP of `intermediate` width: the layer's own, or shared experts.
   // `save_input`: whether the up projection keeps its input (the pre-MLP norm's output) for the backward;
   // `save_internals`: whether the activation's input and the down projection's input are kept (false: the MLP is
   // recomputed from its input, Megatron-Core's recompute modules mlp and shared_experts).
-  TaskId mlp_fwd(const char* up, const char* down, TaskId input, std::int64_t intermediate, bool save,
-                 TaskId* up_task = nullptr, bool save_input = true, bool save_internals = true);
+  MaybeTask mlp_fwd(const char* up, const char* down, MaybeTask input, std::int64_t intermediate, bool save,
+                    MaybeTask* up_task = nullptr, bool save_input = true, bool save_internals = true);
   // The MLP's forward again in the backward (Phase::kRecompute), keeping what its backward releases; `with_norm`:
   // the pre-MLP norm first (a dense layer's, fused into the up projection), keeping its output for the up projection.
-  void recompute_mlp(const char* up, const char* down, TaskId grad, std::int64_t intermediate, bool with_norm = false);
-  TaskId mlp_bwd(const char* up, const char* down, TaskId grad, std::int64_t intermediate, TaskId* up_wgrad,
-                 TaskId* down_wgrad);
+  void recompute_mlp(const char* up, const char* down, MaybeTask grad, std::int64_t intermediate,
+                     bool with_norm = false);
+  MaybeTask mlp_bwd(const char* up, const char* down, MaybeTask grad, std::int64_t intermediate, MaybeTask* up_wgrad,
+                    MaybeTask* down_wgrad);
   // The routed-expert MLP (sim/lower/moe_block.cpp): router, dispatch, grouped expert GEMMs, combine, shared
   // experts. `input` is the pre-MLP norm output (sequence-parallel shard); returns the block output.
-  TaskId moe_fwd(TaskId input, const SavePolicy& save, std::vector<ParamUse>* params);
+  MaybeTask moe_fwd(MaybeTask input, const SavePolicy& save, std::vector<ParamUse>* params);
   // `recompute_activation`: the experts' activation outputs were dropped (recompute module moe_act) and run again
   // before the down projection's weight gradient.
   // `recompute_shared`: the shared experts' internals were dropped (recompute module shared_experts).
-  TaskId moe_bwd(TaskId grad, std::vector<ParamUse>* params, bool recompute_activation = false,
-                 bool recompute_shared = false);
+  MaybeTask moe_bwd(MaybeTask grad, std::vector<ParamUse>* params, bool recompute_activation = false,
+                    bool recompute_shared = false);
   // Multi-head latent attention's projections (sim/lower/mla_block.cpp): from the normed input to rotary-applied
   // per-head q and k (and v), and back.
   // `keep_up_inputs`: whether the up projections keep their (normed) inputs; not under mla_up_proj, whose
   // checkpoint keeps the pre-norm compressed tensors (the norms are fused into the up projections with TE).
-  TaskId mla_fwd(TaskId input, bool save, std::vector<ParamUse>* params, bool keep_up_inputs = true);
+  MaybeTask mla_fwd(MaybeTask input, bool save, std::vector<ParamUse>* params, bool keep_up_inputs = true);
   // Recompute module mla_up_proj: the up projections and rotary run again when the backward reaches the attention
   // core's output, and the core's inputs (q, k, v) are kept again until its backward.
-  TaskId recompute_mla_up(TaskId grad);
-  TaskId mla_bwd(TaskId grad, std::vector<ParamUse>* params);
+  MaybeTask recompute_mla_up(MaybeTask grad);
+  MaybeTask mla_bwd(MaybeTask grad, std::vector<ParamUse>* params);
   // Backward building blocks; `wgrad` receives the task that finishes the weight gradient.
-  TaskId norm_bwd(const char* label, TaskId grad);
-  TaskId column_bwd(const char* label, TaskId grad, std::int64_t out_features, TaskId* wgrad);
-  TaskId row_bwd(const char* label, TaskId grad, std::int64_t in_features, TaskId* wgrad);
-  TaskId core_bwd(TaskId grad);
-  TaskId residual_bwd(const char* label, TaskId grad);
-  TaskId activation_bwd(TaskId grad, std::int64_t rows, std::int64_t width);
+  MaybeTask norm_bwd(const char* label, MaybeTask grad);
+  MaybeTask column_bwd(const char* label, MaybeTask grad, std::int64_t out_features, MaybeTask* wgrad);
+  MaybeTask row_bwd(const char* label, MaybeTask grad, std::int64_t in_features, MaybeTask* wgrad);
+  MaybeTask core_bwd(MaybeTask grad);
+  MaybeTask residual_bwd(const char* label, MaybeTask grad);
+  MaybeTask activation_bwd(MaybeTask grad, std::int64_t rows, std::int64_t width);
   // The norm `label` run again in the backward (recompute module layernorm); keeps the next linear's input.
-  TaskId recompute_norm(const char* label);
+  MaybeTask recompute_norm(const char* label);
 
   // Sizes (bytes) of what each block saves.
   Bytes norm_saved() const;
@@ -132,8 +133,8 @@ class TransformerLayerLowering {
   // The rotary embedding of q and k (`qk` bytes together), forward and backward: Transformer Engine's fused kernel,
   // or Megatron-Core's unfused PyTorch ops (TrainingSpec::apply_rope_fusion false).
   bool rope_fused() const;
-  TaskId rope_fwd(Bytes qk);
-  TaskId rope_bwd(Bytes qk, TaskId grad);
+  MaybeTask rope_fwd(Bytes qk);
+  MaybeTask rope_bwd(Bytes qk, MaybeTask grad);
   Bytes mla_projection_saved() const;
 
   GemmShape linear(std::int64_t m, std::int64_t n, std::int64_t k) const;
@@ -141,11 +142,11 @@ class TransformerLayerLowering {
   AttentionShape local_attention(bool backward) const;
   /// The id the next emitted task will get.
   TaskId builder_next() const { return emit_.builder().last() + 1; }
-  void record(std::vector<ParamUse>* params, const char* name, TaskId task, bool forward) const;
+  void record(std::vector<ParamUse>* params, const char* name, MaybeTask task, bool forward) const;
   /// A weight-gradient GEMM (phase kBackwardWeight) that frees `release` bytes of saved input when done and, when
   /// `group` is given, finishes that parameter group's gradient.
-  TaskId weight_grad(const char* label, const GemmShape& shape, Bytes release, const char* group,
-                     std::vector<ParamUse>* params);
+  MaybeTask weight_grad(const char* label, const GemmShape& shape, Bytes release, const char* group,
+                        std::vector<ParamUse>* params);
 
   Emitter& emit_;
   const LoweringContext& ctx_;

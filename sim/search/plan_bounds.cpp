@@ -63,7 +63,7 @@ LayerCost probe(const LoweringContext& ctx, const CostModels& models, int layer,
 LayerCost probe_layer(const LoweringContext& ctx, const CostModels& models, int layer, int microbatch) {
   return probe(ctx, models, layer, microbatch, [&](Emitter& emit) {
     TransformerLayerLowering lowering(emit, layer);
-    const TaskId out = lowering.forward(-1, save_policy(ctx.training));
+    const MaybeTask out = lowering.forward({}, save_policy(ctx.training));
     emit.at(microbatch, 0, layer, Phase::kBackwardInput);
     lowering.backward(out);
   });
@@ -73,7 +73,7 @@ LayerCost probe_layer(const LoweringContext& ctx, const CostModels& models, int 
 LayerCost probe_head(const LoweringContext& ctx, const CostModels& models, int microbatch) {
   return probe(ctx, models, -1, microbatch, [&](Emitter& emit) {
     EmbeddingHeadLowering head(emit);
-    const TaskId loss = head.head_forward(-1, nullptr);
+    const MaybeTask loss = head.head_forward({}, nullptr);
     emit.at(microbatch, 0, -1, Phase::kBackwardInput);
     head.head_backward(loss, nullptr);
   });
