@@ -94,6 +94,7 @@ Prediction predict(const Job& job, const PredictOptions& options) {
   DefaultCostModels models(p.scenario.cluster, params);
   p.durations = price_graph(p.graph, models.models(), host_issue_costs(params.compute.host, p.scenario.training.framework));
   p.run = run_engine(p.graph, p.instances, p.durations, run);
+  if (p.run.stopped) return p;  // an observer's cut-off: no report of a partial run
   p.report = analyze(job, p.graph, p.instances, p.run);
   if (const auto* measured = dynamic_cast<const ProfiledCollectiveModel*>(models.network.get());
       measured && measured->uncovered() > 0) {

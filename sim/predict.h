@@ -28,7 +28,8 @@ struct PredictOptions {
   std::int64_t memory_budget = default_memory_budget();
 };
 
-/// Everything a prediction produced, for reports and observers (traces, timelines).
+/// Everything a prediction produced, for reports and observers (traces, timelines). When an observer of
+/// PredictOptions::run stopped the run (RunResult::stopped), `report` is left empty.
 struct Prediction {
   Job job;            // the resolved plan the prediction ran
   Scenario scenario;  // job.scenario(), for the observers

@@ -157,7 +157,7 @@ void check_tables(const WorkloadGraph& g, const Instantiation& inst) {
 class Simulation final : private Pacing {
  public:
   Simulation(const WorkloadGraph& g, const Instantiation& inst, const Durations& d, const RunOptions& opt)
-      : graph_(g), inst_(inst), durations_(d), memory_budget_(opt.memory_budget) {
+      : graph_(g), inst_(inst), durations_(d), memory_budget_(opt.memory_budget), observers_(opt.observers) {
     check_tables(g, inst);
     const std::size_t n = inst.instances.size();
     set_up_models(opt.resources, n);
@@ -319,8 +319,12 @@ class Simulation final : private Pacing {
           finish(e.instance, e.id, e.time);
           ++result_.events;
       }
+      if (!observers_.empty() && stop_requested()) {
+        result_.stopped = true;
+        break;
+      }
     }
-    if (completed_ != static_cast<std::int64_t>(pending_.size())) {
+    if (!result_.stopped && completed_ != static_cast<std::int64_t>(pending_.size())) {
       throw std::logic_error(fmt::format("engine: {} of {} tasks never ran (deadlock in the workload graph); {}",
                                          static_cast<std::int64_t>(pending_.size()) - completed_, pending_.size(),
                                          describe_stuck()));
@@ -595,6 +599,7 @@ class Simulation final : private Pacing {
   // Starts a task of `d` nanoseconds at full speed; `group` is its PacedGroup (-1: none).
   void start(std::int32_t instance, std::int32_t task, Nanoseconds now, Nanoseconds d, std::int32_t group = -1) {
     if (TaskTiming* t = timing(instance, task)) t->start = now;
+    for (RunObserver* o : observers_) o->task_started(instance, task, now);
     const auto i = static_cast<std::size_t>(instance);
     const Task& t = program(i).tasks[static_cast<std::size_t>(task)];
     apply(i, t.at_start(), now);
@@ -698,6 +703,7 @@ class Simulation final : private Pacing {
       }
     }
     if (TaskTiming* t = timing(instance, task)) t->end = now;
+    for (RunObserver* o : observers_) o->task_ended(instance, task, now);
     const Program& p = program(i);
     apply(i, p.tasks[static_cast<std::size_t>(task)].at_end(), now);
     Hot& h = hot_[i];
@@ -738,6 +744,7 @@ class Simulation final : private Pacing {
     Hot& h = hot_[instance];
     Bytes total = 0;
     for (Bytes b : h.live) total += b;
+    for (RunObserver* o : observers_) o->memory_changed(static_cast<std::int32_t>(instance), now, total);
     if (total > h.peak) {
       h.peak = total;
       InstanceRun& r = result_.instances[instance];
@@ -758,6 +765,13 @@ class Simulation final : private Pacing {
   const Instantiation& inst_;
   const Durations& durations_;
   std::int64_t memory_budget_ = 0;
+  std::vector<RunObserver*> observers_;
+  bool stop_requested() const {
+    for (const RunObserver* o : observers_) {
+      if (o->stop_requested()) return true;
+    }
+    return false;
+  }
   std::vector<std::unique_ptr<ResourceModel>> models_;
   std::array<bool, kMaxModels> eager_{};  // per model: ResourceModel::eager()
   std::vector<DemandPlan> plans_;  // by demand mask

@@ -70,6 +70,45 @@ struct RunResult {
   std::vector<InstanceRun> instances;
   Nanoseconds makespan = 0;
   std::int64_t events = 0;
+  bool stopped = false;  // an observer ended the run early (RunObserver::stop_requested)
+};
+
+/// Watches a run while it goes (ARCHITECTURE.md "Observers"): the engine calls it when a task starts and ends and
+/// when an instance's live memory changes, and after each event asks whether to stop. Its calls add no event and
+/// change no timing; a run without observers pays one untaken branch per call site. Times are the engine's
+/// nanoseconds, `instance` and `task` index Instantiation::instances and the instance's program's tasks.
+class RunObserver {
+ public:
+  virtual ~RunObserver() = default;
+  virtual void task_started(std::int32_t /*instance*/, std::int32_t /*task*/, Nanoseconds /*at*/) {}
+  virtual void task_ended(std::int32_t /*instance*/, std::int32_t /*task*/, Nanoseconds /*at*/) {}
+  /// `live`: the instance's live bytes after the change (the peak is their largest).
+  virtual void memory_changed(std::int32_t /*instance*/, Nanoseconds /*at*/, Bytes /*live*/) {}
+  /// True ends the run after the current event; RunResult::stopped is then set and its figures are the partial
+  /// run's (makespan: the latest task end so far).
+  virtual bool stop_requested() const { return false; }
+};
+
+/// Stops a run at the first task end later than `after` nanoseconds (0: never) or the first time an instance holds
+/// more than `memory_above` live bytes (0: never): the search's cut-off for a plan that can no longer rank, since
+/// the iteration time is at least every task end and the peak at least every live total.
+class RunCutoff final : public RunObserver {
+ public:
+  RunCutoff(Nanoseconds after, Bytes memory_above) : after_(after), memory_above_(memory_above) {}
+  void task_ended(std::int32_t, std::int32_t, Nanoseconds at) override {
+    if (after_ > 0 && at > after_) time_passed_ = true;
+  }
+  void memory_changed(std::int32_t, Nanoseconds, Bytes live) override {
+    if (memory_above_ > 0 && live > memory_above_) memory_passed_ = true;
+  }
+  bool stop_requested() const override { return time_passed_ || memory_passed_; }
+  bool time_passed() const { return time_passed_; }
+  bool memory_passed() const { return memory_passed_; }
+
+ private:
+  Nanoseconds after_;
+  Bytes memory_above_;
+  bool time_passed_ = false, memory_passed_ = false;
 };
 
 struct RunOptions {
@@ -84,9 +123,11 @@ struct RunOptions {
   /// Bytes of resident memory the process may reach while the engine runs (sim/memory_budget.h); above it the run
   /// stops with Error::invalid naming --memory-budget. 0: no budget.
   std::int64_t memory_budget = 0;
+  /// Observers called while the run goes, in this order; not owned (they must outlive the run).
+  std::vector<RunObserver*> observers;
 };
 
-/// Runs the graph. Errors: Error::invalid when RunOptions::memory_budget is reached; std::invalid_argument for an
+/// Runs the graph, calling `options.observers` as it goes. Errors: Error::invalid when RunOptions::memory_budget is reached; std::invalid_argument for an
 /// unknown or repeated resource model; std::logic_error for a task whose stream, group kind or demand is not in the
 /// graph's tables, an instantiation with another number of group kinds, or tasks that never become ready (a
 /// deadlock, i.e. a lowering bug).

@@ -155,34 +155,51 @@ PlanBounds plan_bounds(const Job& job, const CostParams& params) {
   return b;
 }
 
-Bytes static_memory_lower_bound(const Job& job) {
+namespace {
+
+// Bytes of weights, gradients and optimizer state of `stage`'s transformer layers (and, with `embedding`, of the
+// word embedding stage 0 holds, at the model's unpadded vocabulary), at the job's bytes per element.
+double stage_state_lower_bound(const Job& job, int stage, bool embedding) {
   const Scenario& s = job.scenario();
   const ParallelPlan& p = s.parallel;
   const PipelineLayout& layout = job.layout();
-  // Layer parameters of the lightest stage; embeddings and replicated tensors are left out (a lower bound).
-  double lightest = std::numeric_limits<double>::infinity();
-  for (int stage = 0; stage < p.pp; ++stage) {
-    double dense = 0, expert = 0;
-    for (int chunk = 0; chunk < layout.vpp; ++chunk) {
-      const int first = layout.first_layer_of(stage, chunk);
-      for (int l = first; l < first + layout.layers_in(stage, chunk); ++l) {
-        for (const ParamTensor& t : layer_param_tensors(s.model, l)) {
-          if (t.sharding == ParamSharding::kExpert) {
-            expert += static_cast<double>(t.elements) / (p.ep * p.etp);
-          } else if (t.sharding == ParamSharding::kTensorParallel) {
-            dense += static_cast<double>(t.elements) / p.tp;
-          }
-        }
+  double dense = 0, expert = 0;
+  const auto add = [&](const std::vector<ParamTensor>& tensors) {
+    for (const ParamTensor& t : tensors) {
+      if (t.sharding == ParamSharding::kExpert) {
+        expert += static_cast<double>(t.elements) / (p.ep * p.etp);
+      } else if (t.sharding == ParamSharding::kTensorParallel) {
+        dense += static_cast<double>(t.elements) / p.tp;
       }
     }
-    const double d = job.data_parallel_ranks(), e = job.expert_data_parallel_ranks();
-    const double weight_bytes = s.training.precision == Precision::kFp32 ? 4 : 2;
-    const double weights = weight_bytes * (dense / (p.zero_stage >= 3 ? d : 1) + expert / (p.zero_stage >= 3 ? e : 1));
-    const double grads = 2 * (dense / (p.zero_stage >= 2 ? d : 1) + expert / (p.zero_stage >= 2 ? e : 1));
-    const double optimizer = 8 * (dense / (p.zero_stage >= 1 ? d : 1) + expert / (p.zero_stage >= 1 ? e : 1));
-    lightest = std::min(lightest, weights + grads + (s.training.optimizer_cpu_offload ? 0 : optimizer));
+  };
+  for (int chunk = 0; chunk < layout.vpp; ++chunk) {
+    const int first = layout.first_layer_of(stage, chunk);
+    for (int l = first; l < first + layout.layers_in(stage, chunk); ++l) add(layer_param_tensors(s.model, l));
   }
+  if (embedding) add(embedding_param_tensors(s.model, 0));
+  const double d = job.data_parallel_ranks(), e = job.expert_data_parallel_ranks();
+  // The job's own bytes per element (Megatron-LM's distributed-optimizer table, sim/job/job.h state_bytes).
+  const StateBytes& bytes = job.state_bytes();
+  const auto b = [](Bytes v) { return static_cast<double>(v); };
+  const double weights =
+      b(bytes.resident_param) * (dense / (p.zero_stage >= 3 ? d : 1) + expert / (p.zero_stage >= 3 ? e : 1));
+  const double grads = b(bytes.grad) * (dense / (p.zero_stage >= 2 ? d : 1) + expert / (p.zero_stage >= 2 ? e : 1));
+  const double optimizer =
+      b(bytes.optimizer) * (dense / (p.zero_stage >= 1 ? d : 1) + expert / (p.zero_stage >= 1 ? e : 1));
+  return weights + grads + (s.training.optimizer_cpu_offload ? 0 : optimizer);
+}
+
+}  // namespace
+
+Bytes static_memory_lower_bound(const Job& job) {
+  double lightest = std::numeric_limits<double>::infinity();
+  for (int stage = 0; stage < job.plan().pp; ++stage) lightest = std::min(lightest, stage_state_lower_bound(job, stage, false));
   return static_cast<Bytes>(lightest);
+}
+
+Bytes first_stage_state_lower_bound(const Job& job) {
+  return static_cast<Bytes>(stage_state_lower_bound(job, 0, true));
 }
 
 Seconds iteration_time_lower_bound(const Job& job, const CostParams& params) {

@@ -26,11 +26,16 @@ struct PlanBounds {
 /// Errors: none (a Job is validated).
 PlanBounds plan_bounds(const Job& job, const CostParams& params);
 
-/// Bytes of weights, gradients and optimizer state on the lightest pipeline stage, at the smallest per-parameter
-/// sizes the precision allows (2-byte weights below fp32, 2-byte gradients, 8-byte optimizer state), sharded as
-/// TP x PP (experts EP x ETP x PP) and by ZeRO: at most the static memory `predict` reports for any stage.
+/// Bytes of weights, gradients and optimizer state of the lightest pipeline stage's transformer layers, at the job's
+/// bytes per element (Job::state_bytes: resident parameter, gradient buffer, optimizer state; none of the last
+/// with optimizer CPU offload), sharded as TP x PP (experts EP x ETP x PP) and by ZeRO; embeddings, the head and
+/// replicated tensors (norms) are left out: at most the static memory `predict` reports for any stage.
 /// Errors: none.
 Bytes static_memory_lower_bound(const Job& job);
+
+/// The same for stage 0 alone, its word embedding included (the unpadded vocabulary): the static part of stage 0's
+/// memory, to which PlanBounds::activations adds. Errors: none.
+Bytes first_stage_state_lower_bound(const Job& job);
 
 /// Seconds the iteration takes at least: the larger of (a) a GPU's share of the GEMM FLOPs (forward, backward 2x,
 /// full recompute another forward) at the fastest GEMM rate the cost model allows (peak x fitted fraction; the

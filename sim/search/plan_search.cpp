@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <numeric>
 #include <thread>
 
 #include "models/error.h"
+#include "models/units.h"
 #include "sim/predict.h"
 #include "sim/search/plan_bounds.h"
 
@@ -44,11 +46,39 @@ double usable_memory(const Job& job, const SearchOptions& o) {
   return capacity * (1 - o.memory_margin);
 }
 
-void simulate(PlanRecord& r, const Job& job, const SearchOptions& o, const CostParams& params) {
+// The iteration time whose objective is `objective` (objective_of is increasing in the time).
+Seconds time_of_objective(double objective, const Job& job, const SearchOptions& o) {
+  if (o.objective == SearchObjective::kTime) return objective;
+  return objective / (job.num_gpus() * o.gpu_hour_price / 3600.0 / job.tokens_per_iteration() * 1e6);
+}
+
+// Simulates one candidate. `rank_above` (objective units; 0: none) cuts the run off once its time passes it, and
+// with pruning a run that holds more than the usable memory is cut off too: either way it cannot rank, so its
+// record is pruned (by the bound or by memory) with the figure that cut it off, not simulated to the end.
+void simulate(PlanRecord& r, const Job& job, const SearchOptions& o, const CostParams& params, double rank_above = 0) {
   PredictOptions po;
   po.params = &params;
   po.run.record_budget = 0;  // timings are not needed, only the makespan, memory and breakdown
+  const double usable = usable_memory(job, o);
+  const Seconds deadline = rank_above > 0 ? time_of_objective(rank_above, job, o) : 0;
+  // In whole nanoseconds and bytes, rounded up and down so that a plan at the threshold itself runs to the end.
+  RunCutoff cutoff(deadline > 0 ? static_cast<Nanoseconds>(std::ceil(deadline * 1e9)) : 0,
+                   o.prune ? static_cast<Bytes>(std::floor(usable)) : 0);
+  po.run.observers.push_back(&cutoff);
   const Prediction p = predict(job, po);
+  if (p.run.stopped) {
+    r.cut_off = true;
+    if (cutoff.memory_passed()) {
+      r.status = PlanStatus::kPrunedMemory;
+      r.reason = fmt::format("its simulation passed the usable memory ({:.1f} GiB) at {:.3f} s", usable / static_cast<double>(kGiB),
+                             static_cast<double>(p.run.makespan) * 1e-9);
+    } else {
+      r.status = PlanStatus::kPrunedBound;
+      r.reason = fmt::format("its simulation passed the top plans' iteration time ({:.3f} s) at {:.3f} s", deadline,
+                             static_cast<double>(p.run.makespan) * 1e-9);
+    }
+    return;
+  }
   r.status = PlanStatus::kSimulated;
   r.iteration_time = p.report.iteration_time;
   r.tokens_per_s_per_gpu = p.report.tokens_per_s_per_gpu;
@@ -156,7 +186,7 @@ SearchResult run_search(const JobBase& job_base, const SearchSpace& space, int n
         r.reason = "weights, gradients and optimizer state alone exceed the memory";
       } else {
         const PlanBounds bounds = plan_bounds(job, params);
-        if (static_cast<double>(static_bytes + bounds.activations) > capacity) {
+        if (static_cast<double>(first_stage_state_lower_bound(job) + bounds.activations) > capacity) {
           r.status = PlanStatus::kPrunedMemory;
           r.reason = "static state and stage 0's in-flight activations exceed the memory";
         } else {
@@ -221,12 +251,14 @@ SearchResult run_search(const JobBase& job_base, const SearchSpace& space, int n
       settled = result.enumerated;
       break;
     }
+    // Fixed for the block, so the result does not depend on which thread finishes first.
+    const double rank_above = o.prune && static_cast<int>(best.size()) >= o.top_k ? std::max(best.back(), keep_below) : 0;
     std::atomic<std::size_t> next{0};
     std::vector<std::string> errors(block.size());
     const auto work = [&] {
       for (std::size_t k = next++; k < block.size(); k = next++) {
         try {
-          simulate(result.records[block[k]], jobs[block[k]], o, params);
+          simulate(result.records[block[k]], jobs[block[k]], o, params, rank_above);
         } catch (const std::exception& e) {
           errors[k] = e.what();
         }
@@ -243,7 +275,7 @@ SearchResult run_search(const JobBase& job_base, const SearchSpace& space, int n
         r.reason = errors[k];
         continue;
       }
-      if (!r.fits) continue;
+      if (r.status != PlanStatus::kSimulated || !r.fits) continue;
       best.insert(std::upper_bound(best.begin(), best.end(), r.objective), r.objective);
       if (static_cast<int>(best.size()) > o.top_k) best.pop_back();
     }

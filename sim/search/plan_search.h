@@ -32,6 +32,9 @@ struct PlanRecord {
   PlanStatus status = PlanStatus::kInvalid;
   std::string reason;               // the validator's message (invalid), or why it was pruned
   Seconds lower_bound = 0;          // iteration-time lower bound (0 when invalid)
+  /// Pruned while simulated: its run passed the top plans' iteration time or the usable memory and was stopped
+  /// there (RunCutoff), so its figures below stay unset.
+  bool cut_off = false;
   // Simulated candidates only:
   Seconds iteration_time = 0;
   double tokens_per_s_per_gpu = 0, mfu = 0;

@@ -473,3 +473,77 @@ TEST_CASE("port sharing re-times transfers at once, so equal ends finish in star
   REQUIRE(r.instances[0].timings[1].end == 200);
   CHECK(r.instances[0].peak == 200);
 }
+
+namespace {
+
+// Counts what a live observer hears: each task's start and end, and the live bytes after each change.
+struct Tally final : RunObserver {
+  std::vector<Nanoseconds> starts, ends;
+  std::vector<Bytes> live;
+  void task_started(std::int32_t, std::int32_t, Nanoseconds at) override { starts.push_back(at); }
+  void task_ended(std::int32_t, std::int32_t, Nanoseconds at) override { ends.push_back(at); }
+  void memory_changed(std::int32_t, Nanoseconds, Bytes bytes) override { live.push_back(bytes); }
+};
+
+// Four 1 ms GPU tasks in a row; the second allocates 100 bytes when it starts, the fourth frees them when it ends.
+WorkloadGraph four_in_a_row() {
+  ProgramBuilder b = builder(0);
+  b.add(compute("a"), shape(1));
+  const auto second = b.add(compute("b"), shape(2));
+  b.alloc_at_start(second, MemoryKind::kActivations, 100);
+  b.add(compute("c"), shape(3));
+  const auto fourth = b.add(compute("d"), shape(4));
+  b.free_at_end(fourth, MemoryKind::kActivations, 100);
+  return graph_of({b.finish()});
+}
+
+}  // namespace
+
+TEST_CASE("a live observer hears every start, end and memory change, and changes nothing", "[sim][engine]") {
+  const WorkloadGraph g = four_in_a_row();
+  const Durations d{{{1e-3, 1e-3, 1e-3, 1e-3}}};
+  const RunResult plain = run_engine(g, one_instance(), d);
+  Tally tally;
+  RunOptions o;
+  o.observers = {&tally};
+  const RunResult watched = run_engine(g, one_instance(), d, o);
+  CHECK(watched.makespan == plain.makespan);
+  CHECK(watched.events == plain.events);
+  CHECK_FALSE(watched.stopped);
+  CHECK(tally.starts == std::vector<Nanoseconds>{0, 1'000'000, 2'000'000, 3'000'000});
+  CHECK(tally.ends == std::vector<Nanoseconds>{1'000'000, 2'000'000, 3'000'000, 4'000'000});
+  CHECK(tally.live == std::vector<Bytes>{0, 100, 0});  // the static memory at 0, then the allocation and the free
+}
+
+TEST_CASE("the search's cut-off stops a run at the first task end past its time or its memory", "[sim][engine]") {
+  const WorkloadGraph g = four_in_a_row();
+  const Durations d{{{1e-3, 1e-3, 1e-3, 1e-3}}};
+  SECTION("time: the run stops at the first end past 2.5 ms, 3 ms, having run three tasks") {
+    RunCutoff cutoff(2'500'000, 0);
+    RunOptions o;
+    o.observers = {&cutoff};
+    const RunResult r = run_engine(g, one_instance(), d, o);
+    CHECK(r.stopped);
+    CHECK(cutoff.time_passed());
+    CHECK_FALSE(cutoff.memory_passed());
+    CHECK(r.events == 3);
+    CHECK(r.makespan == 3'000'000);
+  }
+  SECTION("a threshold the run only reaches does not stop it") {
+    RunCutoff cutoff(4'000'000, 100);
+    RunOptions o;
+    o.observers = {&cutoff};
+    const RunResult r = run_engine(g, one_instance(), d, o);
+    CHECK_FALSE(r.stopped);
+    CHECK(r.makespan == 4'000'000);
+  }
+  SECTION("memory: 100 live bytes pass a 99-byte limit when the second task starts") {
+    RunCutoff cutoff(0, 99);
+    RunOptions o;
+    o.observers = {&cutoff};
+    const RunResult r = run_engine(g, one_instance(), d, o);
+    CHECK(r.stopped);
+    CHECK(cutoff.memory_passed());
+    CHECK(r.events <= 2);
+  }
+}

@@ -2,6 +2,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <malloc.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -28,9 +30,20 @@ void check_standard_output() {
                                                         : "cannot be written");
 }
 
+// glibc returns a freed block above its mmap threshold (128 KiB at first) and the heap's free top to the kernel at
+// once, so the search, which builds and frees a graph and an engine per candidate, faulted every page in again: 18%
+// of its CPU time was the kernel's (9.6 of 53.7 s, one thread, Llama-3-70B on 1,024 GPUs). Keeping blocks up to
+// 32 MiB (glibc's largest mmap threshold on 64-bit) in the heap and trimming it only past 1 GiB of free top makes
+// that 0.2 s; the peak resident size is the same, it is only kept until exit.
+void keep_freed_memory() {
+  mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+  mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  keep_freed_memory();
   CLI::App app{"orrery: a discrete-event performance simulator for LLM training"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "orrery 0.1.0");

@@ -44,6 +44,7 @@ json record_json(const PlanRecord& r) {
     j["objective"] = r.objective;
   }
   if (!r.fp8_recipe.empty()) j["fp8_recipe"] = r.fp8_recipe;
+  if (r.cut_off) j["cut_off"] = true;
   if (!r.reason.empty()) j["reason"] = r.reason;
   return j;
 }
@@ -73,6 +74,7 @@ PlanRecord record_from(const json& j, const std::string& path) {
   c.zero_stage = static_cast<int>(in.require_int("zero_stage", 0, 3));
   c.schedule = enum_of<Schedule>(in.require_string("schedule"), kScheduleNames, in.field("schedule"));
   r.precision = in.require_string("precision");
+  r.cut_off = in.bool_or("cut_off", false);
   c.fp8 = r.precision == "fp8";
   r.fp8_recipe = in.optional_string("fp8_recipe").value_or("");
   const bool sp = in.optional_bool("sequence_parallel").value_or(true);
@@ -175,12 +177,15 @@ void print_top_plans(std::ostream& out, const SearchResult& result, int top, Sea
                 ? "  no valid plan: every candidate breaks a rule (see --csv/--json for each reason)\n"
                 : "  no simulated plan fits in memory\n");
   }
-  std::size_t too_big = 0;
-  for (const PlanRecord& r : result.records) too_big += r.status == PlanStatus::kSimulated && !r.fits ? 1 : 0;
-  out << fmt::format("\nplans: {} enumerated, {} invalid, {} pruned by memory (static), {} pruned by the time bound, "
-                     "{} simulated ({} of them do not fit)\n",
+  std::size_t too_big = 0, cut_off = 0;
+  for (const PlanRecord& r : result.records) {
+    too_big += r.status == PlanStatus::kSimulated && !r.fits ? 1 : 0;
+    cut_off += r.cut_off ? 1 : 0;
+  }
+  out << fmt::format("\nplans: {} enumerated, {} invalid, {} pruned by memory, {} pruned by the time bound, "
+                     "{} simulated ({} of them do not fit); {} of the pruned were cut off while simulated\n",
                      result.enumerated, result.invalid, result.pruned_memory, result.pruned_bound, result.simulated,
-                     too_big);
+                     too_big, cut_off);
 }
 
 namespace {
