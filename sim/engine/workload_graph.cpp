@@ -221,8 +221,16 @@ Program ProgramBuilder::finish() {
     p.issue_order = std::move(issue_order_);
   }
   p.stage = stage_;
-  // Edges arrive grouped by their target in increasing order, so a stable sort by source keeps both sorted.
-  std::stable_sort(edges_.begin(), edges_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  // Edges arrive grouped by their target in increasing order, so a stable sort by source keeps both sorted. A
+  // counting sort by source is that stable sort in linear time (it was 9% of a search's CPU as std::stable_sort).
+  {
+    std::vector<std::uint32_t> first(tasks_.size() + 1, 0);
+    for (const auto& e : edges_) ++first[e.first + 1];
+    for (std::size_t t = 1; t < first.size(); ++t) first[t] += first[t - 1];
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> sorted(edges_.size());
+    for (const auto& e : edges_) sorted[first[e.first]++] = e;
+    edges_ = std::move(sorted);
+  }
   edges_.erase(std::unique(edges_.begin(), edges_.end()), edges_.end());
   p.successors = TaskGraph(boost::edges_are_sorted, edges_.begin(), edges_.end(), static_cast<std::uint32_t>(tasks_.size()));
   p.in_degree.assign(tasks_.size(), 0);

@@ -518,11 +518,14 @@ TEST_CASE("a live observer hears every start, end and memory change, and changes
 TEST_CASE("the search's cut-off stops a run at the first task end past its time or its memory", "[sim][engine]") {
   const WorkloadGraph g = four_in_a_row();
   const Durations d{{{1e-3, 1e-3, 1e-3, 1e-3}}};
-  SECTION("time: the run stops at the first end past 2.5 ms, 3 ms, having run three tasks") {
-    RunCutoff cutoff(2'500'000, 0);
+  const auto run_with = [&](RunCutoff& cutoff) {
     RunOptions o;
     o.observers = {&cutoff};
-    const RunResult r = run_engine(g, one_instance(), d, o);
+    return run_engine(g, one_instance(), d, o);
+  };
+  SECTION("time: the run stops at the first end past 2.5 ms, 3 ms, having run three tasks") {
+    RunCutoff cutoff(2'500'000, 0);
+    const RunResult r = run_with(cutoff);
     CHECK(r.stopped);
     CHECK(cutoff.time_passed());
     CHECK_FALSE(cutoff.memory_passed());
@@ -531,17 +534,13 @@ TEST_CASE("the search's cut-off stops a run at the first task end past its time 
   }
   SECTION("a threshold the run only reaches does not stop it") {
     RunCutoff cutoff(4'000'000, 100);
-    RunOptions o;
-    o.observers = {&cutoff};
-    const RunResult r = run_engine(g, one_instance(), d, o);
+    const RunResult r = run_with(cutoff);
     CHECK_FALSE(r.stopped);
     CHECK(r.makespan == 4'000'000);
   }
   SECTION("memory: 100 live bytes pass a 99-byte limit when the second task starts") {
     RunCutoff cutoff(0, 99);
-    RunOptions o;
-    o.observers = {&cutoff};
-    const RunResult r = run_engine(g, one_instance(), d, o);
+    const RunResult r = run_with(cutoff);
     CHECK(r.stopped);
     CHECK(cutoff.memory_passed());
     CHECK(r.events <= 2);
