@@ -79,7 +79,7 @@ constexpr std::array kOptions = {
         "Megatron sequence parallelism (ignored with a warning at tp 1)",
         R"({"parallel": {"tp": 2, "sequence_parallel": true}})"),
     searched(row("parallel", "zero_stage", "", "--zero-stage", T::kInteger, "0", "0",
-                 "ZeRO stage: 0; 1 = Megatron's distributed optimizer; 2 and 3 (FSDP)",
+                 "ZeRO stage (0 none, 1 Megatron's distributed optimizer, 2 gradients too, 3 FSDP)",
                  R"({"parallel": {"zero_stage": 3}})")),
     row("parallel", "use_distributed_optimizer", "--use-distributed-optimizer", "", T::kBoolean, "false", "false",
         "Megatron's distributed optimizer: ZeRO stage 1 (with `zero_stage` too, the two must agree)",
@@ -107,7 +107,7 @@ constexpr std::array kOptions = {
     row("parallel", "tp_comm_overlap", "--tp-comm-overlap", "", T::kBoolean, "true", "true",
         kTpOverlapDoc,
         R"({"parallel": {"tp_comm_overlap": false}})"),
-    row("parallel", "overlap_p2p_comm", "--no-overlap-p2p-communication", "--overlap-p2p-comm", T::kBoolean, "true",
+    row("parallel", "overlap_p2p_comm", "--no-overlap-p2p-communication", "--overlap-p2p-comm,--overlap-p2p-communication", T::kBoolean, "true",
         "true", kOverlapDoc, R"({"parallel": {"overlap_p2p_comm": false}})"),
     row("parallel", "overlap_moe_expert_parallel_comm", "--overlap-moe-expert-parallel-comm", "", T::kBoolean,
         "false", "false",
@@ -195,8 +195,8 @@ constexpr std::array kOptions = {
            "scales; Hopper and Blackwell), `mxfp8` (32-element scales; Blackwell); see `sim/lower/fp8.h`",
            R"({"training": {"precision": "fp8", "fp8_recipe": "tensorwise"}})"),
     choice("training", "fp8_format", "--fp8-format", "", "hybrid, e4m3", "hybrid",
-           "with `fp8`: `hybrid` (E4M3 forward, E5M2 gradients) or `e4m3`; read and checked, priced the same (the "
-           "tensor cores run both at one FP8 rate). On the command line it turns FP8 on, as in Megatron-LM",
+           "with `fp8` (on the command line it turns FP8 on, as in Megatron-LM): `hybrid` (E4M3 forward, E5M2 "
+           "gradients) or `e4m3`; read and checked, priced the same (the tensor cores run both at one FP8 rate)",
            R"({"training": {"precision": "fp8", "fp8_format": "e4m3"}})"),
     searched(choice("training", "recompute", "--recompute-granularity", "--recompute", "none, selective, full", "none",
                     "`none`, `selective` (the modules of `recompute_modules`; by default the attention core, "
@@ -221,8 +221,9 @@ constexpr std::array kOptions = {
            "activations)",
            R"({"training": {"recompute": "full", "recompute_method": "block", "recompute_num_layers": 1}})"),
     row("training", "recompute_num_layers", "--recompute-num-layers", "", T::kInteger, "1", "1",
-        "with `recompute` `full`: layers per checkpoint (`uniform`) or recomputed layers of each model chunk "
-        "(`block`, 0 to all of the chunk's layers)",
+        "with `recompute` `full`: layers per checkpoint (`uniform`; only 1 is modelled yet) or recomputed layers of "
+        "each model chunk (`block`; 0 recomputes none, as many as the chunk's layers or more all of them, as in "
+        "Megatron-Core). The search's `full` candidates keep the scenario's method and count",
         R"({"training": {"recompute": "full", "recompute_method": "block", "recompute_num_layers": 0}})"),
     choice("training", "optimizer", "--optimizer", "", "adam, adamw, sgd", "adam",
            "`adam` / `adamw` (fp32 master weights and moments), `sgd` (momentum)", R"({"training": {"optimizer": "sgd"}})"),
@@ -234,8 +235,9 @@ constexpr std::array kOptions = {
         "Megatron's fp16 row; counting its fp32 main gradients as always resident is pessimistic, Megatron-Core frees "
         "them between steps). bf16 and fp8, framework `megatron`, ZeRO stage 0 or 1 only",
         R"({"training": {"grad_reduce_in_fp32": false}})"),
-    choice("training", "attention_backend", "--attention-backend", "", "flash, unfused", "flash",
-           "`flash` (fused kernel) or `unfused` (materialised score matrix, Megatron before 2022)",
+    choice("training", "attention_backend", "--attention-backend", "", "flash, fused, auto, unfused", "flash",
+           "`flash` (fused kernel; Megatron-LM's `fused` and `auto`, Transformer Engine's fused attention, are the "
+           "same) or `unfused` (materialised score matrix, Megatron before 2022)",
            R"({"training": {"attention_backend": "unfused"}})"),
     choice("training", "framework", "", "--framework", "megatron, pytorch, deepspeed-0.3, fsdp2, megatron-deepspeed",
            "megatron",
@@ -360,6 +362,10 @@ constexpr std::array kIgnored = {
     // Switches Orrery always assumes: Megatron-Core models with Transformer Engine layers.
     IgnoredMegatronFlag{"--use-mcore-models", 0}, IgnoredMegatronFlag{"--transformer-impl", 1},
     IgnoredMegatronFlag{"--group-query-attention", 0},
+    // FP8 bookkeeping and numerics that change no kernel's time in the cost model.
+    IgnoredMegatronFlag{"--fp8-amax-history-len", 1}, IgnoredMegatronFlag{"--fp8-amax-compute-algo", 1},
+    IgnoredMegatronFlag{"--rotary-base", 1}, IgnoredMegatronFlag{"--rampup-batch-size", 3},
+    IgnoredMegatronFlag{"--log-throughput", 0},
 };
 
 constexpr std::array kShorthands = {
@@ -400,6 +406,22 @@ std::string_view to_string(OptionType type) {
     case T::kObject: return "object";
   }
   return "?";
+}
+
+std::optional<std::int64_t> model_key_value(std::string_view key, const ModelSpec& m) {
+  if (key == "num_hidden_layers") return m.num_layers;
+  if (key == "hidden_size") return m.hidden_size;
+  if (key == "intermediate_size") return m.intermediate_size;
+  if (key == "num_attention_heads") return m.num_attention_heads;
+  if (key == "num_key_value_heads") return m.num_kv_heads;
+  if (key == "head_dim") return m.head_dim;
+  if (key == "max_position_embeddings") return m.max_position_embeddings;
+  if (key == "vocab_size") return m.vocab_size;
+  if (key == "num_local_experts") return m.moe.num_experts;
+  if (key == "num_experts_per_tok") return m.moe.experts_per_token;
+  if (key == "moe_intermediate_size") return m.moe.expert_intermediate_size;
+  if (key == "mtp_num_layers") return m.mtp_num_layers;
+  return std::nullopt;
 }
 
 std::span<const OptionSpec> scenario_options() { return kOptions; }

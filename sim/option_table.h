@@ -14,6 +14,8 @@
 #include <string>
 #include <string_view>
 
+#include "models/model_spec.h"
+
 namespace orrery {
 
 /// What a setting's value is, as the scenario file writes it.
@@ -69,6 +71,10 @@ std::string cli_names(const OptionSpec& option);
 
 /// The primary flag of a row: `flag`, else `megatron`, else "--" and the key with '-' for '_'.
 std::string primary_flag(const OptionSpec& option);
+
+/// The value a model row's key has in a parsed model (num_hidden_layers: ModelSpec::num_layers, ...), or nullopt
+/// for a key that is not a model row's.
+std::optional<std::int64_t> model_key_value(std::string_view key, const ModelSpec& model);
 
 /// A Megatron-LM argument that does not change the simulated time (learning rate, data paths, logging ...), which
 /// `orrery predict` accepts so that a Megatron launch line can be pasted, and names on stderr as ignored.

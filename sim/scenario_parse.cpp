@@ -153,8 +153,12 @@ TrainingSpec parse_training(const json& value, const ModelSpec& model) {
   static constexpr std::pair<const char*, Optimizer> kOptimizers[] = {
       {"adam", Optimizer::kAdam}, {"adamw", Optimizer::kAdam}, {"sgd", Optimizer::kSgd}};
   t.optimizer = parse_enum(in, "optimizer", Optimizer::kAdam, kOptimizers);
-  static constexpr std::pair<const char*, AttentionBackend> kBackends[] = {
-      {"flash", AttentionBackend::kFlash}, {"unfused", AttentionBackend::kUnfused}};
+  // Megatron-LM's --attention-backend also takes auto (its default) and fused: Transformer Engine then runs its
+  // fused attention kernel (FlashAttention or cuDNN's), which Orrery prices as flash.
+  static constexpr std::pair<const char*, AttentionBackend> kBackends[] = {{"flash", AttentionBackend::kFlash},
+                                                                           {"fused", AttentionBackend::kFlash},
+                                                                           {"auto", AttentionBackend::kFlash},
+                                                                           {"unfused", AttentionBackend::kUnfused}};
   t.attention_backend = parse_enum(in, "attention_backend", AttentionBackend::kFlash, kBackends);
   t.framework = parse_enum(in, "framework", Framework::kMegatron, kFrameworkNames);
   t.grad_reduce_in_fp32 = in.bool_or("grad_reduce_in_fp32", true);

@@ -49,6 +49,9 @@ LayerCost probe(const LoweringContext& ctx, const CostModels& models, int layer,
                  (t.end_kind == MemoryKind::kActivations ? t.end_bytes : 0);
     }
     if (!is_compute(t)) continue;
+    // Block recompute runs a layer again only in the chunk's first recompute_num_layers layers, and the probe's one
+    // layer stands for all: leave its recompute out so that the cost stays below every layer's.
+    if (t.phase == Phase::kRecompute && ctx.training.recompute_method == RecomputeMethod::kBlock) continue;
     const Seconds d = op_duration(p.ops[static_cast<std::size_t>(t.op)], models);
     if (t.phase == Phase::kForward) {
       c.forward += d;

@@ -90,7 +90,7 @@ def flag_ranges(orrery):
         refused(orrery, ["predict", *SMALL_FLAGS, "--trace", os.devnull, "--trace-max-events", value],
                 f"--trace-max-events: {value} must be a whole number from 0 to 1000000000", "150 GB",
                 what=f"--trace-max-events {value}")
-    refused(orrery, ["predict", *SMALL_FLAGS, "--global-batch-size", "99999999999999999999"],
+    refused(orrery, ["predict", *SMALL_FLAGS[:-2], "--global-batch-size", "99999999999999999999"],
             "--global-batch-size (99999999999999999999) must be a whole number of at most 64 bits",
             what="--global-batch-size past 64 bits")
     # An empty list searched the defaults, an empty item fewer values than written.

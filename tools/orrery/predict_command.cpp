@@ -68,7 +68,9 @@ void run_predict(const PredictArgs& a) {
   if (doc.is_object() && !doc.contains("name") && !a.scenario_file.empty()) {
     doc["name"] = std::filesystem::path(a.scenario_file).stem().string();
   }
-  const Job job = resolve(parse_predicted(doc, base, a));
+  const Scenario scenario = parse_predicted(doc, base, a);
+  a.flags.check_model(scenario.model);
+  const Job job = resolve(scenario);
   const TraceSelection selection = a.trace.selection(job);
   PredictOptions options;
   options.expansion = a.expand_ranks ? Expansion::kAllRanks : Expansion::kAuto;

@@ -1,6 +1,7 @@
 #include "tools/orrery/scenario_flags.h"
 
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -16,17 +17,24 @@ using nlohmann::json;
 
 namespace {
 
-// The first clause of a row's documentation, for --help (the key reference has the whole text).
+// The first sentence of a row's documentation, for --help (the key reference has the whole text), cut at a word
+// near 120 characters.
 std::string short_help(const OptionSpec& o) {
   std::string_view doc = o.doc;
-  std::size_t cut = doc.size();
-  for (std::string_view stop : {". ", "; ", " (", ": "}) {
-    const std::size_t at = doc.find(stop, 12);
-    if (at != std::string_view::npos) cut = std::min(cut, at);
-  }
-  std::string text(doc.substr(0, std::min<std::size_t>(cut, 110)));
-  if (!o.choices.empty() && o.choices.size() < 70) text += " (" + std::string(o.choices) + ")";
+  for (std::string_view stop : {". ", "; "}) doc = doc.substr(0, std::min(doc.size(), doc.find(stop)));
+  std::string text(doc);
+  if (text.size() > 120) text = text.substr(0, text.rfind(' ', 116)) + " ...";
   return fmt::format("{} [{}.{}; default {}]", text, o.section, o.key, o.default_text);
+}
+
+// A space-separated list takes every word up to the next flag, a scenario file after it included: refused, or the
+// file would be read as an item (or, for an ignored flag, silently dropped).
+void refuse_swallowed_file(const std::vector<std::string>& values, const std::string& flag) {
+  for (const std::string& v : values) {
+    std::error_code ec;
+    require(!(v.ends_with(".json") && std::filesystem::is_regular_file(v, ec)), flag, v,
+            "took the scenario file as one of its values: give the scenario file before the flags");
+  }
 }
 
 }  // namespace
@@ -39,15 +47,16 @@ void ScenarioFlags::add_to(CLI::App& app) {
   for (const OptionSpec& o : scenario_options()) {
     Given& g = options[&o];
     if (o.type == OptionType::kBoolean) {
-      app.add_flag_function(cli_names(o), [&g](std::int64_t count) { g.on = count > 0; }, short_help(o));
+      g.option = app.add_flag_function(cli_names(o), [&g](std::int64_t count) { g.on = count > 0; }, short_help(o));
       continue;
     }
     CLI::Option* opt = app.add_option(cli_names(o), g.values, short_help(o))->check(non_empty());
+    g.option = opt;
     if (o.type == OptionType::kIntegerList || o.type == OptionType::kChoiceList) {
       // Megatron-LM's nargs lists ("--recompute-modules core_attn mlp"); commas separate items too.
       opt->expected(1, CLI::detail::expected_max_vector_size);
     } else {
-      opt->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // as argparse: the last one wins
+      opt->expected(1);
     }
   }
   for (const ShorthandFlag& f : shorthand_flags()) {
@@ -63,6 +72,7 @@ void ScenarioFlags::add_to(CLI::App& app) {
       CLI::Option* opt = app.add_option_function<std::vector<std::string>>(
           name,
           [this, name](const std::vector<std::string>& values) {
+            refuse_swallowed_file(values, name);
             std::string line = name;
             for (const std::string& v : values) line += " " + v;
             ignored.push_back(line);
@@ -102,6 +112,7 @@ namespace {
 // The items of a list flag's values, each of which may hold several comma-separated ones. An empty item is refused:
 // it would silently give fewer values than written.
 std::vector<std::string> list_items(const std::vector<std::string>& values, const std::string& flag) {
+  refuse_swallowed_file(values, flag);
   std::vector<std::string> items;
   for (const std::string& given : values) {
     std::size_t start = 0;
@@ -129,6 +140,9 @@ std::int64_t integer_value(const std::string& text, const std::string& flag) {
 // gets the same error as in a file.
 json flag_value(const OptionSpec& o, const ScenarioFlags::Given& g) {
   const std::string flag = primary_flag(o);
+  // One occurrence per setting: a repeat, or "--x --no-x", would settle the value by a rule the user did not state.
+  require(!g.option || g.option->count() <= 1, flag, "given more than once",
+          "sets one key: give it once (with one of its names)");
   if (o.type == OptionType::kBoolean) return *g.on;
   if (o.type == OptionType::kIntegerList || o.type == OptionType::kChoiceList) {
     json list = json::array();
@@ -138,13 +152,16 @@ json flag_value(const OptionSpec& o, const ScenarioFlags::Given& g) {
     }
     return list;
   }
+  // CLI11 reads "[2,4]" as two values: a setting of one value takes one.
+  require(g.values.size() == 1, flag, fmt::format("{} values", g.values.size()), "takes one value");
   const std::string& text = g.values.front();
   switch (o.type) {
     case OptionType::kInteger: return integer_value(text, flag);
     case OptionType::kNumber: {
       double v = 0;
       const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-      require(ec == std::errc() && end == text.data() + text.size(), flag, text, "must be a number");
+      require(ec == std::errc() && end == text.data() + text.size() && std::isfinite(v), flag, text,
+              "must be a finite number");
       return v;
     }
     case OptionType::kObject: {
@@ -241,6 +258,18 @@ void ScenarioFlags::apply(json& doc) const {
   if (not_fp8) {
     if (!fp8_recipe) training.erase("fp8_recipe");
     training.erase("fp8_format");
+  }
+}
+
+void ScenarioFlags::check_model(const ModelSpec& model) const {
+  for (const auto& [o, g] : options) {
+    if (o->section != "model" || g.values.empty()) continue;
+    const std::int64_t given = integer_value(g.values.front(), primary_flag(*o));
+    const std::optional<std::int64_t> parsed = model_key_value(o->key, model);
+    if (parsed && *parsed == given) continue;
+    throw Error::not_modelled(primary_flag(*o), g.values.front(),
+                              fmt::format("the {} model {} does not read {} (it has {}): the flag would change nothing",
+                                          model.model_type, model.name, o->key, parsed ? std::to_string(*parsed) : "none"));
   }
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "models/model_spec.h"
 #include "sim/option_table.h"
 
 namespace orrery::cli {
@@ -36,6 +37,7 @@ struct ScenarioFlags {
   struct Given {
     std::vector<std::string> values;  // the texts after the flag (a list may take several), empty if not given
     std::optional<bool> on;           // a boolean row's switch
+    CLI::Option* option = nullptr;    // its CLI11 option, for how often it was given
   };
   std::map<const OptionSpec*, Given> options;       // every row, given or not (filled by add_to)
   std::map<const ShorthandFlag*, bool> shorthands;  // every shorthand, given or not
@@ -53,6 +55,10 @@ struct ScenarioFlags {
   void apply(nlohmann::json& doc) const;
   /// Writes one line per ignored Megatron-LM argument ("orrery: ignored --lr 3e-4 (...)") to `out`.
   void note_ignored(std::ostream& out) const;
+  /// Checks that each model-shape flag given reached `model` (the parsed scenario's): a family that does not read
+  /// the key (GPT-2's configs have no num_key_value_heads; a dense model no experts) would drop it silently.
+  /// Errors: Error::not_modelled naming the flag, its value and the key.
+  void check_model(const ModelSpec& model) const;
 };
 
 /// The built-in default: Llama-3-70B on 64 H100s, BF16, TP 8, PP 4, VPP 5 (DP 2, derived), sequence parallelism

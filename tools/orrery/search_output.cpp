@@ -113,7 +113,9 @@ json search_json(const SearchResult& result) {
             {"invalid", result.invalid},
             {"pruned_memory", result.pruned_memory},
             {"pruned_bound", result.pruned_bound},
-            {"simulated", result.simulated}}},
+            {"simulated", result.simulated},
+            {"cut_off", static_cast<std::size_t>(std::count_if(result.records.begin(), result.records.end(),
+                                                                [](const PlanRecord& r) { return r.cut_off; }))}}},
           {"plans", plans},
           {"ranking", ranking}};
 }
