@@ -9,11 +9,13 @@
 #include "models/model_flops.h"
 #include "models/param_count.h"
 #include "sim/durations.h"
+#include "sim/engine/engine.h"
 #include "sim/lower/context.h"
 #include "sim/lower/embedding_head.h"
 #include "sim/lower/transformer_layer.h"
 #include "sim/pipeline_layout.h"
 #include "sim/pipeline_schedule.h"
+#include "sim/task_vocabulary.h"
 #include "sim/predict.h"
 
 namespace orrery {
@@ -34,9 +36,42 @@ struct LayerCost {
 };
 
 
-// Prices the compute-stream tasks of a scratch program that `emit_unit` fills for one micro-batch.
+// Seconds from the first compute task's start to the last one's end, of the forward tasks and of the others, when
+// `program` runs alone on one rank: every rendezvous a group of one, no resource model, no host timeline, so each
+// task takes its base duration and waits only for its own predecessors. The compute stream runs its tasks in
+// order, so in the full run a unit's compute tasks cannot span less: its communication's waits (an expert
+// all-to-all, a ring step, a TP all-reduce the next GEMM reads) only grow there, and no other unit's compute falls
+// between two of its own where the lowering emits a unit's pass contiguously (PlanBounds' conditions).
+std::pair<Seconds, Seconds> compute_windows(const Program& program, const CostModels& models) {
+  WorkloadGraph g;
+  declare_vocabulary(g);
+  g.programs.push_back(program);
+  const Durations d = price_graph(g, models);
+  Instantiation solo;
+  solo.instances = {{0, 0, 1, 1.0}};
+  solo.group_kinds = static_cast<int>(g.group_kinds.size());
+  for (int k = 0; k < solo.group_kinds; ++k) {
+    solo.group_of.push_back(k);
+    solo.group_size.push_back(1);
+  }
+  const RunResult r = run_engine(g, solo, d);
+  Nanoseconds first[2] = {INT64_MAX, INT64_MAX}, last[2] = {0, 0};
+  for (std::size_t t = 0; t < program.tasks.size(); ++t) {
+    const Task& task = program.tasks[t];
+    if (!is_compute(task)) continue;
+    const int side = task.phase == Phase::kForward ? 0 : 1;
+    first[side] = std::min(first[side], r.instances[0].timings[t].start);
+    last[side] = std::max(last[side], r.instances[0].timings[t].end);
+  }
+  const auto span = [&](int side) { return last[side] > first[side] ? static_cast<double>(last[side] - first[side]) * 1e-9 : 0.0; };
+  return {span(0), span(1)};
+}
+
+// Prices the compute-stream tasks of a scratch program that `emit_unit` fills for one micro-batch; with `windows`,
+// a pass's cost is at least its compute window (compute_windows).
 template <class F>
-LayerCost probe(const LoweringContext& ctx, const CostModels& models, int layer, int microbatch, F&& emit_unit) {
+LayerCost probe(const LoweringContext& ctx, const CostModels& models, int layer, int microbatch, bool windows,
+                F&& emit_unit) {
   ProgramBuilder builder = program_builder(0);
   Emitter emit(ctx, builder, 0);
   emit.at(microbatch, 0, layer, Phase::kForward);
@@ -60,11 +95,16 @@ LayerCost probe(const LoweringContext& ctx, const CostModels& models, int layer,
       if (t.phase != Phase::kBackwardWeight) c.backward_input += d;
     }
   }
+  if (windows) {
+    const auto [forward, backward] = compute_windows(p, models);
+    c.forward = std::max(c.forward, forward);
+    c.backward = std::max(c.backward, backward);
+  }
   return c;
 }
 
-LayerCost probe_layer(const LoweringContext& ctx, const CostModels& models, int layer, int microbatch) {
-  return probe(ctx, models, layer, microbatch, [&](Emitter& emit) {
+LayerCost probe_layer(const LoweringContext& ctx, const CostModels& models, int layer, int microbatch, bool windows) {
+  return probe(ctx, models, layer, microbatch, windows, [&](Emitter& emit) {
     TransformerLayerLowering lowering(emit, layer);
     const MaybeTask out = lowering.forward({}, save_policy(ctx.training));
     emit.at(microbatch, 0, layer, Phase::kBackwardInput);
@@ -74,7 +114,7 @@ LayerCost probe_layer(const LoweringContext& ctx, const CostModels& models, int 
 
 // Final norm, LM head and loss, forward and backward: on the last stage every micro-batch.
 LayerCost probe_head(const LoweringContext& ctx, const CostModels& models, int microbatch) {
-  return probe(ctx, models, -1, microbatch, [&](Emitter& emit) {
+  return probe(ctx, models, -1, microbatch, false, [&](Emitter& emit) {
     EmbeddingHeadLowering head(emit);
     const MaybeTask loss = head.head_forward({}, nullptr);
     emit.at(microbatch, 0, -1, Phase::kBackwardInput);
@@ -95,11 +135,20 @@ PlanBounds plan_bounds(const Job& job, const CostParams& params) {
   for (double f : ctx.packed_fraction) least = std::min(least, f);
   ctx.packed_fraction.assign(2, least);
   const int probe_mb = 1;
+  // Where the lowering emits each layer's forward and its backward as one contiguous run of compute tasks, a
+  // layer's compute window (compute_windows) bounds it: Megatron's 1F1B, interleaved or not, and GPipe, without
+  // the schedules and switches that interleave two passes or move weight gradients away (ZB-H1, DualPipe(V), the
+  // expert-parallel overlap, delayed weight gradients) and without block recompute (its probe layer stands for
+  // layers that do not recompute).
+  const bool windows = (p.schedule == Schedule::k1F1B || p.schedule == Schedule::kGPipe) &&
+                       !p.overlap_moe_expert_parallel_comm && !p.delay_wgrad_compute &&
+                       s.training.framework == Framework::kMegatron &&
+                       !(s.training.recompute == Recompute::kFull && s.training.recompute_method == RecomputeMethod::kBlock);
   std::map<std::pair<bool, std::int64_t>, LayerCost> probes;  // by (MoE layer, attention window)
   const auto cost = [&](int layer) -> const LayerCost& {
     const auto key = std::make_pair(s.model.layer_is_moe(layer), s.model.layer_window(layer));
     auto it = probes.find(key);
-    if (it == probes.end()) it = probes.emplace(key, probe_layer(ctx, models.models(), layer, probe_mb)).first;
+    if (it == probes.end()) it = probes.emplace(key, probe_layer(ctx, models.models(), layer, probe_mb, windows)).first;
     return it->second;
   };
   const PipelineLayout& layout = ctx.layout;

@@ -22,7 +22,11 @@ struct PlanBounds {
 ///   lightest chunks' input-gradient passes, less (ZB-H1) the p - 1 weight-gradient passes the last stage runs
 ///   after its last one (DualPipe: the busiest stage's work alone, each of its two chunks running half the
 ///   micro-batches; DualPipeV: the same with every micro-batch through both chunks, the head on stage 0).
-///   Communication, optimizer, embedding and head only add to these.
+///   Under Megatron's 1F1B (interleaved or not) and GPipe, without the expert-parallel overlap, delayed weight
+///   gradients or block recompute, each layer's forward and backward count at least their compute window: the
+///   span of its compute tasks when the layer runs alone at base durations, its waits for blocking communication
+///   (expert all-to-alls, context-parallel ring steps, TP all-reduces the next GEMM reads) included.
+///   Communication outside the layers, optimizer, embedding and head only add to these.
 /// Errors: none (a Job is validated).
 PlanBounds plan_bounds(const Job& job, const CostParams& params);
 
