@@ -1,6 +1,7 @@
 #include "sim/search/plan_bounds.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include <map>
@@ -196,14 +197,36 @@ PlanBounds plan_bounds(const Job& job, const CostParams& params) {
   // The analytical bound assumes the default GEMM model; a measured profile may be faster than it.
   if (!params.profile) b.time = std::max(b.time, iteration_time_lower_bound(job, params));
   // Stage 0's forwards before its first backward all hold their activations (none are freed before it).
-  Bytes activations = 0;
+  Bytes activations = 0, before_last = 0;
+  int last_chunk = 0;
   if (s.training.cpu_offloading_num_layers == 0) {
     for (const ScheduleStep& step : pipeline_steps(p.schedule, p.pp, p.vpp, 0, ctx.microbatches)) {
       if (step.kind != StepKind::kForward) break;
+      before_last = activations;
       activations += chunk_saved[static_cast<std::size_t>(step.chunk)];
+      last_chunk = step.chunk;
     }
   }
   b.activations = activations;
+  const bool layer_units = s.training.framework == Framework::kMegatron || s.training.framework == Framework::kFsdp2;
+  if (p.zero_stage >= 3 && layer_units && s.training.cpu_offloading_num_layers == 0) {
+    // ZeRO-3 (Megatron-FSDP, FSDP2: one unit per layer) gathers a layer's parameters before its forward: while the
+    // last forward before the first backward computes a layer, the earlier forwards' activations and that layer's
+    // gathered parameters (beyond the rank's own shard) are all live. The smallest layer of that chunk bounds it.
+    double gathered = std::numeric_limits<double>::infinity();
+    const int first = layout.first_layer_of(0, last_chunk);
+    const double d = job.data_parallel_ranks(), e = job.expert_data_parallel_ranks();
+    for (int l = first; l < first + layout.layers_in(0, last_chunk); ++l) {
+      double dense = 0, expert = 0;
+      for (const ParamTensor& t : layer_param_tensors(s.model, l)) {
+        if (t.sharding == ParamSharding::kExpert) expert += static_cast<double>(t.elements) / (p.ep * p.etp);
+        else if (t.sharding == ParamSharding::kTensorParallel) dense += static_cast<double>(t.elements) / p.tp;
+      }
+      gathered = std::min(gathered, static_cast<double>(job.state_bytes().param) *
+                                        (dense * (1 - 1 / d) + expert * (1 - 1 / e)));
+    }
+    if (std::isfinite(gathered)) b.activations = std::max(b.activations, before_last + static_cast<Bytes>(gathered));
+  }
   return b;
 }
 

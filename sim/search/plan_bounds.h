@@ -10,7 +10,10 @@ namespace orrery {
 
 /// Lower bounds of one candidate: activation memory on top of the static bound (bytes) and iteration time.
 struct PlanBounds {
-  Bytes activations = 0;  // bytes stage 0 holds at least, beyond static_memory_lower_bound
+  /// Bytes stage 0 holds at least beyond its own state (first_stage_state_lower_bound): its in-flight activations
+  /// before the first backward, or with ZeRO-3 in layer units (Megatron, FSDP2) those of all but the last of those
+  /// forwards plus one layer's gathered parameters beyond the rank's shard, whichever is larger.
+  Bytes activations = 0;
   Seconds time = 0;       // seconds
 };
 

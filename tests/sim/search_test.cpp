@@ -186,6 +186,35 @@ TEST_CASE("the time bound counts the expert all-to-alls the compute stream waits
   CHECK(bound >= 0.8 * time);
 }
 
+TEST_CASE("stage 0's memory bound holds its gathered ZeRO-3 layer and stays below the simulated peak",
+          "[sim][search][memory]") {
+  // ZeRO-3 in layer units: while stage 0's last forward before its first backward computes a layer, that layer's
+  // gathered parameters sit beside the earlier forwards' activations. Dense and MoE under Megatron, dense under
+  // FSDP2; each bound at most stage 0's simulated peak, and above the state by at least one gathered layer (short
+  // sequences, so that the activations alone would not be).
+  for (const char* text : {
+           R"({"model": {"preset": "llama3-8b", "num_hidden_layers": 8}, "cluster": {"preset": "dgx-h100", "num_gpus": 16},
+               "parallel": {"tp": 2, "pp": 2, "zero_stage": 3, "sequence_parallel": true},
+               "training": {"seq_length": 256, "micro_batch_size": 1, "global_batch_size": 32}})",
+           R"({"model": {"preset": "mixtral-8x7b", "num_hidden_layers": 4}, "cluster": {"preset": "dgx-h100", "num_gpus": 16},
+               "parallel": {"ep": 2, "zero_stage": 3}, "training": {"seq_length": 2048, "global_batch_size": 32}})",
+           R"({"model": {"preset": "llama3-8b", "num_hidden_layers": 4}, "cluster": {"preset": "dgx-h100", "num_gpus": 8},
+               "training": {"framework": "fsdp2", "seq_length": 256, "global_batch_size": 8}})"}) {
+    const Scenario s = test::scenario(text);
+    INFO(s.model.name << " " << to_string(s.training.framework));
+    const Job job = resolve(s);
+    const Bytes state = first_stage_state_lower_bound(job);
+    const Bytes bound = state + plan_bounds(job, default_cost_params()).activations;
+    const Prediction p = predict(job);
+    const StageMemory& first = p.report.per_stage.front();
+    INFO("bound " << bound << ", stage 0 peak " << first.peak);
+    CHECK(bound <= first.peak);
+    // One gathered layer at least (Llama-3-8B: 218 M parameters per layer, 436 MB in bf16, / TP).
+    const double dense_layer = 2 * 218e6 / job.plan().tp * (1 - 1.0 / job.data_parallel_ranks());
+    if (!s.model.is_moe()) CHECK(static_cast<double>(bound - state) >= 0.9 * dense_layer);
+  }
+}
+
 TEST_CASE("a plan asked to be ranked exactly gets its exhaustive rank", "[sim][search][slow]") {
   // What `orrery search SCENARIO` does for the scenario's own plan: nothing that could beat it is pruned.
   const Scenario s = eight_layers();
