@@ -635,7 +635,14 @@ class Simulation final : private Pacing {
     act.event = queue(act.end, kPaced, instance, a);
   }
 
-  static Nanoseconds stretched(double ns, double stretch) { return static_cast<Nanoseconds>(std::llround(ns * stretch)); }
+  // std::llround(ns * stretch) without the library call (4% of a 16,384-rank run): below 2^52 the integer part of a
+  // non-negative x is exact and so is x less it, so rounding half away from zero is one comparison.
+  static Nanoseconds stretched(double ns, double stretch) {
+    const double x = ns * stretch;
+    if (!(x >= 0 && x < 4.5e15)) return static_cast<Nanoseconds>(std::llround(x));
+    const auto whole = static_cast<Nanoseconds>(x);
+    return whole + (x - static_cast<double>(whole) >= 0.5 ? 1 : 0);
+  }
 
   // Pacing: the model in `slot` changes action `a`'s factor. The work done since the last change is settled at the
   // old speed. An end earlier than the last one is queued now; a later one is queued now by an eager model
