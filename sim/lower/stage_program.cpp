@@ -73,17 +73,18 @@ class StageLowering {
         const MaybeTask input = received[i - begin];
         const TaskId first = builder_.last() + 1;
         layer_spans_.clear();
-        emit_.set_overlapped(merged && step.kind == StepKind::kBackward);
-        if (step.kind == StepKind::kForward) {
-          forward(step, input, first_forward[step.chunk] == i ? &first_uses_ : nullptr);
-        } else if (step.kind == StepKind::kBackward) {
-          step_grads_.clear();
-          backward(step, input, last_backward[step.chunk] == i ? &grad_ready_ : &step_grads_);
-        } else {
-          step_grads_.clear();
-          weight_gradients(step, last_weight[step.chunk] == i ? &grad_ready_ : &step_grads_);
+        {
+          const OverlapScope twin(emit_, merged && step.kind == StepKind::kBackward);
+          if (step.kind == StepKind::kForward) {
+            forward(step, input, first_forward[step.chunk] == i ? &first_uses_ : nullptr);
+          } else if (step.kind == StepKind::kBackward) {
+            step_grads_.clear();
+            backward(step, input, last_backward[step.chunk] == i ? &grad_ready_ : &step_grads_);
+          } else {
+            step_grads_.clear();
+            weight_gradients(step, last_weight[step.chunk] == i ? &grad_ready_ : &step_grads_);
+          }
         }
-        emit_.set_overlapped(false);
         passes.push_back({first, builder_.last(), layer_spans_});
         if (merged) {
           const TaskId head = first_compute_from(first);
@@ -139,6 +140,12 @@ class StageLowering {
     return order;
   }
 
+  // Emits a block at `at`, and books it as where the host last issued work (host_at_).
+  PositionScope enter(const Position& at) {
+    host_at_ = at;
+    return PositionScope(emit_, at);
+  }
+
   // The first compute task at or after `first` (-1 if none).
   TaskId first_compute_from(TaskId first) const {
     for (TaskId t = first; t <= builder_.last(); ++t) {
@@ -183,7 +190,7 @@ class StageLowering {
     if (step.kind == StepKind::kWeight) return {};
     if (forward ? ctx_.layout.holds_embedding(stage_, step.chunk) : is_last(step.chunk)) return {};
     if (ctx_.layout.turns_locally(stage_, step.chunk, forward)) return turned(step.microbatch, forward);
-    emit_.at(step.microbatch, step.chunk, -1, forward ? Phase::kForward : Phase::kBackwardInput);
+    const PositionScope at = enter({step.microbatch, step.chunk, -1, forward ? Phase::kForward : Phase::kBackwardInput});
     const MaybeTask host = ctx_.plan.overlap_p2p_comm ? MaybeTask() : last_issued_compute();
     const Transfer in = transfer(step.chunk, forward, false);
     const MaybeTask received = emit_.p2p(forward ? "activation" : "gradient", in.stream, in.group, p2p_bytes(), {host});
@@ -226,6 +233,7 @@ class StageLowering {
     }
     pending_sends_.clear();
     if (all.empty()) return;
+    const PositionScope at(emit_, host_at_);
     MaybeTask wait = emit_.elementwise("p2p_wait", 0, 0);
     for (const MaybeTask& t : all) emit_.depend(wait, t);
   }
@@ -309,7 +317,7 @@ class StageLowering {
     int decoder_index = -1;
     for (std::size_t i = 0; i < units.size(); ++i) {
       const ParamUnit& u = units[i];
-      emit_.at(step.microbatch, step.chunk, u.layer, Phase::kForward);
+      const PositionScope at = enter({step.microbatch, step.chunk, u.layer, Phase::kForward});
       const TaskId first = builder_.last() + 1;
       const TaskId unit_first = builder_.last() + 1;
       x = run_unit(units, i, false, [&] {
@@ -350,24 +358,21 @@ class StageLowering {
       if (u.layer >= 0 && !is_mtp(u.layer)) ++decoder_index;
     }
     if (is_last(step.chunk)) loss_[static_cast<std::size_t>(step.microbatch)] = x;
-    emit_.at(step.microbatch, step.chunk, -1, Phase::kForward);
+    const PositionScope at = enter({step.microbatch, step.chunk, -1, Phase::kForward});
     emit_fp8_amax_update(emit_, layers_in(units), false, emit_.last_compute());
     if (!is_last(step.chunk)) send(step.chunk, true, x, step.microbatch);
   }
 
   void backward(const ScheduleStep& step, MaybeTask input, std::vector<ParamUse>* params) {
     MaybeTask g = input;
-    emit_.at(step.microbatch, step.chunk, -1, Phase::kBackwardInput);
     EmbeddingHeadLowering edges(emit_);
     const auto units = sharded_.units(step.chunk);
     std::vector<MaybeTask> mtp_grad(static_cast<std::size_t>(ctx_.model.mtp_num_layers));
-    // Zero-bubble steps leave the weight gradients to a later kWeight step.
-    if (step.weight_deferred) emit_.set_weight_grad_mode(WeightGradMode::kSkip);
     // Offloaded activations come back one layer ahead: layer i's copy is issued as layer i + 1's backward starts.
     std::vector<MaybeTask> reload(units.size());
     const auto fetch = [&](std::size_t i) {
       if (!offloaded(units, i) || reload[i].emitted()) return;
-      emit_.at(step.microbatch, step.chunk, units[i].layer, Phase::kBackwardInput);
+      const PositionScope at = enter({step.microbatch, step.chunk, units[i].layer, Phase::kBackwardInput});
       const Bytes saved = layer_saved_bytes(units[i].layer);
       // The copy back waits for the copy out: with few layers per chunk the backward can reach a layer whose
       // activations are still on their way to the host.
@@ -377,27 +382,30 @@ class StageLowering {
                                 {emit_.last_compute(), copied});
       emit_.allocate(reload[i], MemoryKind::kActivations, saved);
     };
-    for (std::size_t i = units.size(); i-- > 0;) {
-      const ParamUnit& u = units[i];
-      fetch(i);
-      if (i > 0) fetch(i - 1);
-      emit_.at(step.microbatch, step.chunk, u.layer, Phase::kBackwardInput);
-      const TaskId first = builder_.last() + 1;
-      g = run_unit(units, i, true, [&] {
-        if (pytorch()) {
-          PytorchStepLowering eager(emit_);
-          if (u.layer >= 0) return eager.layer_backward(g);
-          return u.head ? eager.head_backward(loss_of(step)) : eager.embedding_backward(g);
-        }
-        if (is_mtp(u.layer)) return mtp_backward(u.layer, g, mtp_grad, params);
-        if (u.layer >= 0) return TransformerLayerLowering(emit_, u.layer).backward(g, params);
-        return u.head ? head_backward(edges, loss_of(step), mtp_grad, params) : edges.embedding_backward(g, params);
-      });
-      if (builder_.last() >= first) emit_.depend(first, reload[i]);
-      if (u.layer >= 0 && builder_.last() >= first) layer_spans_.push_back({first, builder_.last()});
+    {
+      // Zero-bubble steps leave the weight gradients to a later kWeight step.
+      const WeightGradScope deferred(emit_, step.weight_deferred ? WeightGradMode::kSkip : emit_.weight_grad_mode());
+      for (std::size_t i = units.size(); i-- > 0;) {
+        const ParamUnit& u = units[i];
+        fetch(i);
+        if (i > 0) fetch(i - 1);
+        const PositionScope at = enter({step.microbatch, step.chunk, u.layer, Phase::kBackwardInput});
+        const TaskId first = builder_.last() + 1;
+        g = run_unit(units, i, true, [&] {
+          if (pytorch()) {
+            PytorchStepLowering eager(emit_);
+            if (u.layer >= 0) return eager.layer_backward(g);
+            return u.head ? eager.head_backward(loss_of(step)) : eager.embedding_backward(g);
+          }
+          if (is_mtp(u.layer)) return mtp_backward(u.layer, g, mtp_grad, params);
+          if (u.layer >= 0) return TransformerLayerLowering(emit_, u.layer).backward(g, params);
+          return u.head ? head_backward(edges, loss_of(step), mtp_grad, params) : edges.embedding_backward(g, params);
+        });
+        if (builder_.last() >= first) emit_.depend(first, reload[i]);
+        if (u.layer >= 0 && builder_.last() >= first) layer_spans_.push_back({first, builder_.last()});
+      }
     }
-    emit_.set_weight_grad_mode(WeightGradMode::kInline);
-    emit_.at(step.microbatch, step.chunk, -1, Phase::kBackwardInput);
+    const PositionScope at = enter({step.microbatch, step.chunk, -1, Phase::kBackwardInput});
     emit_fp8_amax_update(emit_, layers_in(units), true, emit_.last_compute());
     if (!ctx_.layout.holds_embedding(stage_, step.chunk)) send(step.chunk, false, g, step.microbatch);
     if (params) dp_.after_backward_step(emit_, step.chunk, *params);
@@ -408,12 +416,12 @@ class StageLowering {
   void weight_gradients(const ScheduleStep& step, std::vector<ParamUse>* params) {
     EmbeddingHeadLowering edges(emit_);
     const auto units = sharded_.units(step.chunk);
-    emit_.set_weight_grad_mode(WeightGradMode::kOnly);
+    const WeightGradScope only(emit_, WeightGradMode::kOnly);
     MaybeTask g;
     std::vector<MaybeTask> mtp_grad(static_cast<std::size_t>(ctx_.model.mtp_num_layers));
     for (std::size_t i = units.size(); i-- > 0;) {
       const ParamUnit& u = units[i];
-      emit_.at(step.microbatch, step.chunk, u.layer, Phase::kBackwardInput);
+      const PositionScope at = enter({step.microbatch, step.chunk, u.layer, Phase::kBackwardInput});
       if (is_mtp(u.layer)) {
         g = mtp_backward(u.layer, g, mtp_grad, params);
       } else if (u.layer >= 0) {
@@ -422,7 +430,6 @@ class StageLowering {
         g = u.head ? head_backward(edges, {}, mtp_grad, params) : edges.embedding_backward(g, params);
       }
     }
-    emit_.set_weight_grad_mode(WeightGradMode::kInline);
   }
 
   bool is_mtp(int layer) const { return layer >= ctx_.model.num_layers; }
@@ -482,6 +489,7 @@ class StageLowering {
   DataParallelLowering dp_;
   ShardedParamsLowering sharded_;
   Bytes hidden_bytes_ = 0;
+  Position host_at_;  // where the host last issued work (a receive or a unit): its waits for transfers are booked there
   std::vector<MaybeTask> pending_sends_;  // blocking sends not yet waited for
   std::vector<LayerSpan> layer_spans_;  // the current step's layers, for a merged slot's issue order
   std::vector<MaybeTask> loss_;           // per micro-batch: the last task of its forward through the head
