@@ -55,13 +55,6 @@ std::int64_t LoweringContext::local_elements(const ParamTensor& t) const {
 Emitter::Emitter(const LoweringContext& ctx, ProgramBuilder& builder, int stage)
     : ctx_(ctx), builder_(builder), stage_(stage) {}
 
-void Emitter::at(int microbatch, int chunk, int layer, Phase phase) {
-  microbatch_ = microbatch;
-  chunk_ = chunk;
-  layer_ = layer;
-  phase_ = phase;
-}
-
 void Emitter::gather(std::initializer_list<MaybeTask> deps) {
   waits_.clear();
   for (const MaybeTask& d : deps) {
@@ -84,11 +77,11 @@ MaybeTask Emitter::skip(std::initializer_list<MaybeTask> deps) {
 Task Emitter::base(TaskKind kind, const char* label, Stream stream) const {
   Task t;
   t.kind = kind;
-  t.phase = phase_;
+  t.phase = position_.phase;
   t.stream = stream_for(stream);
-  t.chunk = static_cast<std::int16_t>(chunk_);
-  t.layer = layer_;
-  t.microbatch = microbatch_;
+  t.chunk = static_cast<std::int16_t>(position_.chunk);
+  t.layer = position_.layer;
+  t.microbatch = position_.microbatch;
   t.label = label;
   return t;
 }

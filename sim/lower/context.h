@@ -1,7 +1,7 @@
 #pragma once
 // Shared state of the lowering: the derived sizes every op needs (tokens per rank, padded vocabulary, element
 // sizes), read from the Job (sim/job/job.h), the placement of each communication group, and an Emitter that appends tasks to one stage's
-// program with the current (micro-batch, chunk, layer, phase) coordinates.
+// program at a (micro-batch, chunk, layer, phase) position, in modes that scopes set for a block and restore.
 
 #include <map>
 #include <utility>
@@ -95,30 +95,41 @@ struct ParamUse {
 /// what it would have waited for, and its memory effects and parameter records belong to the pass that emits it.
 enum class WeightGradMode { kInline, kSkip, kOnly };
 
-/// Appends tasks to one stage's program at the current coordinates. Each task function returns a MaybeTask and
+/// The coordinates an emitter gives its tasks: micro-batch, model chunk and layer (-1: none, as for the optimizer
+/// step, or a chunk's embedding and head) and phase.
+struct Position {
+  int microbatch = -1;
+  int chunk = -1;
+  int layer = -1;
+  Phase phase = Phase::kForward;
+};
+
+/// Appends tasks to one stage's program at its current position. Each task function returns a MaybeTask and
 /// takes its dependencies as MaybeTasks: an emitted one is an edge, a skipped one stands for what it waited for
 /// (sim/lower/maybe_task.h), and a default one for nothing. A task the weight-gradient mode drops is skipped by
 /// every function; collective() and expert_dispatch() also skip a one-rank group's. The functions throw
 /// std::logic_error only where the builder does (ProgramBuilder::add), which a MaybeTask dependency cannot cause.
+///
+/// Its position and modes change only through the scopes below (PositionScope, PhaseScope, WeightGradScope,
+/// OverlapScope, ComputeStreamScope): each sets one for a block and restores it when the block ends, by an
+/// exception too, so no block leaves a mode behind for the code after it. It starts at Position{}, kInline, not
+/// overlapped, on kCompute.
 class Emitter {
  public:
   Emitter(const LoweringContext& ctx, ProgramBuilder& builder, int stage);
 
-  void at(int microbatch, int chunk, int layer, Phase phase);
-  void set_phase(Phase phase) { phase_ = phase; }
-  Phase phase() const { return phase_; }
-  void set_weight_grad_mode(WeightGradMode mode) { weight_grad_mode_ = mode; }
-  /// While set, tasks go to the twin streams (overlapped_twin): a backward pass merged with a forward pass.
-  void set_overlapped(bool overlapped) { overlapped_ = overlapped; }
-  /// The stream compute tasks go to (kCompute unless a block runs its kernels on a communication stream, as
-  /// Megatron-Core's EP-overlap combine node does; ComputeStreamScope sets it).
-  void set_compute_stream(Stream stream) { compute_stream_ = stream; }
-  Stream compute_stream() const { return compute_stream_; }
+  const Position& position() const { return position_; }
+  Phase phase() const { return position_.phase; }
+  int microbatch() const { return position_.microbatch; }
+  int chunk() const { return position_.chunk; }
+  int layer() const { return position_.layer; }
   WeightGradMode weight_grad_mode() const { return weight_grad_mode_; }
+  /// True while tasks go to the twin streams (overlapped_twin): a backward pass merged with a forward pass.
+  bool overlapped() const { return overlapped_; }
+  /// The stream compute tasks go to (kCompute unless a block runs its kernels on a communication stream, as
+  /// Megatron-Core's EP-overlap combine node does).
+  Stream compute_stream() const { return compute_stream_; }
   int stage() const { return stage_; }
-  int microbatch() const { return microbatch_; }
-  int chunk() const { return chunk_; }
-  int layer() const { return layer_; }
 
   MaybeTask gemm(const char* label, GemmShape shape, std::initializer_list<MaybeTask> deps = {});
   MaybeTask attention(const char* label, AttentionShape shape, std::initializer_list<MaybeTask> deps = {});
@@ -211,46 +222,70 @@ class Emitter {
   }
   /// True when the weight-gradient mode drops a task of the current phase.
   bool dropped() const {
-    return (weight_grad_mode_ == WeightGradMode::kSkip && phase_ == Phase::kBackwardWeight) ||
-           (weight_grad_mode_ == WeightGradMode::kOnly && phase_ != Phase::kBackwardWeight);
+    return (weight_grad_mode_ == WeightGradMode::kSkip && position_.phase == Phase::kBackwardWeight) ||
+           (weight_grad_mode_ == WeightGradMode::kOnly && position_.phase != Phase::kBackwardWeight);
   }
+  friend class PositionScope;
+  friend class PhaseScope;
+  friend class WeightGradScope;
+  friend class OverlapScope;
+  friend class ComputeStreamScope;
+
   const LoweringContext& ctx_;
   ProgramBuilder& builder_;
   int stage_;
-  int microbatch_ = -1, chunk_ = -1, layer_ = -1;
-  Phase phase_ = Phase::kForward;
+  Position position_;
   WeightGradMode weight_grad_mode_ = WeightGradMode::kInline;
   bool overlapped_ = false;
   Stream compute_stream_ = Stream::kCompute;
   std::vector<TaskId> waits_;  // scratch of gather(), kept to spare an allocation per task
 };
 
-/// Sends a block's compute tasks to `stream` and restores the compute stream when the block ends.
-class ComputeStreamScope {
+/// Holds one of an emitter's modes at a value for the life of the scope, and puts the previous value back when it
+/// ends (by an exception too). Scopes nest: an inner one restores what the outer one set.
+template <typename T>
+class EmitterModeScope {
  public:
-  ComputeStreamScope(Emitter& emit, Stream stream) : emit_(emit), saved_(emit.compute_stream()) {
-    emit_.set_compute_stream(stream);
-  }
-  ~ComputeStreamScope() { emit_.set_compute_stream(saved_); }
-  ComputeStreamScope(const ComputeStreamScope&) = delete;
-  ComputeStreamScope& operator=(const ComputeStreamScope&) = delete;
+  EmitterModeScope(const EmitterModeScope&) = delete;
+  EmitterModeScope& operator=(const EmitterModeScope&) = delete;
+
+ protected:
+  EmitterModeScope(T& mode, T value) : mode_(mode), saved_(mode) { mode_ = value; }
+  ~EmitterModeScope() { mode_ = saved_; }
 
  private:
-  Emitter& emit_;
-  Stream saved_;
+  T& mode_;
+  T saved_;
 };
 
-/// Sets the emitter's phase for a block (a weight gradient, a recompute) and restores it when the block ends.
-class PhaseScope {
+/// Emits a block's tasks at `position` (a unit of a step, a receive, the optimizer step).
+class PositionScope : EmitterModeScope<Position> {
  public:
-  PhaseScope(Emitter& emit, Phase phase) : emit_(emit), saved_(emit.phase()) { emit_.set_phase(phase); }
-  ~PhaseScope() { emit_.set_phase(saved_); }
-  PhaseScope(const PhaseScope&) = delete;
-  PhaseScope& operator=(const PhaseScope&) = delete;
+  PositionScope(Emitter& emit, Position position) : EmitterModeScope(emit.position_, position) {}
+};
 
- private:
-  Emitter& emit_;
-  Phase saved_;
+/// Changes only the phase for a block (a weight gradient, a recompute), at the same micro-batch, chunk and layer.
+class PhaseScope : EmitterModeScope<Phase> {
+ public:
+  PhaseScope(Emitter& emit, Phase phase) : EmitterModeScope(emit.position_.phase, phase) {}
+};
+
+/// Keeps or drops a block's weight-gradient tasks (a zero-bubble schedule's B and W steps, WeightGradMode).
+class WeightGradScope : EmitterModeScope<WeightGradMode> {
+ public:
+  WeightGradScope(Emitter& emit, WeightGradMode mode) : EmitterModeScope(emit.weight_grad_mode_, mode) {}
+};
+
+/// Sends a block's tasks to the twin streams while `overlapped` (a backward merged with a forward pass).
+class OverlapScope : EmitterModeScope<bool> {
+ public:
+  OverlapScope(Emitter& emit, bool overlapped) : EmitterModeScope(emit.overlapped_, overlapped) {}
+};
+
+/// Sends a block's compute tasks to `stream`.
+class ComputeStreamScope : EmitterModeScope<Stream> {
+ public:
+  ComputeStreamScope(Emitter& emit, Stream stream) : EmitterModeScope(emit.compute_stream_, stream) {}
 };
 
 }  // namespace orrery

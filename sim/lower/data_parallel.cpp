@@ -92,7 +92,7 @@ std::size_t DataParallelLowering::find_group(const ParamUse& use) const {
 void DataParallelLowering::emit_prologue(Emitter& emit, const std::vector<int>& chunk_order) {
   // ZeRO-3 gathers per unit as it runs; ZeRO-1 and 2 refresh the replicated parameters by bucket.
   if (!distributed_optimizer_ || params_sharded_ || !reduce_ || !ctx_.plan.overlap_param_gather) return;
-  emit.at(-1, -1, -1, Phase::kForward);
+  const PositionScope at(emit, {.phase = Phase::kForward});
   // Forward order: chunks as the schedule first runs them, and within a chunk the bucket of the first layers first.
   for (int chunk : chunk_order) {
     for (auto it = buckets_.rbegin(); it != buckets_.rend(); ++it) {
@@ -206,8 +206,7 @@ void DataParallelLowering::emit_gradient_reduction(Emitter& emit, const std::vec
 
 void DataParallelLowering::after_backward_step(Emitter& emit, int chunk, const std::vector<ParamUse>& grads) {
   if (zero_stage_ != 2 || params_sharded_ || !reduce_) return;
-  const Phase phase = emit.phase();
-  emit.set_phase(Phase::kBackwardWeight);
+  const PhaseScope weight(emit, Phase::kBackwardWeight);
   std::vector<MaybeTask> done;
   TaskId first = -1;
   emit_bucket_reduction(emit, grads, emit.last_compute(), done, chunk, &first);
@@ -223,7 +222,6 @@ void DataParallelLowering::after_backward_step(Emitter& emit, int chunk, const s
     emit.builder().free_at_end(last->task(), MemoryKind::kOther, buffers);
   }
   step_reductions_.insert(step_reductions_.end(), done.begin(), done.end());
-  emit.set_phase(phase);
 }
 
 std::int64_t DataParallelLowering::owned_elements(std::int64_t dense, std::int64_t expert) const {
@@ -239,7 +237,7 @@ MaybeTask DataParallelLowering::emit_optimizer(Emitter& emit, const std::vector<
   if (ctx_.training.framework == Framework::kPytorch) {
     // torch.optim.AdamW(fused=True): one multi-tensor pass reading parameter, gradient and both moments and writing
     // all but the gradient; then zero_grad(set_to_none=True) frees the gradients.
-    emit.at(-1, -1, -1, Phase::kOptimizer);
+    const PositionScope at(emit, {.phase = Phase::kOptimizer});
     MaybeTask start = emit.optimizer("optimizer_wait", 0, 0);
     for (const MaybeTask& t : after) emit.depend(start, t);
     const Bytes kept = local_params_ * (ctx_.param_bytes + ctx_.optimizer_bytes);
@@ -251,7 +249,7 @@ MaybeTask DataParallelLowering::emit_optimizer(Emitter& emit, const std::vector<
   if (ctx_.training.framework == Framework::kFsdp2) return emit_fsdp2_optimizer(emit, after);
   const std::int64_t n = optimizer_elements();
   const Bytes grads = n * ctx_.grad_bytes;
-  emit.at(-1, -1, -1, Phase::kOptimizer);
+  const PositionScope at(emit, {.phase = Phase::kOptimizer});
   MaybeTask start = emit.optimizer("optimizer_wait", 0, 0);
   for (const MaybeTask& t : after) emit.depend(start, t);
   MaybeTask last = start;
@@ -303,7 +301,7 @@ MaybeTask DataParallelLowering::emit_fsdp2_optimizer(Emitter& emit, const std::v
   // implementation "fused") over the fp32 shard: reads parameter, gradient, m and v, writes three of them.
   const std::int64_t n = optimizer_elements();
   const Bytes grads = n * ctx_.grad_bytes;
-  emit.at(-1, -1, -1, Phase::kOptimizer);
+  const PositionScope at(emit, {.phase = Phase::kOptimizer});
   MaybeTask start = emit.optimizer("optimizer_wait", 0, 0);
   for (const MaybeTask& t : after) emit.depend(start, t);
   MaybeTask last = emit.optimizer("grad_norm", grads, 4);
@@ -325,7 +323,7 @@ void DataParallelLowering::emit_epilogue(Emitter& emit, const std::vector<ParamU
     emit.depend(use.first_use, gather_of_group[find_group(use)]);
   }
   std::vector<MaybeTask> done = step_reductions_;
-  emit.at(-1, -1, -1, Phase::kBackwardWeight);
+  const PositionScope at(emit, {.phase = Phase::kBackwardWeight});
   if (reduce_ && zero_stage_ <= 1) emit_gradient_reduction(emit, grad_ready, last_backward, done);
   if (ctx_.layout.mirrored) emit_mirror_reduction(emit, grad_ready, last_backward, done);
   // Tied embeddings (or the embedding copy multi-token prediction reads) across pipeline stages: the first and last
@@ -360,13 +358,13 @@ void DataParallelLowering::emit_epilogue(Emitter& emit, const std::vector<ParamU
   MaybeTask step = emit_optimizer(emit, done);
   if (deepspeed_ && distributed_optimizer_ && reduce_ && zero_stage_ < 3) {
     // all_gather_dp_groups (runtime/utils.py @ edaa722): one all_gather_into_tensor of the flat 16-bit group.
-    emit.at(-1, -1, -1, Phase::kOptimizer);
+    const PositionScope optimizer(emit, {.phase = Phase::kOptimizer});
     emit.collective("param_gather", Stream::kDp, GroupKind::kDp, CollectiveKind::kAllGather,
                     local_params_ * ctx_.param_bytes, {step});
     return;
   }
   if (distributed_optimizer_ && !params_sharded_ && reduce_ && !ctx_.plan.overlap_param_gather) {
-    emit.at(-1, -1, -1, Phase::kOptimizer);
+    const PositionScope optimizer(emit, {.phase = Phase::kOptimizer});
     for (auto it = buckets_.rbegin(); it != buckets_.rend(); ++it) {
       emit.collective("param_gather", Stream::kDp, group_of(*it), CollectiveKind::kAllGather,
                       it->elements * ctx_.param_bytes, {step});

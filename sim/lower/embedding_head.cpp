@@ -68,9 +68,11 @@ MaybeTask EmbeddingHeadLowering::embedding_backward(MaybeTask grad, std::vector<
   }
   // Scatter-add of the gradient rows into the main-gradient table (read-modify-write of touched rows).
   const Bytes rows = ctx_.tokens * ctx_.model.hidden_size * ctx_.grad_bytes;
-  emit_.set_phase(Phase::kBackwardWeight);
-  MaybeTask w = emit_.elementwise("embedding", hidden_bytes_full_ + rows, rows, {g});
-  emit_.set_phase(Phase::kBackwardInput);
+  MaybeTask w;
+  {
+    const PhaseScope weight(emit_, Phase::kBackwardWeight);
+    w = emit_.elementwise("embedding", hidden_bytes_full_ + rows, rows, {g});
+  }
   record(params, emit_, groups, "word_embedding", w, false);
   record(params, emit_, groups, "position_embedding", w, false);
   return w;
@@ -126,9 +128,11 @@ MaybeTask EmbeddingHeadLowering::head_backward(MaybeTask after, std::vector<Para
     regather = emit_.collective("lm_head", Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather, hidden_bytes_full_, {d});
     emit_.save(regather, hidden_bytes_full_);
   }
-  emit_.set_phase(Phase::kBackwardWeight);
-  MaybeTask w = emit_.gemm("lm_head", GemmShape{v, h, T, 1, ctx_.act_dtype}, {regather});
-  emit_.set_phase(Phase::kBackwardInput);
+  MaybeTask w;
+  {
+    const PhaseScope weight(emit_, Phase::kBackwardWeight);
+    w = emit_.gemm("lm_head", GemmShape{v, h, T, 1, ctx_.act_dtype}, {regather});
+  }
   emit_.release(w, logits_bytes_ + hidden_bytes_sp_ + (sp ? hidden_bytes_full_ : 0));
   record(params, emit_, groups, "lm_head", w, false);
   if (!final_norm) return grad_input;

@@ -74,12 +74,10 @@ MaybeTask PytorchStepLowering::rmsnorm_bwd(MaybeTask grad, bool saved_input) {
   const Bytes x = kF32 * T_ * h_, row = kF32 * T_;
   const Bytes xw = mp_ ? kBf16 * T_ * h_ : x;  // the weight multiply's tensors (bf16 in FSDP mode)
   {
-    const Phase p = emit_.phase();
-    emit_.set_phase(Phase::kBackwardWeight);
+    const PhaseScope weight(emit_, Phase::kBackwardWeight);
     emit_.elementwise("rmsnorm_weight", ElementwiseKernel::kVectorized, 2 * xw, xw, {grad});  // dy * normalised
     const MaybeTask w = emit_.elementwise("rmsnorm_weight", xw, r_ * h_);   // summed over tokens -> weight .grad
     if (!mp_ && emit_.microbatch() <= 0) emit_.allocate(w, MemoryKind::kGradients, kF32 * h_);
-    emit_.set_phase(p);
   }
   MaybeTask t = emit_.elementwise("rmsnorm_weight", ElementwiseKernel::kStrided, xw, xw, {grad});  // dy * weight (broadcast)
   if (mp_) {
@@ -126,22 +124,22 @@ MaybeTask PytorchStepLowering::linear_bwd(const char* label, MaybeTask grad, std
     return dgrad;
   }
   emit_.deallocate(dgrad, MemoryKind::kWeights, kBf16 * n * k);  // the cached bf16 weight
-  const Phase p = emit_.phase();
-  emit_.set_phase(Phase::kBackwardWeight);
-  const MaybeTask wgrad = emit_.gemm(label, GemmShape{n, k, T_, 1, DType::kBf16});
-  if (release_input) emit_.release(wgrad, kBf16 * T_ * k);  // the saved (cast) input
-  emit_.allocate(wgrad, MemoryKind::kGradients, kBf16 * n * k);  // the bf16 weight gradient
-  // The autocast weight copy's backward widens the bf16 weight gradient to a new fp32 tensor (a copy); the first
-  // micro-batch's becomes .grad, later ones are added into .grad in place (AccumulateGrad) and freed.
-  const bool first = emit_.microbatch() <= 0;
-  MaybeTask acc = emit_.elementwise("grad_accumulate", ElementwiseKernel::kCastCopy, kBf16 * n * k, kF32 * n * k);
-  emit_.allocate(acc, MemoryKind::kGradients, kF32 * n * k);
-  emit_.deallocate(acc, MemoryKind::kGradients, kBf16 * n * k);
-  if (!first) {
-    acc = emit_.elementwise("grad_accumulate", ElementwiseKernel::kVectorized, 2 * kF32 * n * k, kF32 * n * k);
-    emit_.deallocate(acc, MemoryKind::kGradients, kF32 * n * k);
+  {
+    const PhaseScope weight(emit_, Phase::kBackwardWeight);
+    const MaybeTask wgrad = emit_.gemm(label, GemmShape{n, k, T_, 1, DType::kBf16});
+    if (release_input) emit_.release(wgrad, kBf16 * T_ * k);  // the saved (cast) input
+    emit_.allocate(wgrad, MemoryKind::kGradients, kBf16 * n * k);  // the bf16 weight gradient
+    // The autocast weight copy's backward widens the bf16 weight gradient to a new fp32 tensor (a copy); the first
+    // micro-batch's becomes .grad, later ones are added into .grad in place (AccumulateGrad) and freed.
+    const bool first = emit_.microbatch() <= 0;
+    MaybeTask acc = emit_.elementwise("grad_accumulate", ElementwiseKernel::kCastCopy, kBf16 * n * k, kF32 * n * k);
+    emit_.allocate(acc, MemoryKind::kGradients, kF32 * n * k);
+    emit_.deallocate(acc, MemoryKind::kGradients, kBf16 * n * k);
+    if (!first) {
+      acc = emit_.elementwise("grad_accumulate", ElementwiseKernel::kVectorized, 2 * kF32 * n * k, kF32 * n * k);
+      emit_.deallocate(acc, MemoryKind::kGradients, kF32 * n * k);
+    }
   }
-  emit_.set_phase(p);
   if (!cast_input) return dgrad;
   return emit_.elementwise("autocast_input", ElementwiseKernel::kCastCopy, kBf16 * T_ * k, kF32 * T_ * k, {dgrad});  // the cast's backward
 }
@@ -273,15 +271,13 @@ MaybeTask PytorchStepLowering::embedding_forward(MaybeTask after) {
 MaybeTask PytorchStepLowering::embedding_backward(MaybeTask grad) {
   // embedding_dense_backward: a zeroed fp32 table and a scatter-add of the token rows, accumulated into .grad
   // (tied to lm_head's, so the gradient memory exists already when the head ran first).
-  const Phase p = emit_.phase();
-  emit_.set_phase(Phase::kBackwardWeight);
+  const PhaseScope weight(emit_, Phase::kBackwardWeight);
   MaybeTask t = emit_.elementwise("embedding", ElementwiseKernel::kVectorized, 0, r_ * V_ * h_, {grad});
   const bool separate = !ctx_.model.tie_word_embeddings && emit_.microbatch() <= 0;
   if (separate && !mp_) emit_.allocate(t, MemoryKind::kGradients, kF32 * V_ * h_);
   t = emit_.elementwise("embedding", r_ * T_ * h_ + 8 * T_, r_ * T_ * h_);
   // FSDP mode: the table's bf16 gradient goes to the reduce-scatter as it is.
   if (!mp_) t = emit_.elementwise("grad_accumulate", ElementwiseKernel::kVectorized, 2 * kF32 * V_ * h_, kF32 * V_ * h_);
-  emit_.set_phase(p);
   return t;
 }
 

@@ -46,6 +46,16 @@ struct ParamUnit {
   bool ds_kept = false;
 };
 
+/// What a unit is; each pass of the lowering emits one body per kind (sim/lower/stage_program.cpp).
+enum class UnitKind { kEmbedding, kDecoderLayer, kMtpDepth, kHead };
+
+/// The kind of a unit of `model`: a layer index from model.num_layers on is a multi-token prediction depth
+/// (Megatron-Core numbers them after the decoder layers).
+inline UnitKind unit_kind(const ParamUnit& unit, const ModelSpec& model) {
+  if (unit.layer < 0) return unit.head ? UnitKind::kHead : UnitKind::kEmbedding;
+  return unit.layer >= model.num_layers ? UnitKind::kMtpDepth : UnitKind::kDecoderLayer;
+}
+
 class ShardedParamsLowering {
  public:
   ShardedParamsLowering(const LoweringContext& ctx, int stage);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <optional>
 
 #include "sim/lower/context.h"
 #include "sim/lower/data_parallel.h"
@@ -73,17 +74,18 @@ class StageLowering {
         const MaybeTask input = received[i - begin];
         const TaskId first = builder_.last() + 1;
         layer_spans_.clear();
-        emit_.set_overlapped(merged && step.kind == StepKind::kBackward);
-        if (step.kind == StepKind::kForward) {
-          forward(step, input, first_forward[step.chunk] == i ? &first_uses_ : nullptr);
-        } else if (step.kind == StepKind::kBackward) {
-          step_grads_.clear();
-          backward(step, input, last_backward[step.chunk] == i ? &grad_ready_ : &step_grads_);
-        } else {
-          step_grads_.clear();
-          weight_gradients(step, last_weight[step.chunk] == i ? &grad_ready_ : &step_grads_);
+        {
+          const OverlapScope twin(emit_, merged && step.kind == StepKind::kBackward);
+          if (step.kind == StepKind::kForward) {
+            forward(step, input, first_forward[step.chunk] == i ? &first_uses_ : nullptr);
+          } else if (step.kind == StepKind::kBackward) {
+            step_grads_.clear();
+            backward(step, input, last_backward[step.chunk] == i ? &grad_ready_ : &step_grads_);
+          } else {
+            step_grads_.clear();
+            weight_gradients(step, last_weight[step.chunk] == i ? &grad_ready_ : &step_grads_);
+          }
         }
-        emit_.set_overlapped(false);
         passes.push_back({first, builder_.last(), layer_spans_});
         if (merged) {
           const TaskId head = first_compute_from(first);
@@ -139,6 +141,12 @@ class StageLowering {
     return order;
   }
 
+  // Emits a block at `at`, and books it as where the host last issued work (host_at_).
+  PositionScope enter(const Position& at) {
+    host_at_ = at;
+    return PositionScope(emit_, at);
+  }
+
   // The first compute task at or after `first` (-1 if none).
   TaskId first_compute_from(TaskId first) const {
     for (TaskId t = first; t <= builder_.last(); ++t) {
@@ -183,7 +191,7 @@ class StageLowering {
     if (step.kind == StepKind::kWeight) return {};
     if (forward ? ctx_.layout.holds_embedding(stage_, step.chunk) : is_last(step.chunk)) return {};
     if (ctx_.layout.turns_locally(stage_, step.chunk, forward)) return turned(step.microbatch, forward);
-    emit_.at(step.microbatch, step.chunk, -1, forward ? Phase::kForward : Phase::kBackwardInput);
+    const PositionScope at = enter({step.microbatch, step.chunk, -1, forward ? Phase::kForward : Phase::kBackwardInput});
     const MaybeTask host = ctx_.plan.overlap_p2p_comm ? MaybeTask() : last_issued_compute();
     const Transfer in = transfer(step.chunk, forward, false);
     const MaybeTask received = emit_.p2p(forward ? "activation" : "gradient", in.stream, in.group, p2p_bytes(), {host});
@@ -226,6 +234,7 @@ class StageLowering {
     }
     pending_sends_.clear();
     if (all.empty()) return;
+    const PositionScope at(emit_, host_at_);
     MaybeTask wait = emit_.elementwise("p2p_wait", 0, 0);
     for (const MaybeTask& t : all) emit_.depend(wait, t);
   }
@@ -270,7 +279,7 @@ class StageLowering {
   // multi-token prediction depths, which sit outside the decoder block).
   bool offloaded(const std::vector<ParamUnit>& units, std::size_t i) const {
     const int n = ctx_.training.cpu_offloading_num_layers;
-    const auto decoder = [&](const ParamUnit& u) { return u.layer >= 0 && !is_mtp(u.layer); };
+    const auto decoder = [&](const ParamUnit& u) { return unit_kind(u, ctx_.model) == UnitKind::kDecoderLayer; };
     if (n == 0 || !decoder(units[i])) return false;
     int before = 0;
     for (std::size_t j = 0; j < i; ++j) before += decoder(units[j]) ? 1 : 0;
@@ -283,7 +292,7 @@ class StageLowering {
   // falls behind stalls the forward instead of holding more memory. Returns each offloaded layer's window, as a
   // decoder index of the chunk (increasing; the last is the chunk's last decoder layer). Empty without offload.
   std::vector<int> offload_windows(const std::vector<ParamUnit>& units) const {
-    const auto decoder = [&](const ParamUnit& u) { return u.layer >= 0 && !is_mtp(u.layer); };
+    const auto decoder = [&](const ParamUnit& u) { return unit_kind(u, ctx_.model) == UnitKind::kDecoderLayer; };
     const int layers = static_cast<int>(std::count_if(units.begin(), units.end(), decoder));
     const int k = std::min(ctx_.training.cpu_offloading_num_layers, layers);
     std::vector<int> windows;
@@ -298,8 +307,7 @@ class StageLowering {
 
   void forward(const ScheduleStep& step, MaybeTask input, std::vector<ParamUse>* params) {
     MaybeTask x = input;
-    EmbeddingHeadLowering edges(emit_);
-    std::vector<MaybeTask> mtp_out(static_cast<std::size_t>(ctx_.model.mtp_num_layers));
+    UnitPass pass = unit_pass(StepKind::kForward, {}, params);
     const auto units = sharded_.units(step.chunk);
     // This step's offload copies in order; those whose window has closed wait for the next unit's first task (the
     // last window, at the chunk's last decoder layer, binds only where a unit follows: the head, on the last chunk).
@@ -309,29 +317,10 @@ class StageLowering {
     int decoder_index = -1;
     for (std::size_t i = 0; i < units.size(); ++i) {
       const ParamUnit& u = units[i];
-      emit_.at(step.microbatch, step.chunk, u.layer, Phase::kForward);
+      const PositionScope at = enter({step.microbatch, step.chunk, u.layer, Phase::kForward});
       const TaskId first = builder_.last() + 1;
       const TaskId unit_first = builder_.last() + 1;
-      x = run_unit(units, i, false, [&] {
-        if (pytorch()) {
-          PytorchStepLowering eager(emit_);
-          if (u.layer >= 0) return eager.layer_forward(x);
-          return u.head ? eager.head_forward(x) : eager.embedding_forward(x);
-        }
-        if (is_mtp(u.layer)) {
-          // A multi-token prediction depth reads the previous depth's output (the main one first); the main
-          // hidden state passes on to the head unchanged.
-          const auto d = static_cast<std::size_t>(u.layer - ctx_.model.num_layers);
-          mtp_out[d] = MtpLowering(emit_, u.layer - ctx_.model.num_layers).forward(d == 0 ? x : mtp_out[d - 1],
-                                                                                  save_policy(ctx_.training), params);
-          return x;
-        }
-        if (u.layer >= 0) {
-          TransformerLayerLowering layer(emit_, u.layer);
-          return layer.forward(x, layer.save(), params);
-        }
-        return u.head ? head_forward(edges, x, mtp_out, params) : edges.embedding_forward(x, params);
-      });
+      x = run_unit(units, i, false, [&] { return unit_body(pass, u, x); });
       if (u.layer >= 0 && builder_.last() >= unit_first) layer_spans_.push_back({unit_first, builder_.last()});
       if (offloaded(units, i)) {
         // The layer's saved activations are copied to the host once it has run, and their GPU memory freed.
@@ -347,27 +336,23 @@ class StageLowering {
           emit_.depend(first, copies[waiting]);
         }
       }
-      if (u.layer >= 0 && !is_mtp(u.layer)) ++decoder_index;
+      if (unit_kind(u, ctx_.model) == UnitKind::kDecoderLayer) ++decoder_index;
     }
     if (is_last(step.chunk)) loss_[static_cast<std::size_t>(step.microbatch)] = x;
-    emit_.at(step.microbatch, step.chunk, -1, Phase::kForward);
+    const PositionScope at = enter({step.microbatch, step.chunk, -1, Phase::kForward});
     emit_fp8_amax_update(emit_, layers_in(units), false, emit_.last_compute());
     if (!is_last(step.chunk)) send(step.chunk, true, x, step.microbatch);
   }
 
   void backward(const ScheduleStep& step, MaybeTask input, std::vector<ParamUse>* params) {
     MaybeTask g = input;
-    emit_.at(step.microbatch, step.chunk, -1, Phase::kBackwardInput);
-    EmbeddingHeadLowering edges(emit_);
+    UnitPass pass = unit_pass(StepKind::kBackward, loss_of(step), params);
     const auto units = sharded_.units(step.chunk);
-    std::vector<MaybeTask> mtp_grad(static_cast<std::size_t>(ctx_.model.mtp_num_layers));
-    // Zero-bubble steps leave the weight gradients to a later kWeight step.
-    if (step.weight_deferred) emit_.set_weight_grad_mode(WeightGradMode::kSkip);
     // Offloaded activations come back one layer ahead: layer i's copy is issued as layer i + 1's backward starts.
     std::vector<MaybeTask> reload(units.size());
     const auto fetch = [&](std::size_t i) {
       if (!offloaded(units, i) || reload[i].emitted()) return;
-      emit_.at(step.microbatch, step.chunk, units[i].layer, Phase::kBackwardInput);
+      const PositionScope at = enter({step.microbatch, step.chunk, units[i].layer, Phase::kBackwardInput});
       const Bytes saved = layer_saved_bytes(units[i].layer);
       // The copy back waits for the copy out: with few layers per chunk the backward can reach a layer whose
       // activations are still on their way to the host.
@@ -377,27 +362,21 @@ class StageLowering {
                                 {emit_.last_compute(), copied});
       emit_.allocate(reload[i], MemoryKind::kActivations, saved);
     };
-    for (std::size_t i = units.size(); i-- > 0;) {
-      const ParamUnit& u = units[i];
-      fetch(i);
-      if (i > 0) fetch(i - 1);
-      emit_.at(step.microbatch, step.chunk, u.layer, Phase::kBackwardInput);
-      const TaskId first = builder_.last() + 1;
-      g = run_unit(units, i, true, [&] {
-        if (pytorch()) {
-          PytorchStepLowering eager(emit_);
-          if (u.layer >= 0) return eager.layer_backward(g);
-          return u.head ? eager.head_backward(loss_of(step)) : eager.embedding_backward(g);
-        }
-        if (is_mtp(u.layer)) return mtp_backward(u.layer, g, mtp_grad, params);
-        if (u.layer >= 0) return TransformerLayerLowering(emit_, u.layer).backward(g, params);
-        return u.head ? head_backward(edges, loss_of(step), mtp_grad, params) : edges.embedding_backward(g, params);
-      });
-      if (builder_.last() >= first) emit_.depend(first, reload[i]);
-      if (u.layer >= 0 && builder_.last() >= first) layer_spans_.push_back({first, builder_.last()});
+    {
+      // Zero-bubble steps leave the weight gradients to a later kWeight step.
+      const WeightGradScope deferred(emit_, step.weight_deferred ? WeightGradMode::kSkip : emit_.weight_grad_mode());
+      for (std::size_t i = units.size(); i-- > 0;) {
+        const ParamUnit& u = units[i];
+        fetch(i);
+        if (i > 0) fetch(i - 1);
+        const PositionScope at = enter({step.microbatch, step.chunk, u.layer, Phase::kBackwardInput});
+        const TaskId first = builder_.last() + 1;
+        g = run_unit(units, i, true, [&] { return unit_body(pass, u, g); });
+        if (builder_.last() >= first) emit_.depend(first, reload[i]);
+        if (u.layer >= 0 && builder_.last() >= first) layer_spans_.push_back({first, builder_.last()});
+      }
     }
-    emit_.set_weight_grad_mode(WeightGradMode::kInline);
-    emit_.at(step.microbatch, step.chunk, -1, Phase::kBackwardInput);
+    const PositionScope at = enter({step.microbatch, step.chunk, -1, Phase::kBackwardInput});
     emit_fp8_amax_update(emit_, layers_in(units), true, emit_.last_compute());
     if (!ctx_.layout.holds_embedding(stage_, step.chunk)) send(step.chunk, false, g, step.microbatch);
     if (params) dp_.after_backward_step(emit_, step.chunk, *params);
@@ -405,27 +384,60 @@ class StageLowering {
 
   // The weight-gradient pass W of a zero-bubble schedule: the same backward code, keeping only its
   // kBackwardWeight tasks (their saved inputs are freed here, which is why W holds memory until it runs).
+  // Its head starts from no loss task: B, which runs first, has waited for it.
   void weight_gradients(const ScheduleStep& step, std::vector<ParamUse>* params) {
-    EmbeddingHeadLowering edges(emit_);
+    UnitPass pass = unit_pass(StepKind::kWeight, {}, params);
     const auto units = sharded_.units(step.chunk);
-    emit_.set_weight_grad_mode(WeightGradMode::kOnly);
+    const WeightGradScope only(emit_, WeightGradMode::kOnly);
     MaybeTask g;
-    std::vector<MaybeTask> mtp_grad(static_cast<std::size_t>(ctx_.model.mtp_num_layers));
     for (std::size_t i = units.size(); i-- > 0;) {
-      const ParamUnit& u = units[i];
-      emit_.at(step.microbatch, step.chunk, u.layer, Phase::kBackwardInput);
-      if (is_mtp(u.layer)) {
-        g = mtp_backward(u.layer, g, mtp_grad, params);
-      } else if (u.layer >= 0) {
-        g = TransformerLayerLowering(emit_, u.layer).backward(g, params);
-      } else {
-        g = u.head ? head_backward(edges, {}, mtp_grad, params) : edges.embedding_backward(g, params);
-      }
+      const PositionScope at = enter({step.microbatch, step.chunk, units[i].layer, Phase::kBackwardInput});
+      g = unit_body(pass, units[i], g);
     }
-    emit_.set_weight_grad_mode(WeightGradMode::kInline);
   }
 
-  bool is_mtp(int layer) const { return layer >= ctx_.model.num_layers; }
+  // What one step carries from unit to unit of its chunk.
+  struct UnitPass {
+    StepKind kind;                  // kForward, kBackward (B, or the whole backward) or kWeight (a zero-bubble W)
+    MaybeTask loss;                 // kBackward: the step's loss, which the head's backward starts from
+    std::vector<ParamUse>* params;  // where the units record their parameters' uses (none: not recorded)
+    EmbeddingHeadLowering edges;
+    std::optional<PytorchStepLowering> eager;  // the eager frameworks' bodies, which replace Megatron-Core's
+    std::vector<MaybeTask> mtp;     // per multi-token prediction depth: its output forward, its output's gradient back
+  };
+
+  UnitPass unit_pass(StepKind kind, MaybeTask loss, std::vector<ParamUse>* params) {
+    UnitPass pass{kind, loss, params, EmbeddingHeadLowering(emit_), std::nullopt,
+                  std::vector<MaybeTask>(static_cast<std::size_t>(ctx_.model.mtp_num_layers))};
+    if (pytorch()) pass.eager.emplace(emit_);
+    return pass;
+  }
+
+  // The one dispatch over unit kinds: emits unit `u`'s body in `pass` after `in` (the hidden state forward, its
+  // gradient backward) and returns what the next unit reads. Every pass comes here, so a new kind is one more case
+  // (-Wswitch names a kind left out). A W pass runs the backward bodies; the emitter keeps their weight gradients.
+  MaybeTask unit_body(UnitPass& pass, const ParamUnit& u, MaybeTask in) {
+    const bool forward = pass.kind == StepKind::kForward;
+    PytorchStepLowering* eager = pass.eager ? &*pass.eager : nullptr;
+    switch (unit_kind(u, ctx_.model)) {
+      case UnitKind::kEmbedding:
+        if (eager) return forward ? eager->embedding_forward(in) : eager->embedding_backward(in);
+        return forward ? pass.edges.embedding_forward(in, pass.params) : pass.edges.embedding_backward(in, pass.params);
+      case UnitKind::kDecoderLayer: {
+        if (eager) return forward ? eager->layer_forward(in) : eager->layer_backward(in);
+        TransformerLayerLowering layer(emit_, u.layer);
+        return forward ? layer.forward(in, layer.save(), pass.params) : layer.backward(in, pass.params);
+      }
+      case UnitKind::kMtpDepth:  // Megatron-Core's alone: the scenario validator refuses it to other frameworks
+        return forward ? mtp_forward(u.layer, in, pass.mtp, pass.params)
+                       : mtp_backward(u.layer, in, pass.mtp, pass.params);
+      case UnitKind::kHead:
+        if (eager) return forward ? eager->head_forward(in) : eager->head_backward(pass.loss);
+        return forward ? head_forward(pass.edges, in, pass.mtp, pass.params)
+                       : head_backward(pass.edges, pass.loss, pass.mtp, pass.params);
+    }
+    return in;  // not reached: every kind returns above
+  }
 
   // The head unit: the main final norm, LM head and loss, then each multi-token prediction depth's pass through
   // the shared head (Megatron-Core process_mtp_loss); the loss of the step is the last of them.
@@ -445,6 +457,15 @@ class StageLowering {
     const MaybeTask g = edges.head_backward(loss, params);
     for (std::size_t d = mtp_grad.size(); d-- > 0;) mtp_grad[d] = edges.head_backward(loss, params, false);
     return g;
+  }
+
+  // A multi-token prediction depth's forward: it reads the previous depth's output (the main hidden state `x` for
+  // depth 0) and leaves its own in `mtp_out`; the main hidden state passes on to the head unchanged.
+  MaybeTask mtp_forward(int layer, MaybeTask x, std::vector<MaybeTask>& mtp_out, std::vector<ParamUse>* params) {
+    const auto d = static_cast<std::size_t>(layer - ctx_.model.num_layers);
+    mtp_out[d] = MtpLowering(emit_, static_cast<int>(d)).forward(d == 0 ? x : mtp_out[d - 1],
+                                                                 save_policy(ctx_.training), params);
+    return x;
   }
 
   // A multi-token prediction depth's backward from the gradient of its output (`mtp_grad[d]`). The gradient of
@@ -482,6 +503,7 @@ class StageLowering {
   DataParallelLowering dp_;
   ShardedParamsLowering sharded_;
   Bytes hidden_bytes_ = 0;
+  Position host_at_;  // where the host last issued work (a receive or a unit): its waits for transfers are booked there
   std::vector<MaybeTask> pending_sends_;  // blocking sends not yet waited for
   std::vector<LayerSpan> layer_spans_;  // the current step's layers, for a merged slot's issue order
   std::vector<MaybeTask> loss_;           // per micro-batch: the last task of its forward through the head

@@ -75,8 +75,10 @@ LayerCost probe(const LoweringContext& ctx, const CostModels& models, int layer,
                 F&& emit_unit) {
   ProgramBuilder builder = program_builder(0);
   Emitter emit(ctx, builder, 0);
-  emit.at(microbatch, 0, layer, Phase::kForward);
-  emit_unit(emit);
+  {
+    const PositionScope at(emit, {microbatch, 0, layer, Phase::kForward});
+    emit_unit(emit);
+  }
   const Program p = builder.finish();
   LayerCost c;
   for (const Task& t : p.tasks) {
@@ -108,7 +110,7 @@ LayerCost probe_layer(const LoweringContext& ctx, const CostModels& models, int 
   return probe(ctx, models, layer, microbatch, windows, [&](Emitter& emit) {
     TransformerLayerLowering lowering(emit, layer);
     const MaybeTask out = lowering.forward({}, save_policy(ctx.training));
-    emit.at(microbatch, 0, layer, Phase::kBackwardInput);
+    const PhaseScope backward(emit, Phase::kBackwardInput);
     lowering.backward(out);
   });
 }
@@ -118,7 +120,7 @@ LayerCost probe_head(const LoweringContext& ctx, const CostModels& models, int m
   return probe(ctx, models, -1, microbatch, false, [&](Emitter& emit) {
     EmbeddingHeadLowering head(emit);
     const MaybeTask loss = head.head_forward({}, nullptr);
-    emit.at(microbatch, 0, -1, Phase::kBackwardInput);
+    const PhaseScope backward(emit, Phase::kBackwardInput);
     head.head_backward(loss, nullptr);
   });
 }
