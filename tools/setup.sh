@@ -39,7 +39,9 @@ case "$mode" in
     # -O1 with line tables: readable sanitizer stack traces at about half the cost of -O0; asserts stay on.
     cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
       -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DORRERY_SANITIZE=ON -DORRERY_FUZZ=ON -DORRERY_MPI=OFF
-    cmake --build build-sanitize
+    # Only what the sanitize-labelled tests run: the command line, the two Catch2 programs and the fuzzer (the
+    # benchmarks, the soak test and the calibration tools are built and tested once, above).
+    cmake --build build-sanitize --target orrery orrery_tests orrery_engine_tests orrery_scenario_fuzzer
     ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       ctest --test-dir build-sanitize --output-on-failure -j "$(nproc)" -L sanitize

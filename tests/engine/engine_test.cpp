@@ -501,7 +501,7 @@ WorkloadGraph four_in_a_row() {
 
 TEST_CASE("a live observer hears every start, end and memory change, and changes nothing", "[sim][engine]") {
   const WorkloadGraph g = four_in_a_row();
-  const Durations d{{{1e-3, 1e-3, 1e-3, 1e-3}}};
+  const Durations d{{{1e-3, 1e-3, 1e-3, 1e-3}}, {}};
   const RunResult plain = run_engine(g, one_instance(), d);
   Tally tally;
   RunOptions o;
@@ -517,7 +517,7 @@ TEST_CASE("a live observer hears every start, end and memory change, and changes
 
 TEST_CASE("the search's cut-off stops a run at the first task end past its time or its memory", "[sim][engine]") {
   const WorkloadGraph g = four_in_a_row();
-  const Durations d{{{1e-3, 1e-3, 1e-3, 1e-3}}};
+  const Durations d{{{1e-3, 1e-3, 1e-3, 1e-3}}, {}};
   const auto run_with = [&](RunCutoff& cutoff) {
     RunOptions o;
     o.observers = {&cutoff};

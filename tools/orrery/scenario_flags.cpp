@@ -261,15 +261,15 @@ void ScenarioFlags::apply(json& doc) const {
   }
 }
 
-void ScenarioFlags::check_model(const ModelSpec& model) const {
+void ScenarioFlags::check_model(const ModelSpec& parsed_model) const {
   for (const auto& [o, g] : options) {
     if (o->section != "model" || g.values.empty()) continue;
     const std::int64_t given = integer_value(g.values.front(), primary_flag(*o));
-    const std::optional<std::int64_t> parsed = model_key_value(o->key, model);
+    const std::optional<std::int64_t> parsed = model_key_value(o->key, parsed_model);
     if (parsed && *parsed == given) continue;
     throw Error::not_modelled(primary_flag(*o), g.values.front(),
                               fmt::format("the {} model {} does not read {} (it has {}): the flag would change nothing",
-                                          model.model_type, model.name, o->key, parsed ? std::to_string(*parsed) : "none"));
+                                          parsed_model.model_type, parsed_model.name, o->key, parsed ? std::to_string(*parsed) : "none"));
   }
 }
 

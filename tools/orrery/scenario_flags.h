@@ -55,10 +55,10 @@ struct ScenarioFlags {
   void apply(nlohmann::json& doc) const;
   /// Writes one line per ignored Megatron-LM argument ("orrery: ignored --lr 3e-4 (...)") to `out`.
   void note_ignored(std::ostream& out) const;
-  /// Checks that each model-shape flag given reached `model` (the parsed scenario's): a family that does not read
+  /// Checks that each model-shape flag given reached `parsed_model` (the parsed scenario's): a family that does not read
   /// the key (GPT-2's configs have no num_key_value_heads; a dense model no experts) would drop it silently.
   /// Errors: Error::not_modelled naming the flag, its value and the key.
-  void check_model(const ModelSpec& model) const;
+  void check_model(const ModelSpec& parsed_model) const;
 };
 
 /// The built-in default: Llama-3-70B on 64 H100s, BF16, TP 8, PP 4, VPP 5 (DP 2, derived), sequence parallelism
