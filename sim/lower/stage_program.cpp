@@ -76,14 +76,18 @@ class StageLowering {
         layer_spans_.clear();
         {
           const OverlapScope twin(emit_, merged && step.kind == StepKind::kBackward);
-          if (step.kind == StepKind::kForward) {
-            forward(step, input, first_forward[step.chunk] == i ? &first_uses_ : nullptr);
-          } else if (step.kind == StepKind::kBackward) {
-            step_grads_.clear();
-            backward(step, input, last_backward[step.chunk] == i ? &grad_ready_ : &step_grads_);
-          } else {
-            step_grads_.clear();
-            weight_gradients(step, last_weight[step.chunk] == i ? &grad_ready_ : &step_grads_);
+          switch (step.kind) {
+            case StepKind::kForward:
+              forward(step, input, first_forward[step.chunk] == i ? &first_uses_ : nullptr);
+              break;
+            case StepKind::kBackward:
+              step_grads_.clear();
+              backward(step, input, last_backward[step.chunk] == i ? &grad_ready_ : &step_grads_);
+              break;
+            case StepKind::kWeight:
+              step_grads_.clear();
+              weight_gradients(step, last_weight[step.chunk] == i ? &grad_ready_ : &step_grads_);
+              break;
           }
         }
         passes.push_back({first, builder_.last(), layer_spans_});
