@@ -23,6 +23,21 @@ namespace orrery {
 
 namespace {
 
+// Parameter elements one rank of the plan holds of `tensors` before ZeRO: the TP-sharded ones over tp, the experts
+// over ep x etp; replicated tensors (norms) are left out, as a lower bound may.
+struct ShardedElements {
+  double dense = 0, expert = 0;
+};
+void add_sharded(ShardedElements& out, const std::vector<ParamTensor>& tensors, const ParallelPlan& p) {
+  for (const ParamTensor& t : tensors) {
+    if (t.sharding == ParamSharding::kExpert) {
+      out.expert += static_cast<double>(t.elements) / (p.ep * p.etp);
+    } else if (t.sharding == ParamSharding::kTensorParallel) {
+      out.dense += static_cast<double>(t.elements) / p.tp;
+    }
+  }
+}
+
 // Forward GEMM FLOPs per token of layers [first, first + count).
 double layers_flops(const ModelSpec& m, int first, int count) {
   double f = 0;
@@ -219,13 +234,10 @@ PlanBounds plan_bounds(const Job& job, const CostParams& params) {
     const int first = layout.first_layer_of(0, last_chunk);
     const double d = job.data_parallel_ranks(), e = job.expert_data_parallel_ranks();
     for (int l = first; l < first + layout.layers_in(0, last_chunk); ++l) {
-      double dense = 0, expert = 0;
-      for (const ParamTensor& t : layer_param_tensors(s.model, l)) {
-        if (t.sharding == ParamSharding::kExpert) expert += static_cast<double>(t.elements) / (p.ep * p.etp);
-        else if (t.sharding == ParamSharding::kTensorParallel) dense += static_cast<double>(t.elements) / p.tp;
-      }
+      ShardedElements layer;
+      add_sharded(layer, layer_param_tensors(s.model, l), p);
       gathered = std::min(gathered, static_cast<double>(job.state_bytes().param) *
-                                        (dense * (1 - 1 / d) + expert * (1 - 1 / e)));
+                                        (layer.dense * (1 - 1 / d) + layer.expert * (1 - 1 / e)));
     }
     if (std::isfinite(gathered)) b.activations = std::max(b.activations, before_last + static_cast<Bytes>(gathered));
   }
@@ -240,16 +252,8 @@ double stage_state_lower_bound(const Job& job, int stage, bool embedding) {
   const Scenario& s = job.scenario();
   const ParallelPlan& p = s.parallel;
   const PipelineLayout& layout = job.layout();
-  double dense = 0, expert = 0;
-  const auto add = [&](const std::vector<ParamTensor>& tensors) {
-    for (const ParamTensor& t : tensors) {
-      if (t.sharding == ParamSharding::kExpert) {
-        expert += static_cast<double>(t.elements) / (p.ep * p.etp);
-      } else if (t.sharding == ParamSharding::kTensorParallel) {
-        dense += static_cast<double>(t.elements) / p.tp;
-      }
-    }
-  };
+  ShardedElements held;
+  const auto add = [&](const std::vector<ParamTensor>& tensors) { add_sharded(held, tensors, p); };
   for (int chunk = 0; chunk < layout.vpp; ++chunk) {
     const int first = layout.first_layer_of(stage, chunk);
     for (int l = first; l < first + layout.layers_in(stage, chunk); ++l) add(layer_param_tensors(s.model, l));
@@ -258,6 +262,7 @@ double stage_state_lower_bound(const Job& job, int stage, bool embedding) {
   const double d = job.data_parallel_ranks(), e = job.expert_data_parallel_ranks();
   // The job's own bytes per element (Megatron-LM's distributed-optimizer table, sim/job/job.h state_bytes).
   const StateBytes& bytes = job.state_bytes();
+  const double dense = held.dense, expert = held.expert;
   const auto b = [](Bytes v) { return static_cast<double>(v); };
   const double weights =
       b(bytes.resident_param) * (dense / (p.zero_stage >= 3 ? d : 1) + expert / (p.zero_stage >= 3 ? e : 1));

@@ -46,10 +46,9 @@ double usable_memory(const Job& job, const SearchOptions& o) {
   return capacity * (1 - o.memory_margin);
 }
 
-// The iteration time whose objective is `objective` (objective_of is increasing in the time).
+// The iteration time whose objective is `objective`: objective_of is proportional to the time.
 Seconds time_of_objective(double objective, const Job& job, const SearchOptions& o) {
-  if (o.objective == SearchObjective::kTime) return objective;
-  return objective / (job.num_gpus() * o.gpu_hour_price / 3600.0 / job.tokens_per_iteration() * 1e6);
+  return objective / objective_of(1.0, job, o);
 }
 
 // Simulates one candidate. `rank_above` (objective units; 0: none) cuts the run off once its time passes it, and

@@ -33,8 +33,9 @@ void check_standard_output() {
 // glibc returns a freed block above its mmap threshold (128 KiB at first) and the heap's free top to the kernel at
 // once, so the search, which builds and frees a graph and an engine per candidate, faulted every page in again: 18%
 // of its CPU time was the kernel's (9.6 of 53.7 s, one thread, Llama-3-70B on 1,024 GPUs). Keeping blocks up to
-// 32 MiB (glibc's largest mmap threshold on 64-bit) in the heap and trimming it only past 1 GiB of free top makes
-// that 0.2 s; the peak resident size is the same, it is only kept until exit.
+// 32 MiB (DEFAULT_MMAP_THRESHOLD_MAX, glibc's largest mmap threshold on 64-bit, mallopt(3)) in the heap and trimming
+// it only past 1 GiB of free top (a round figure well above one candidate's graph and engine) makes that 0.2 s; the
+// peak resident size is the same, it is only kept until exit.
 void keep_freed_memory() {
   mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
   mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024);
