@@ -15,14 +15,14 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-// Bytes per unit. The engine's exact part is 2 bytes per task instance (its pending-predecessor count) and 32 per
-// recorded task (TaskTiming); the rest was measured with orrery-bench-memory (tools/bench/memory_bench.cpp, peak
+// Bytes per unit. The engine's exact part is at most 2 bytes per task instance (the pending-predecessor count of a
+// task with two or more predecessors) and 32 per recorded task (TaskTiming); the rest was measured with orrery-bench-memory (tools/bench/memory_bench.cpp, peak
 // resident memory of 11 predictions, from 981 tasks on 1 rank to 88 million task instances on 16,384 ranks and
 // 262,144 ranks) and rounded up: the estimate came out 1.14 to 1.40 times each measured peak, 3.5 for the smallest
 // (2026-12-02, g++ 12 Release, after issue 22's engine). Before that engine, llama3-8b on 2^20 GPUs expanded (727
 // million task instances) measured 2.1 GiB against 3.05 GiB estimated; it now estimates 4.05 GiB.
 constexpr double kGraphBytesPerTask = 96;           // task, edges, op, durations: 71-85 measured
-constexpr double kEngineBytesPerTaskInstance = 3;    // pending count: 2
+constexpr double kEngineBytesPerTaskInstance = 3;    // pending count: 2 or none
 // instance, groups, lanes, queues, live memory: with issue 22's engine's actions (72 bytes for each paced stream, 7
 // in the measured cases) 1,700-4,600 measured, the most where the graph is smallest (262,144 ranks of 127 tasks)
 constexpr double kEngineBytesPerInstance = 1536;

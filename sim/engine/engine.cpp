@@ -29,12 +29,14 @@ void check_resident_memory(std::int64_t budget) {
                                    static_cast<double>(resident) / kGiB));
 }
 
-// What an event means, in the low two bits of Event::order (the rest is the push sequence number).
-enum EventKind : std::int64_t {
+// What an event means, in the low two bits of Event::tag; the rest is the instance, or for a paced event the
+// action's generation (Action::generation), and Event::id the task or the action.
+enum EventKind : std::uint32_t {
   kEnd = 0,     // Event::id's task ends (a task of fixed duration)
   kIssued = 1,  // the host has issued task Event::id, whose predecessors had ended
   kPaced = 2,   // action Event::id's work may be done: it is if this is the action's latest event and time
 };
+constexpr std::uint32_t kTagPayload = 0x3FFF'FFFFu;  // the 30 bits above the kind
 
 struct Arrival {
   std::int32_t instance;
@@ -63,7 +65,10 @@ struct Action {
   std::array<double, kMaxModels> factor{1, 1};  // time per unit of work is their product (stretch())
   Nanoseconds since = 0;
   Nanoseconds end = 0;         // when its work is done at the current speeds
-  std::int64_t event = -1;     // Event::order of that event; any other of its events is stale (-1: not queued yet)
+  bool queued = false;         // its latest event is queued (false: starting, or done)
+  // Counts the slot's queued events (mod 2^30), kept when the slot is reused: an event of another generation is
+  // stale. (A stale event still queued when its slot has been queued 2^30 times since would be taken for current.)
+  std::uint32_t generation = 0;
 
   double stretch() const { return factor[0] * factor[1]; }
 };
@@ -169,6 +174,9 @@ class Simulation final : private Pacing {
         if (row < 0 && plans_[p.demands[t]].is_paced) row = paced_rows++;
       }
     }
+    if (n > kTagPayload) {
+      throw std::logic_error(fmt::format("engine: {} instances, at most {} (the event tag's 30 bits)", n, kTagPayload));
+    }
     if (static_cast<double>(paced_rows) * static_cast<double>(n) >= 2e9) {
       throw std::logic_error("engine: too many paced streams x instances for 32-bit action ids");
     }
@@ -180,14 +188,10 @@ class Simulation final : private Pacing {
     std::vector<std::size_t> per_program(g.programs.size(), 0);
     slot_.resize(n);
     for (std::size_t i = 0; i < n; ++i) slot_[i] = per_program[static_cast<std::size_t>(inst.instances[i].program)]++;
-    program_base_.resize(g.programs.size());
     program_width_ = per_program;
     std::size_t total = 0;
-    for (std::size_t p = 0; p < g.programs.size(); ++p) {
-      program_base_[p] = total;
-      total += g.programs[p].tasks.size() * per_program[p];
-    }
-    pending_.resize(total);
+    for (std::size_t p = 0; p < g.programs.size(); ++p) total += g.programs[p].tasks.size() * per_program[p];
+    total_tasks_ = static_cast<std::int64_t>(total);
     initial_pending_.resize(g.programs.size());
     for (std::size_t p = 0; p < g.programs.size(); ++p) {
       initial_pending_[p].assign(g.programs[p].in_degree.begin(), g.programs[p].in_degree.end());
@@ -253,10 +257,28 @@ class Simulation final : private Pacing {
         if (next >= 0) ++initial_pending_[p][static_cast<std::size_t>(next)];
       }
     }
+    // Only a task with two or more predecessors needs a count: one with a single predecessor is ready when that one
+    // ends (most tasks: the previous task on their stream). That halves the counts a 16,384-rank run keeps.
+    count_row_.resize(g.programs.size());
+    program_base_.resize(g.programs.size());
+    std::size_t counted = 0;
+    for (std::size_t p = 0; p < g.programs.size(); ++p) {
+      program_base_[p] = counted;
+      std::int32_t rows_of_p = 0;
+      count_row_[p].assign(initial_pending_[p].size(), -1);
+      for (std::size_t t = 0; t < initial_pending_[p].size(); ++t) {
+        if (initial_pending_[p][t] >= 2) count_row_[p][t] = rows_of_p++;
+      }
+      counted += static_cast<std::size_t>(rows_of_p) * program_width_[p];
+    }
+    pending_.resize(counted);
     for (std::size_t p = 0; p < g.programs.size(); ++p) {
       const std::size_t width = program_width_[p];
       for (std::size_t t = 0; t < initial_pending_[p].size(); ++t) {
-        std::fill_n(pending_.begin() + static_cast<std::ptrdiff_t>(program_base_[p] + t * width), width, initial_pending_[p][t]);
+        const std::int32_t row = count_row_[p][t];
+        if (row < 0) continue;
+        std::fill_n(pending_.begin() + static_cast<std::ptrdiff_t>(program_base_[p] + static_cast<std::size_t>(row) * width),
+                    width, initial_pending_[p][t]);
       }
     }
     groups_.resize(inst.group_size.size());
@@ -312,11 +334,12 @@ class Simulation final : private Pacing {
       // can, every 65,536 events (a /proc read each, under 0.1% of the run).
       if ((++polls & 0xFFFFu) == 0) check_resident_memory(memory_budget_);
       const Event e = events_.pop();
-      switch (e.order & 3) {
-        case kIssued: arrive(e.instance, e.id, e.time); break;
+      const auto instance = static_cast<std::int32_t>(e.tag >> 2);
+      switch (e.tag & 3) {
+        case kIssued: arrive(instance, e.id, e.time); break;
         case kPaced: paced_event(e); break;
         default:
-          finish(e.instance, e.id, e.time);
+          finish(instance, e.id, e.time);
           ++result_.events;
       }
       if (!observers_.empty() && stop_requested()) {
@@ -324,9 +347,9 @@ class Simulation final : private Pacing {
         break;
       }
     }
-    if (!result_.stopped && completed_ != static_cast<std::int64_t>(pending_.size())) {
+    if (!result_.stopped && completed_ != total_tasks_) {
       throw std::logic_error(fmt::format("engine: {} of {} tasks never ran (deadlock in the workload graph); {}",
-                                         static_cast<std::int64_t>(pending_.size()) - completed_, pending_.size(),
+                                         total_tasks_ - completed_, total_tasks_,
                                          describe_stuck()));
     }
     for (std::size_t i = 0; i < hot_.size(); ++i) {
@@ -383,10 +406,14 @@ class Simulation final : private Pacing {
     return plans_[p.demands.empty() || models_.empty() ? 0 : p.demands[static_cast<std::size_t>(task)]];
   }
 
-  std::int64_t queue(Nanoseconds time, EventKind kind, std::int32_t instance, std::int32_t id) {
-    const std::int64_t order = (next_seq_++ << 2) | kind;
-    events_.push({time, order, instance, id});
-    return order;
+  void queue(Nanoseconds time, EventKind kind, std::int32_t instance, std::int32_t id) {
+    events_.push({time, (static_cast<std::uint32_t>(instance) << 2) | kind, id});
+  }
+  // Queues action `a`'s end; its earlier events become stale.
+  void queue_action(Action& act, std::int32_t a) {
+    act.generation = (act.generation + 1) & kTagPayload;
+    act.queued = true;
+    events_.push({act.end, (act.generation << 2) | kPaced, a});
   }
 
   // The rendezvous each instance is stuck at, for the deadlock message.
@@ -615,8 +642,8 @@ class Simulation final : private Pacing {
       Action& act = actions_[static_cast<std::size_t>(a)];
       // A stream runs one task at a time (ProgramBuilder's FIFO edges): a slot still running means a graph built
       // without them.
-      if (act.event >= 0) throw std::logic_error("engine: two tasks of one stream run at once (no stream-order edge)");
-      act = Action{};
+      if (act.queued) throw std::logic_error("engine: two tasks of one stream run at once (no stream-order edge)");
+      act = Action{.generation = act.generation};
       act.instance = instance;
       act.task = task;
       act.remaining = static_cast<double>(d);
@@ -632,7 +659,7 @@ class Simulation final : private Pacing {
     }
     Action& act = actions_[static_cast<std::size_t>(a)];
     act.end = after(now, stretched(act.remaining, act.stretch()));
-    act.event = queue(act.end, kPaced, instance, a);
+    queue_action(act, a);
   }
 
   // std::llround(ns * stretch) without the library call (4% of a 16,384-rank run): below 2^52 the integer part of a
@@ -654,10 +681,10 @@ class Simulation final : private Pacing {
     act.remaining = std::max(0.0, act.remaining - static_cast<double>(now - act.since) / act.stretch());
     act.since = now;
     act.factor[static_cast<std::size_t>(slot)] = factor;
-    if (act.event < 0) return;  // starting: start() queues it
+    if (!act.queued) return;  // starting: start() queues it
     const Nanoseconds before = act.end;
     act.end = after(now, stretched(act.remaining, act.stretch()));
-    if (act.end < before || eager_[static_cast<std::size_t>(slot)]) act.event = queue(act.end, kPaced, act.instance, a);
+    if (act.end < before || eager_[static_cast<std::size_t>(slot)]) queue_action(act, a);
   }
 
   // An action's event surfaced. It stands only while it is the action's latest; if the action slowed since, it is
@@ -665,13 +692,13 @@ class Simulation final : private Pacing {
   // paced group, with the group's last member, which ends them all.
   void paced_event(const Event& e) {
     Action& act = actions_[static_cast<std::size_t>(e.id)];
-    if (act.event != e.order) return;
+    if (!act.queued || act.generation != e.tag >> 2) return;
     if (act.end != e.time) {
-      act.event = queue(act.end, kPaced, act.instance, e.id);
+      queue_action(act, e.id);
       return;
     }
     const std::int32_t instance = act.instance, task = act.task, group = act.group;
-    act.event = -2;  // done: later events of this slot are stale until it is reused
+    act.queued = false;  // done: its events are stale, and the slot free for the stream's next task
     const DemandPlan& plan = plan_of(static_cast<std::size_t>(instance), task);
     for (std::size_t m = 0; m < models_.size(); ++m) {
       if (plan.paced[m]) models_[m]->ended(*this, instance, plan.paced[m], e.id, e.time);
@@ -726,15 +753,16 @@ class Simulation final : private Pacing {
     }
     // The task's lane stays busy while its successors become ready, so they join the waiting ones before the
     // lane picks its next task.
+    const auto program_index = static_cast<std::size_t>(inst_.instances[i].program);
+    const std::vector<std::int32_t>& rows = count_row_[program_index];
     auto [begin, end] = boost::out_edges(static_cast<std::uint32_t>(task), p.successors);
     for (auto e = begin; e != end; ++e) {
       const auto next = static_cast<std::int32_t>(boost::target(*e, p.successors));
-      if (--pending_[pending_index(i, next)] == 0) make_ready(instance, next, now);
+      if (predecessor_done(i, rows[static_cast<std::size_t>(next)])) make_ready(instance, next, now);
     }
-    if (const std::vector<std::int32_t>& next = lane_next_[static_cast<std::size_t>(inst_.instances[i].program)];
-        !next.empty()) {
+    if (const std::vector<std::int32_t>& next = lane_next_[program_index]; !next.empty()) {
       const std::int32_t after = next[static_cast<std::size_t>(task)];
-      if (after >= 0 && --pending_[pending_index(i, after)] == 0) make_ready(instance, after, now);
+      if (after >= 0 && predecessor_done(i, rows[static_cast<std::size_t>(after)])) make_ready(instance, after, now);
     }
     const std::uint8_t stream = p.tasks[static_cast<std::size_t>(task)].stream;
     if (const int l = lane_of(stream); l >= 0) release_lane(instance, l, side_of(stream), now);
@@ -799,11 +827,16 @@ class Simulation final : private Pacing {
   std::vector<std::size_t> slot_;          // per instance: its index among its program's instances
   std::vector<std::size_t> program_base_;  // per program: its first pending count
   std::vector<std::size_t> program_width_; // per program: its instances
-  std::size_t pending_index(std::size_t instance, std::int32_t task) const {
+  std::vector<std::vector<std::int32_t>> count_row_;  // per program and task: its row of counts, -1: one predecessor
+  // One predecessor of a task (its count row `row`, -1 for a task with one predecessor) ended on `instance`:
+  // whether it was the last.
+  bool predecessor_done(std::size_t instance, std::int32_t row) {
+    if (row < 0) return true;
     const auto p = static_cast<std::size_t>(inst_.instances[instance].program);
-    return program_base_[p] + static_cast<std::size_t>(task) * program_width_[p] + slot_[instance];
+    return --pending_[program_base_[p] + static_cast<std::size_t>(row) * program_width_[p] + slot_[instance]] == 0;
   }
-  std::vector<std::uint16_t> pending_;
+  std::vector<std::uint16_t> pending_;  // [program base + count row * width + slot]: predecessors not yet ended
+  std::int64_t total_tasks_ = 0;        // tasks of all instances
   std::vector<std::vector<Nanoseconds>> base_ns_;
   // The host timeline (host_on_): per program, the cumulative issue time of its tasks and its blocking tasks in
   // issue order (Program::issue_order, else task order); per instance, the blocking tasks ended so far, when the
@@ -830,7 +863,6 @@ class Simulation final : private Pacing {
   std::vector<std::int32_t> kind_row_;  // per group kind: its row of group_of_, -1 if no task uses it
   std::vector<std::int32_t> group_of_;  // [row][instance]: Instantiation::group
   std::vector<std::vector<std::uint16_t>> initial_pending_;  // per program and task: predecessors, lane order included
-  std::int64_t next_seq_ = 0;
   std::int64_t completed_ = 0;
   RunResult result_;
 };

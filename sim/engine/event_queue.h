@@ -5,10 +5,10 @@
 // between buckets at most 64 times, where a binary heap sifts every pop through log2(n) cache-missing levels (54% of
 // an --expand-ranks run at 16,384 GPUs, issue 22).
 //
-// Order: earliest time first, and among equal times the lowest `order` first, exactly as a binary heap on
-// (time, order) would give. That holds because `order` grows with every push: bucket 0 holds only events of the last
-// popped time and is read first-in first-out, and every other bucket stays sorted by `order` (a push appends the
-// largest yet; a redistribution empties one bucket, in order, into empty lower ones).
+// Order: earliest time first, and among equal times first pushed first, exactly as a binary heap on (time, push
+// number) would give, without storing the number: bucket 0 holds only events of the last popped time and is read
+// first-in first-out, and every other bucket stays in push order (a push appends the latest; a redistribution empties
+// one bucket, in order, into empty lower ones).
 
 #include <array>
 #include <bit>
@@ -20,12 +20,12 @@
 
 namespace orrery {
 
-/// One queued event (24 bytes: the queue holds one per running task of every simulated rank).
+/// One queued event (16 bytes: the queue holds one per running task of every simulated rank). `tag` and `id` are
+/// the engine's (what happens, to whom); the queue only orders by time and push order.
 struct Event {
   Nanoseconds time = 0;
-  std::int64_t order = 0;  // grows with every push; ties in time resolve by it, so runs are deterministic
-  std::int32_t instance = 0;
-  std::int32_t id = 0;     // what happens, as the engine encodes it in `order`'s low bits
+  std::uint32_t tag = 0;
+  std::int32_t id = 0;
 };
 
 class EventQueue {
@@ -42,7 +42,7 @@ class EventQueue {
     ++size_;
   }
 
-  /// Removes and returns the earliest event (lowest order among equal times). Throws std::logic_error when empty.
+  /// Removes and returns the earliest event (the first pushed among equal times). Throws std::logic_error when empty.
   Event pop() {
     if (size_ == 0) throw std::logic_error("event queue: pop from an empty queue");
     if (head_ == buckets_[0].size()) refill();

@@ -121,7 +121,7 @@ TEST_CASE("a rendezvous collective waits for its slowest member", "[sim][engine]
   auto ar = b.add(collective(kTeam), comm(), {c1});
   b.add(compute("after"), shape(2), {ar});
   const WorkloadGraph g = graph_of({b.finish()});
-  Durations d{{{1e-3, 0.5e-3, 1e-3}}};  // ops in interning order: shape(1), comm, shape(2)
+  Durations d{{{1e-3, 0.5e-3, 1e-3}}, {}};  // ops in interning order: shape(1), comm, shape(2)
   const Instantiation inst = pair_in_group(kTeam, {0, 0, 1, 1.0}, {0, 1, 1, 2.0});
   const RunResult r = run_engine(g, inst, d);
   REQUIRE(r.instances[0].recorded);
@@ -144,7 +144,7 @@ TEST_CASE("stream order serialises tasks on one stream, and other streams overla
   b.add(compute("b"), shape(2));                  // only stream order on c1
   b.add(compute("c"), shape(3), {ar});            // waits for both
   const WorkloadGraph g = graph_of({b.finish()});
-  Durations d{{{1e-3, 3e-3, 1e-3, 1e-3}}};
+  Durations d{{{1e-3, 3e-3, 1e-3, 1e-3}}, {}};
   const Instantiation inst = one_instance(kTeam);
   const RunResult r = run_engine(g, inst, d);
   const auto& t = r.instances[0].timings;
@@ -164,7 +164,7 @@ TEST_CASE("memory effects: allocations at start, frees at end, peak with its com
   b.free_at_end(back, MemoryKind::kActivations, 100);
   b.set_static_memory(MemoryKind::kWeights, 1000);
   const WorkloadGraph g = graph_of({b.finish()});
-  Durations d{{{1e-6, 1e-6, 1e-6}}};
+  Durations d{{{1e-6, 1e-6, 1e-6}}, {}};
   const RunResult r = run_engine(g, one_instance(), d);
   CHECK(r.instances[0].peak == 1150);
   CHECK(r.instances[0].at_peak[static_cast<int>(MemoryKind::kWeights)] == 1000);
@@ -192,7 +192,7 @@ TEST_CASE("two compute streams share the GPU: one compute task at a time, the ea
   b.add(compute("f2"), shape(2), {x});
   add_twin_pair(b);
   const WorkloadGraph g = graph_of({b.finish()});
-  Durations d{{{1e-3, 2e-3, 1e-3, 1e-3, 1e-3}}};
+  Durations d{{{1e-3, 2e-3, 1e-3, 1e-3, 1e-3}}, {}};
   const Instantiation inst = one_instance(kTeam);
   const RunResult r = run_engine(g, inst, d);
   const auto& t = r.instances[0].timings;
@@ -216,7 +216,7 @@ TEST_CASE("when the GPU frees with both compute streams waiting, the other strea
   b.add(compute("f2"), shape(2));
   add_twin_pair(b);
   const WorkloadGraph g = graph_of({b.finish()});
-  Durations d{{{1e-3, 1e-3, 1e-3, 1e-3}}};
+  Durations d{{{1e-3, 1e-3, 1e-3, 1e-3}}, {}};
   const RunResult r = run_engine(g, one_instance(), d);
   const auto& t = r.instances[0].timings;
   CHECK(t[0].start == 0);
@@ -235,7 +235,7 @@ TEST_CASE("a stream and its twin are one lane: a group waits until every member'
   b.add(forward, comm());
   b.add(backward, CollectiveOp{CollectiveKind::kAllToAll, 1 << 10, {}});
   const WorkloadGraph g = graph_of({b.finish()});
-  Durations d{{{2e-3, 1e-3}}};
+  Durations d{{{2e-3, 1e-3}}, {}};
   Instantiation inst;
   inst.instances = {{0, 0, 1, 1.0}, {0, 1, 1, 1.0}};
   inst.group_kinds = kTestGroups;
@@ -261,7 +261,7 @@ TEST_CASE("a group waits while one member's lane is busy and starts when it free
   first.add(a2a, comm());
   second.add(a2a, comm());
   const WorkloadGraph g = graph_of({first.finish(), second.finish()});
-  Durations d{{{3e-3, 1e-3}, {1e-3}}};
+  Durations d{{{3e-3, 1e-3}, {1e-3}}, {}};
   Instantiation inst;
   inst.instances = {{0, 0, 1, 1.0}, {1, 1, 1, 1.0}};
   inst.group_kinds = kTestGroups;
@@ -299,7 +299,7 @@ TEST_CASE("transfers across NVLink domains share the rank's network port, per di
   b.add(transfer(kComm), crossing(CollectiveKind::kAllReduce, 3, 1));            // 1 ms, inside the domain
   b.add(transfer(kRecv), crossing(CollectiveKind::kSendRecv, 4, 2));     // 3 ms, receives only
   const WorkloadGraph g = graph_of({b.finish()});
-  const Durations d{{{1e-3, 2e-3, 1e-3, 3e-3}}};
+  const Durations d{{{1e-3, 2e-3, 1e-3, 3e-3}}, {}};
   const RunOptions shared = with_port_sharing();
   const RunResult r = run_engine(g, one_instance(), d, shared);
   const auto& t = r.instances[0].timings;
@@ -321,7 +321,7 @@ TEST_CASE("transfers across NVLink domains share the rank's network port, per di
   duplex.add(transfer(kSend), crossing(CollectiveKind::kSendRecv, 5, 2));
   duplex.add(transfer(kRecv), crossing(CollectiveKind::kSendRecv, 6, 2));
   const WorkloadGraph g2 = graph_of({duplex.finish()});
-  const RunResult both = run_engine(g2, one_instance(), Durations{{{1e-3, 1e-3}}}, shared);
+  const RunResult both = run_engine(g2, one_instance(), Durations{{{1e-3, 1e-3}}, {}}, shared);
   CHECK(both.instances[0].timings[0].end == 1'000'000);
   CHECK(both.instances[0].timings[1].end == 1'000'000);
 }
@@ -350,7 +350,7 @@ TEST_CASE("a transfer over several ranks ends with its slowest member's port", "
   busy.add(compute("after"), shape(1), {g1});
   busy.add(rs, scatter);
   const WorkloadGraph g = graph_of({plain.finish(), busy.finish()});
-  const Durations d{{{1e-3, 1e-3}, {1e-3, 1e-3, 1e-3}}};
+  const Durations d{{{1e-3, 1e-3}, {1e-3, 1e-3, 1e-3}}, {}};
   const Instantiation inst = pair_in_group(kTeam, {0, 0, 1, 1.0}, {1, 1, 1, 1.0});
   const RunOptions shared = with_port_sharing();
   const RunResult r = run_engine(g, inst, d, shared);
@@ -376,7 +376,7 @@ TEST_CASE("two transfers sharing a port each get half its rate", "[sim][engine][
   p.add(b, crossing_too);
   p.add(c, inside);
   const WorkloadGraph g = graph_of({p.finish()});
-  const Durations d{{{2e-3, 2e-3, 2e-3}}};
+  const Durations d{{{2e-3, 2e-3, 2e-3}}, {}};
   const RunResult r = run_engine(g, one_instance(), d, with_port_sharing());
   CHECK(r.instances[0].timings[0].end == 4'000'000);
   CHECK(r.instances[0].timings[1].end == 4'000'000);
@@ -393,7 +393,7 @@ TEST_CASE("the engine refuses graphs that use what they did not declare, and unk
   t.stream = kTestStreams;  // no such stream in the table
   b.add(t, shape(1));
   const WorkloadGraph stray = graph_of({b.finish()});
-  CHECK_THROWS_AS(run_engine(stray, one_instance(), Durations{{{1e-3}}}), std::logic_error);
+  CHECK_THROWS_AS(run_engine(stray, one_instance(), Durations{{{1e-3}}, {}}), std::logic_error);
 
   ProgramBuilder ok = builder(0);
   ok.add(compute("fine"), shape(1));
@@ -401,51 +401,53 @@ TEST_CASE("the engine refuses graphs that use what they did not declare, and unk
   Instantiation fewer = one_instance();
   fewer.group_kinds = 2;
   fewer.group_of.resize(2);
-  CHECK_THROWS_AS(run_engine(g, fewer, Durations{{{1e-3}}}), std::logic_error);
+  CHECK_THROWS_AS(run_engine(g, fewer, Durations{{{1e-3}}, {}}), std::logic_error);
   RunOptions unknown;
   unknown.resources = {{"nvlink_share", 0.0}};
-  CHECK_THROWS_WITH(run_engine(g, one_instance(), Durations{{{1e-3}}}, unknown), Catch::Contains("nvlink_share"));
+  CHECK_THROWS_WITH(run_engine(g, one_instance(), Durations{{{1e-3}}, {}}, unknown), Catch::Contains("nvlink_share"));
   RunOptions twice;
   twice.resources = {{"sm_contention", 0.1}, {"sm_contention", 0.2}};
-  CHECK_THROWS_AS(run_engine(g, one_instance(), Durations{{{1e-3}}}, twice), std::invalid_argument);
+  CHECK_THROWS_AS(run_engine(g, one_instance(), Durations{{{1e-3}}, {}}, twice), std::invalid_argument);
   WorkloadGraph bad_role = g;
   bad_role.demands[0].role = "borrower";
-  CHECK_THROWS_WITH(run_engine(bad_role, one_instance(), Durations{{{1e-3}}}, with_sm_contention(0.1)),
+  CHECK_THROWS_WITH(run_engine(bad_role, one_instance(), Durations{{{1e-3}}, {}}, with_sm_contention(0.1)),
                     Catch::Contains("borrower"));
 }
 
-TEST_CASE("the radix event queue pops in the order of a binary heap on (time, order)", "[sim][engine]") {
-  // A second method: std::priority_queue on the same monotone stream of pushes, with many equal times.
+TEST_CASE("the radix event queue pops in the order of a binary heap on (time, push number)", "[sim][engine]") {
+  // A second method: std::priority_queue on the same monotone stream of pushes, with many equal times. Each event's
+  // id is its push number, which the heap orders ties by.
   std::mt19937_64 random(7);
   EventQueue radix;
-  const auto later = [](const Event& a, const Event& b) { return a.time != b.time ? a.time > b.time : a.order > b.order; };
+  const auto later = [](const Event& a, const Event& b) { return a.time != b.time ? a.time > b.time : a.id > b.id; };
   std::priority_queue<Event, std::vector<Event>, decltype(later)> heap(later);
   Nanoseconds now = 0;
-  std::int64_t order = 0;
+  std::int32_t pushed = 0;
   std::int64_t popped = 0;
   for (int step = 0; step < 200'000; ++step) {
     if (heap.empty() || random() % 3 != 0) {
       // Offsets from 0 (a tie with the current time) to 2^40 ns, skewed towards small ones.
       const Nanoseconds offset = random() % 4 == 0 ? 0 : static_cast<Nanoseconds>(random() >> (24 + random() % 40));
-      const Event e{now + offset, order++, static_cast<std::int32_t>(step), 0};
+      const Event e{now + offset, static_cast<std::uint32_t>(step), pushed++};
       radix.push(e);
       heap.push(e);
     } else {
       const Event a = radix.pop(), b = heap.top();
       heap.pop();
       REQUIRE(a.time == b.time);
-      REQUIRE(a.order == b.order);
+      REQUIRE(a.id == b.id);
+      REQUIRE(a.tag == b.tag);
       now = a.time;
       ++popped;
     }
   }
   while (!heap.empty()) {
-    REQUIRE(radix.pop().order == heap.top().order);
+    REQUIRE(radix.pop().id == heap.top().id);
     heap.pop();
   }
   CHECK(radix.empty());
   CHECK(popped > 50'000);
-  CHECK_THROWS_AS(radix.push({now - 1, order, 0, 0}), std::logic_error);
+  CHECK_THROWS_AS(radix.push({now - 1, 0, pushed}), std::logic_error);
 }
 
 TEST_CASE("port sharing re-times transfers at once, so equal ends finish in start order", "[sim][engine][network]") {
@@ -468,7 +470,7 @@ TEST_CASE("port sharing re-times transfers at once, so equal ends finish in star
   p.free_at_end(tb, MemoryKind::kOther, 100);
   p.set_static_memory(MemoryKind::kOther, 100);
   const WorkloadGraph g = graph_of({p.finish()});
-  const RunResult r = run_engine(g, one_instance(), Durations{{{100e-9, 100e-9, 0.0}}}, with_port_sharing());
+  const RunResult r = run_engine(g, one_instance(), Durations{{{100e-9, 100e-9, 0.0}}, {}}, with_port_sharing());
   REQUIRE(r.instances[0].timings[0].end == 200);
   REQUIRE(r.instances[0].timings[1].end == 200);
   CHECK(r.instances[0].peak == 200);
