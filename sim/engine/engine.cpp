@@ -181,6 +181,8 @@ class Simulation final : private Pacing {
       throw std::logic_error("engine: too many paced streams x instances for 32-bit action ids");
     }
     actions_.resize(static_cast<std::size_t>(paced_rows) * n);
+    // Several instances of one program (--expand-ranks, stragglers) meet the same times; one each rarely does.
+    events_ = EventQueue(n > g.programs.size());
 
     // Pending counts are laid out task-major within each program ([task][instance of the program]): the ranks of
     // a symmetric job end the same task at about the same time, so consecutive events touch neighbouring counts

@@ -414,40 +414,65 @@ TEST_CASE("the engine refuses graphs that use what they did not declare, and unk
                     Catch::Contains("borrower"));
 }
 
-TEST_CASE("the radix event queue pops in the order of a binary heap on (time, push number)", "[sim][engine]") {
-  // A second method: std::priority_queue on the same monotone stream of pushes, with many equal times. Each event's
-  // id is its push number, which the heap orders ties by.
-  std::mt19937_64 random(7);
-  EventQueue radix;
-  const auto later = [](const Event& a, const Event& b) { return a.time != b.time ? a.time > b.time : a.id > b.id; };
-  std::priority_queue<Event, std::vector<Event>, decltype(later)> heap(later);
-  Nanoseconds now = 0;
-  std::int32_t pushed = 0;
-  std::int64_t popped = 0;
-  for (int step = 0; step < 200'000; ++step) {
-    if (heap.empty() || random() % 3 != 0) {
-      // Offsets from 0 (a tie with the current time) to 2^40 ns, skewed towards small ones.
-      const Nanoseconds offset = random() % 4 == 0 ? 0 : static_cast<Nanoseconds>(random() >> (24 + random() % 40));
-      const Event e{now + offset, static_cast<std::uint32_t>(step), pushed++};
-      radix.push(e);
-      heap.push(e);
-    } else {
-      const Event a = radix.pop(), b = heap.top();
-      heap.pop();
-      REQUIRE(a.time == b.time);
-      REQUIRE(a.id == b.id);
-      REQUIRE(a.tag == b.tag);
-      now = a.time;
-      ++popped;
+TEST_CASE("the event queue pops in the order of a binary heap on (time, push number)", "[sim][engine]") {
+  // A second method: std::priority_queue on the same monotone stream of pushes. Each event's id is its push number,
+  // which the heap orders ties by. Both forms of the queue: one entry per event, and runs of equal-time pushes;
+  // `ties` is the chance that a push repeats the previous push's time, as a symmetric job's ranks do.
+  for (const bool grouped : {false, true}) {
+    for (const int ties : {0, 50, 95}) {
+      CAPTURE(grouped, ties);
+      std::mt19937_64 random(7);
+      EventQueue queue(grouped);
+      const auto later = [](const Event& a, const Event& b) { return a.time != b.time ? a.time > b.time : a.id > b.id; };
+      std::priority_queue<Event, std::vector<Event>, decltype(later)> heap(later);
+      Nanoseconds now = 0, previous = 0;
+      std::int32_t pushed = 0;
+      std::int64_t popped = 0;
+      for (int step = 0; step < 200'000; ++step) {
+        if (heap.empty() || random() % 3 != 0) {
+          // Offsets from 0 (a tie with the current time) to 2^40 ns, skewed towards small ones.
+          const Nanoseconds offset = random() % 4 == 0 ? 0 : static_cast<Nanoseconds>(random() >> (24 + random() % 40));
+          const Nanoseconds time =
+              static_cast<int>(random() % 100) < ties && previous >= now ? previous : now + offset;
+          const Event e{time, static_cast<std::uint32_t>(step), pushed++};
+          queue.push(e);
+          heap.push(e);
+          previous = time;
+        } else {
+          const Event a = queue.pop(), b = heap.top();
+          heap.pop();
+          REQUIRE(a.time == b.time);
+          REQUIRE(a.id == b.id);
+          REQUIRE(a.tag == b.tag);
+          now = a.time;
+          ++popped;
+        }
+        REQUIRE(queue.size() == heap.size());
+      }
+      while (!heap.empty()) {
+        REQUIRE(queue.pop().id == heap.top().id);
+        heap.pop();
+      }
+      CHECK(queue.empty());
+      CHECK(popped > 50'000);
+      CHECK_THROWS_AS(queue.push({now - 1, 0, pushed}), std::logic_error);
+      CHECK(queue.empty());
+      CHECK_THROWS_AS(queue.pop(), std::logic_error);
     }
   }
-  while (!heap.empty()) {
-    REQUIRE(radix.pop().id == heap.top().id);
-    heap.pop();
-  }
-  CHECK(radix.empty());
-  CHECK(popped > 50'000);
-  CHECK_THROWS_AS(radix.push({now - 1, 0, pushed}), std::logic_error);
+}
+
+TEST_CASE("the grouped event queue refuses a push at the time of a run it has read", "[sim][engine]") {
+  // Run 9 is opened before run 5; once both are read the clock is at 9, and a push at 5 is in the past.
+  EventQueue queue(true);
+  queue.push({9, 0, 0});
+  queue.push({5, 0, 1});
+  CHECK(queue.pop().id == 1);
+  queue.push({5, 0, 2});  // the run being read takes a push of its own time
+  CHECK(queue.pop().id == 2);
+  CHECK(queue.pop().id == 0);
+  CHECK_THROWS_AS(queue.push({5, 0, 3}), std::logic_error);
+  CHECK(queue.empty());
 }
 
 TEST_CASE("port sharing re-times transfers at once, so equal ends finish in start order", "[sim][engine][network]") {
