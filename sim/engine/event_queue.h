@@ -111,14 +111,15 @@ class EventQueue {
     if (!grouped_) {
       events_.push(e);
     } else if (open_ >= 0 && e.time == open_time_) {
-      runs_[static_cast<std::size_t>(open_)].push_back(e);
+      append(open_tail_, e);
     } else {
       // Checked before a run is opened, so a refused push leaves the queue as it was.
-      if (e.time < runs_heap_.now()) throw std::logic_error("event queue: an event before the current time");
-      open_ = take_slot();
+      if (e.time < runs_.now()) throw std::logic_error("event queue: an event before the current time");
+      open_ = take_chunk();
+      open_tail_ = open_;
       open_time_ = e.time;
-      runs_[static_cast<std::size_t>(open_)].push_back(e);
-      runs_heap_.push({e.time, open_});
+      append(open_tail_, e);
+      runs_.push({e.time, open_});
     }
     ++size_;
   }
@@ -129,49 +130,73 @@ class EventQueue {
     if (size_ == 0) throw std::logic_error("event queue: pop from an empty queue");
     --size_;
     if (!grouped_) return events_.pop();
-    while (current_ < 0 || head_ == runs_[static_cast<std::size_t>(current_)].size()) {
-      if (current_ >= 0) release_current();
-      current_ = runs_heap_.pop().slot;
+    for (;;) {
+      if (current_ >= 0) {
+        Chunk& c = chunks_[static_cast<std::size_t>(current_)];
+        if (head_ < c.count) return c.events[head_++];
+        // Read to its end. Leaving the open run's last chunk closes that run: a later push of its time comes after
+        // every event queued now, so it opens a run of its own.
+        if (current_ == open_tail_) open_ = -1;
+        const std::int32_t next = c.next;
+        free_chunks_.push_back(current_);
+        current_ = next;
+        head_ = 0;
+        if (current_ >= 0) continue;
+      }
+      current_ = runs_.pop().first;
       head_ = 0;
     }
-    return runs_[static_cast<std::size_t>(current_)][head_++];
   }
 
  private:
+  // A run's events live in a list of fixed-size chunks from one pool, so a run of one event costs one chunk and a
+  // run of thousands a list, and freed chunks serve any later run (per-run vectors kept their largest capacity:
+  // 1.5 GiB at 65,536 ranks).
+  static constexpr std::uint32_t kChunkEvents = 15;
+  struct Chunk {
+    std::array<Event, kChunkEvents> events;
+    std::uint32_t count = 0;
+    std::int32_t next = -1;  // the run's next chunk, -1: none yet
+  };
   struct Run {
     Nanoseconds time = 0;
-    std::int32_t slot = 0;  // its events: runs_[slot]
+    std::int32_t first = 0;  // its first chunk
   };
 
   bool grouped_;
   std::size_t size_ = 0;
   RadixHeap<Event> events_;  // without group_ties
-  // With group_ties: the runs in time order, their events by slot (slots are reused, keeping their capacity), the
-  // run that takes pushes of its time (the last opened), and the run being popped.
-  RadixHeap<Run> runs_heap_;
-  std::vector<std::vector<Event>> runs_;
-  std::vector<std::int32_t> free_slots_;
+  // With group_ties: the runs in time order; the run that takes pushes of its time (the last opened), with its last
+  // chunk; the chunk being popped and its next event.
+  RadixHeap<Run> runs_;
+  std::vector<Chunk> chunks_;
+  std::vector<std::int32_t> free_chunks_;
   std::int32_t open_ = -1;
+  std::int32_t open_tail_ = -1;
   Nanoseconds open_time_ = 0;
   std::int32_t current_ = -1;
-  std::size_t head_ = 0;  // next event of the current run
+  std::uint32_t head_ = 0;
 
-  std::int32_t take_slot() {
-    if (free_slots_.empty()) {
-      runs_.emplace_back();
-      return static_cast<std::int32_t>(runs_.size() - 1);
+  std::int32_t take_chunk() {
+    if (free_chunks_.empty()) {
+      chunks_.emplace_back();
+      return static_cast<std::int32_t>(chunks_.size() - 1);
     }
-    const std::int32_t slot = free_slots_.back();
-    free_slots_.pop_back();
-    return slot;
+    const std::int32_t c = free_chunks_.back();
+    free_chunks_.pop_back();
+    chunks_[static_cast<std::size_t>(c)].count = 0;
+    chunks_[static_cast<std::size_t>(c)].next = -1;
+    return c;
   }
 
-  // The current run is read: its slot is free again, and a later push of its time opens a new run.
-  void release_current() {
-    runs_[static_cast<std::size_t>(current_)].clear();
-    free_slots_.push_back(current_);
-    if (open_ == current_) open_ = -1;
-    current_ = -1;
+  void append(std::int32_t& tail, const Event& e) {
+    if (chunks_[static_cast<std::size_t>(tail)].count == kChunkEvents) {
+      const std::int32_t more = take_chunk();  // may move chunks_: index again below
+      chunks_[static_cast<std::size_t>(tail)].next = more;
+      tail = more;
+    }
+    Chunk& c = chunks_[static_cast<std::size_t>(tail)];
+    c.events[c.count++] = e;
   }
 };
 
