@@ -304,6 +304,7 @@ class Simulation final : private Pacing {
     const bool record_all = static_cast<std::int64_t>(total) <= opt.record_budget;
     std::vector<bool> stage_seen(g.programs.size(), false);
     hot_.resize(n);
+    recorded_.assign(n, 0);
     for (std::size_t i = 0; i < n; ++i) {
       const Instance& in = inst.instances[i];
       bool record = record_all || !stage_seen[static_cast<std::size_t>(in.program)] || in.compute_slowdown != 1.0;
@@ -312,8 +313,9 @@ class Simulation final : private Pacing {
       run.recorded = record;
       if (record) run.timings.resize(program(i).tasks.size());
       Hot& h = hot_[i];
-      h.recorded = record;
+      recorded_[i] = record;
       h.live = program(i).static_memory;
+      for (Bytes b : h.live) h.total += b;
       note_memory(i, 0);
     }
   }
@@ -456,7 +458,7 @@ class Simulation final : private Pacing {
   }
 
   TaskTiming* timing(std::int32_t instance, std::int32_t task) {
-    if (!hot_[static_cast<std::size_t>(instance)].recorded) return nullptr;
+    if (!recorded_[static_cast<std::size_t>(instance)]) return nullptr;
     return &result_.instances[static_cast<std::size_t>(instance)].timings[static_cast<std::size_t>(task)];
   }
 
@@ -748,7 +750,7 @@ class Simulation final : private Pacing {
       // The host resumes: the tasks after this one are issued from now on.
       ++host_segment_[i];
       host_base_[i] = now;
-      if (h.recorded) host_bases_[i].push_back(now);
+      if (recorded_[i]) host_bases_[i].push_back(now);
       std::vector<std::int32_t> waiting = std::move(host_waiting_[i]);
       host_waiting_[i].clear();
       for (std::int32_t w : waiting) make_ready(instance, w, now);
@@ -774,13 +776,13 @@ class Simulation final : private Pacing {
     if (effect.bytes == 0) return;
     Hot& h = hot_[instance];
     h.live[static_cast<std::size_t>(effect.kind)] += effect.bytes;
+    h.total += effect.bytes;
     note_memory(instance, now);
   }
 
   void note_memory(std::size_t instance, Nanoseconds now) {
     Hot& h = hot_[instance];
-    Bytes total = 0;
-    for (Bytes b : h.live) total += b;
+    const Bytes total = h.total;
     for (RunObserver* o : observers_) o->memory_changed(static_cast<std::int32_t>(instance), now, total);
     if (total > h.peak) {
       h.peak = total;
@@ -788,7 +790,7 @@ class Simulation final : private Pacing {
       r.peak = total;
       r.at_peak = h.live;
     }
-    if (h.recorded) {
+    if (recorded_[instance]) {
       InstanceRun& r = result_.instances[instance];
       if (!r.memory.empty() && r.memory.back().time == now) {
         r.memory.back().live = total;
@@ -855,10 +857,11 @@ class Simulation final : private Pacing {
   // What every event of an instance reads or writes, in one cache line (InstanceRun, with its vectors, is cold).
   struct alignas(64) Hot {
     std::array<Bytes, kNumMemoryKinds> live{};  // live bytes by kind
+    Bytes total = 0;                            // their sum
     Bytes peak = 0;
     Nanoseconds end = 0;
-    bool recorded = false;
   };
+  std::vector<char> recorded_;  // per instance: whether its timings are kept (InstanceRun::recorded)
   std::vector<Hot> hot_;
   EventQueue events_;
   std::vector<GroupState> groups_;  // per group of the instantiation
