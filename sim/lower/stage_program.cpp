@@ -1,5 +1,6 @@
-// The lowering driver: walks one pipeline rank's schedule and emits, per step, the point-to-point receive, the
-// embedding, the layers of the chunk, the head and loss, and the send; then the data-parallel epilogue.
+// The lowering driver: walks one pipeline rank's schedule, slot by slot as its wiring groups the steps
+// (sim/lower/pipeline_wiring.h, which also emits the point-to-point receives, sends and waits), and emits per step
+// the embedding, the layers of the chunk, and the head and loss; then the data-parallel epilogue.
 #include <algorithm>
 #include <array>
 #include <map>
@@ -8,10 +9,11 @@
 #include "sim/lower/context.h"
 #include "sim/lower/data_parallel.h"
 #include "sim/lower/context_parallel.h"
+#include "sim/lower/cpu_offload.h"
 #include "sim/lower/embedding_head.h"
 #include "sim/lower/fp8.h"
-#include "sim/lower/merged_issue_order.h"
 #include "sim/lower/mtp.h"
+#include "sim/lower/pipeline_wiring.h"
 #include "sim/lower/pytorch_step.h"
 #include "sim/lower/sharded_params.h"
 #include "sim/lower/transformer_layer.h"
@@ -34,8 +36,8 @@ class StageLowering {
         emit_(ctx, builder_, stage),
         dp_(ctx, stage),
         sharded_(ctx, stage),
-        loss_(static_cast<std::size_t>(ctx.microbatches)),
-        turned_(static_cast<std::size_t>(ctx.microbatches)) {
+        wiring_(ctx, emit_, stage),
+        loss_(static_cast<std::size_t>(ctx.microbatches)) {
     hidden_bytes_ = ctx.tokens_sp * ctx.model.hidden_size * ctx.act_bytes;
   }
 
@@ -56,17 +58,16 @@ class StageLowering {
     }
     // Merged passes: Megatron-Core's EP overlap, or DualPipe's (and DualPipeV's) overlapped forward-and-backward
     // pairs.
-    const bool dualpipe = is_dualpipe(ctx_.plan.schedule);
-    const bool merged = ctx_.plan.overlap_moe_expert_parallel_comm || dualpipe;
-    for (const auto& [begin, end] : slots(steps)) {
+    const bool merged = ctx_.plan.overlap_moe_expert_parallel_comm || is_dualpipe(ctx_.plan.schedule);
+    for (const auto& [begin, end] : wiring_.slots(steps)) {
       // Receives of the whole slot are posted together, with the previous slot's sends; without
       // overlap_p2p_comm the host then waits for all of them (Megatron's batched blocking p2p ops).
       std::vector<MaybeTask> received;
-      for (std::size_t i = begin; i < end; ++i) received.push_back(post_receive(steps[i]));
-      wait_for_transfers(received);
+      for (std::size_t i = begin; i < end; ++i) received.push_back(wiring_.post_receive(steps[i]));
+      wiring_.wait_for_transfers(received);
       // Merged, the forward and backward of a slot run together (the backward on the twin streams); the next slot
       // starts when both have been issued and run, as Megatron-Core and DualPipe run one merged pair at a time.
-      const MaybeTask slot_after[] = {emit_.last_on(Stream::kCompute), emit_.last_on(Stream::kComputeB)};
+      const std::array<MaybeTask, 2> slot_after = wiring_.slot_start();
       const TaskId slot_first = builder_.last() + 1;
       std::vector<PassTasks> passes;
       for (std::size_t i = begin; i < end; ++i) {
@@ -91,30 +92,12 @@ class StageLowering {
           }
         }
         passes.push_back({first, builder_.last(), layer_spans_});
-        if (merged) {
-          const TaskId head = first_compute_from(first);
-          for (const MaybeTask& before : slot_after) emit_.depend(head, before);
-          // DualPipe waits for the slot's transfers before it computes (its _commit_and_wait_comm), so an overlapped
-          // pair starts once both of its inputs have arrived. Its sends are not waited for (a simplification: the
-          // reference also waits for the previous chunk's sends in the same batch).
-          if (dualpipe) {
-            for (const MaybeTask& r : received) emit_.depend(head, r);
-          }
-        }
+        if (merged) wiring_.join_merged_pass(first, slot_after, received);
       }
-      // Megatron-Core's host issues a merged pair layer by layer, sub-module by sub-module (DualPipe's overlapped
-      // pairs are left in task order: the reference leaves the interleaving to the model's own overlap code).
-      if (ctx_.plan.overlap_moe_expert_parallel_comm && !dualpipe && end - begin == 2 &&
-          steps[begin].kind != steps[begin + 1].kind && steps[begin].kind != StepKind::kWeight &&
-          steps[begin + 1].kind != StepKind::kWeight) {
-        const bool forward_first = steps[begin].kind == StepKind::kForward;
-        const std::vector<TaskId> order =
-            merged_issue_order(builder_, slot_first, passes[forward_first ? 0 : 1], passes[forward_first ? 1 : 0]);
-        if (!order.empty()) builder_.issue_in_order(slot_first, order);
-      }
+      wiring_.interleave_merged_slot(steps, begin, end, slot_first, passes);
     }
-    wait_for_transfers({});
-    dp_.emit_epilogue(emit_, first_uses_, grad_ready_, last_issued_compute(), sharded_.reductions());
+    wiring_.wait_for_transfers({});
+    dp_.emit_epilogue(emit_, first_uses_, grad_ready_, last_issued_compute(builder_), sharded_.reductions());
     dp_.set_static_memory(builder_, other_memory(memory));
     builder_.add_static_memory(MemoryKind::kWeights, fp8_weight_cache_bytes(ctx_, stage_));
     return builder_.finish();
@@ -128,12 +111,6 @@ class StageLowering {
   // The loss of the step's micro-batch, which its backward through the head starts from.
   MaybeTask loss_of(const ScheduleStep& step) const { return loss_[static_cast<std::size_t>(step.microbatch)]; }
 
-  // The compute task the host issued last, on either compute stream (none before the first).
-  MaybeTask last_issued_compute() const {
-    const TaskId last = std::max(builder_.last_on(Stream::kCompute), builder_.last_on(Stream::kComputeB));
-    return last >= 0 ? MaybeTask(last) : MaybeTask();
-  }
-
   // The chunks in the order of their first forward (DualPipe's second-half ranks start with chunk 1).
   std::vector<int> chunks_in_forward_order(const std::vector<ScheduleStep>& steps) const {
     std::vector<int> order;
@@ -143,122 +120,6 @@ class StageLowering {
       }
     }
     return order;
-  }
-
-  // Emits a block at `at`, and books it as where the host last issued work (host_at_).
-  PositionScope enter(const Position& at) {
-    host_at_ = at;
-    return PositionScope(emit_, at);
-  }
-
-  // The first compute task at or after `first` (-1 if none).
-  TaskId first_compute_from(TaskId first) const {
-    for (TaskId t = first; t <= builder_.last(); ++t) {
-      if (is_compute(builder_.task(t))) return t;
-    }
-    return -1;
-  }
-
-
-  // Groups of steps between which Megatron communicates: one step each, except the steady state of the
-  // interleaved schedule, where a forward and the backward after it share one batched send/receive
-  // (schedules.py, forward_backward_pipelining_with_interleaving). Without a pipeline, EP overlap merges each
-  // backward with the next micro-batch's forward (Megatron-Core's combined 1F1B in forward_backward_no_pipelining).
-  // DualPipe's schedule names its overlapped pairs itself.
-  std::vector<std::pair<std::size_t, std::size_t>> slots(const std::vector<ScheduleStep>& steps) const {
-    std::vector<std::pair<std::size_t, std::size_t>> out;
-    const bool merge_without_pipeline = ctx_.plan.overlap_moe_expert_parallel_comm && ctx_.plan.pp == 1;
-    // Only the steady state pairs a forward with the backward after it: with all-warm-up (micro-batches equal to
-    // pp) the last forward and the first backward are separate steps of Megatron-Core's schedule.
-    const bool interleaved = ctx_.plan.vpp > 1 && ctx_.plan.schedule == Schedule::k1F1B;
-    const std::size_t steady = interleaved ? static_cast<std::size_t>(interleaved_warmup_forwards(
-                                                 ctx_.plan.pp, ctx_.plan.vpp, stage_, ctx_.microbatches))
-                                           : 0;
-    for (std::size_t i = 0; i < steps.size();) {
-      const bool next = i + 1 < steps.size();
-      const bool pair = steps[i].paired ||
-                        (ctx_.plan.vpp > 1 && next && steps[i].kind == StepKind::kForward &&
-                         steps[i + 1].kind == StepKind::kBackward && i >= steady) ||
-                        (merge_without_pipeline && next && steps[i].kind == StepKind::kBackward &&
-                         steps[i + 1].kind == StepKind::kForward);
-      out.emplace_back(i, i + (pair ? 2 : 1));
-      i += pair ? 2 : 1;
-    }
-    return out;
-  }
-
-  // The receive a step needs (none if none). With overlap_p2p_comm receives are posted as early as their stream
-  // allows; without it, when the host reaches the slot. At DualPipeV's turn the input is the other chunk's output
-  // on this rank, which the schedule has always run in an earlier slot.
-  MaybeTask post_receive(const ScheduleStep& step) {
-    const bool forward = step.kind == StepKind::kForward;
-    if (step.kind == StepKind::kWeight) return {};
-    if (forward ? ctx_.layout.holds_embedding(stage_, step.chunk) : is_last(step.chunk)) return {};
-    if (ctx_.layout.turns_locally(stage_, step.chunk, forward)) return turned(step.microbatch, forward);
-    const PositionScope at = enter({step.microbatch, step.chunk, -1, forward ? Phase::kForward : Phase::kBackwardInput});
-    const MaybeTask host = ctx_.plan.overlap_p2p_comm ? MaybeTask() : last_issued_compute();
-    const Transfer in = transfer(step.chunk, forward, false);
-    const MaybeTask received = emit_.p2p(forward ? "activation" : "gradient", in.stream, in.group, p2p_bytes(), {host});
-    if (!pipe_partitioned() || !received.emitted()) return received;
-    // PartitionedTensor.full() (runtime/pipe/engine.py @ edaa722): an all-gather over the TP group, blocking.
-    return emit_.collective("pipe_partition_gather", Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather,
-                            hidden_bytes_, {received});
-  }
-
-  // Megatron-DeepSpeed's pipeline engine with tp > 1: pipe_partitioned and grad_partitioned (true by default,
-  // runtime/config.py @ edaa722) send each TP rank's 1/tp of the activation or gradient (PartitionedTensor over
-  // the slice-parallel group, the TP group), and the receiver gathers it back.
-  bool pipe_partitioned() const { return ctx_.training.framework == Framework::kMegatronDeepSpeed && ctx_.tp > 1; }
-  Bytes p2p_bytes() const { return pipe_partitioned() ? hidden_bytes_ / ctx_.tp : hidden_bytes_; }
-
-  struct Transfer {
-    Stream stream;
-    GroupKind group;
-  };
-  // Where a chunk's activations (or gradients) go or come from: activations flow to the next rank and gradients
-  // back, except on DualPipe's reversed chunk, whose transfers have streams and groups of their own.
-  Transfer transfer(int chunk, bool activation, bool send) const {
-    // Indexed [reversed chunk][activation][send].
-    static constexpr Transfer kTransfers[2][2][2] = {
-        {{{Stream::kPpRecvNext, GroupKind::kPpBackwardRecv}, {Stream::kPpSendPrev, GroupKind::kPpBackwardSend}},
-         {{Stream::kPpRecvPrev, GroupKind::kPpForwardRecv}, {Stream::kPpSendNext, GroupKind::kPpForwardSend}}},
-        {{{Stream::kPpReverseRecvPrev, GroupKind::kPpReverseBackwardRecv},
-          {Stream::kPpReverseSendNext, GroupKind::kPpReverseBackwardSend}},
-         {{Stream::kPpReverseRecvNext, GroupKind::kPpReverseForwardRecv},
-          {Stream::kPpReverseSendPrev, GroupKind::kPpReverseForwardSend}}}};
-    return kTransfers[ctx_.layout.reversed(chunk) ? 1 : 0][activation ? 1 : 0][send ? 1 : 0];
-  }
-
-  // Without overlap_p2p_comm the host blocks until the pending sends and these receives have completed.
-  void wait_for_transfers(const std::vector<MaybeTask>& received) {
-    if (ctx_.plan.overlap_p2p_comm) return;
-    std::vector<MaybeTask> all = pending_sends_;
-    for (const MaybeTask& r : received) {
-      if (!r.waits().empty()) all.push_back(r);  // a step without a receive has nothing to wait for
-    }
-    pending_sends_.clear();
-    if (all.empty()) return;
-    const PositionScope at(emit_, host_at_);
-    MaybeTask wait = emit_.elementwise("p2p_wait", 0, 0);
-    for (const MaybeTask& t : all) emit_.depend(wait, t);
-  }
-
-  // DualPipeV's hand-over at the turn, per micro-batch: [0] chunk 0's forward output, [1] chunk 1's input gradient.
-  MaybeTask& turned(int microbatch, bool forward) {
-    return turned_[static_cast<std::size_t>(microbatch)][forward ? 0 : 1];
-  }
-
-  void send(int chunk, bool activation, MaybeTask data, int microbatch) {
-    // At DualPipeV's turn the output stays on this rank for the other chunk.
-    if (ctx_.layout.turns_locally(stage_, 1 - chunk, activation)) {
-      turned(microbatch, activation) = data;
-      return;
-    }
-    // Posted by the host after the step's compute, with the next slot's receives.
-    const MaybeTask host = ctx_.plan.overlap_p2p_comm ? MaybeTask() : last_issued_compute();
-    const Transfer out = transfer(chunk, activation, true);
-    const MaybeTask sent = emit_.p2p(activation ? "activation" : "gradient", out.stream, out.group, p2p_bytes(), {data, host});
-    if (!ctx_.plan.overlap_p2p_comm) pending_sends_.push_back(sent);
   }
 
   // Emits one unit (embedding, layer or head) with ZeRO-3's parameter gather in front of it.
@@ -279,31 +140,6 @@ class StageLowering {
     return out;
   }
 
-  // Transformer Engine's CPU offload (--cpu-offloading-num-layers): the first N decoder layers of each chunk (not
-  // multi-token prediction depths, which sit outside the decoder block).
-  bool offloaded(const std::vector<ParamUnit>& units, std::size_t i) const {
-    const int n = ctx_.training.cpu_offloading_num_layers;
-    const auto decoder = [&](const ParamUnit& u) { return unit_kind(u, ctx_.model) == UnitKind::kDecoderLayer; };
-    if (n == 0 || !decoder(units[i])) return false;
-    int before = 0;
-    for (std::size_t j = 0; j < i; ++j) before += decoder(units[j]) ? 1 : 0;
-    return before < n;
-  }
-
-  // Transformer Engine's windowed offload (AsyncDoubleBufferGroupOffloadHandler, layer_window_map): with k of a
-  // chunk's L decoder layers offloaded, the copy of layer j must be done by the end of decoder layer
-  // (L / k)(j + 1) - 1 + min(j + 1, L mod k): there the compute stream waits for the copy stream, so a copy that
-  // falls behind stalls the forward instead of holding more memory. Returns each offloaded layer's window, as a
-  // decoder index of the chunk (increasing; the last is the chunk's last decoder layer). Empty without offload.
-  std::vector<int> offload_windows(const std::vector<ParamUnit>& units) const {
-    const auto decoder = [&](const ParamUnit& u) { return unit_kind(u, ctx_.model) == UnitKind::kDecoderLayer; };
-    const int layers = static_cast<int>(std::count_if(units.begin(), units.end(), decoder));
-    const int k = std::min(ctx_.training.cpu_offloading_num_layers, layers);
-    std::vector<int> windows;
-    for (int j = 0; j < k; ++j) windows.push_back((layers / k) * (j + 1) - 1 + std::min(j + 1, layers % k));
-    return windows;
-  }
-
   Bytes layer_saved_bytes(int layer) {
     const TransformerLayerLowering lowering(emit_, layer);
     return lowering.saved_bytes(lowering.save());
@@ -315,18 +151,18 @@ class StageLowering {
     const auto units = sharded_.units(step.chunk);
     // This step's offload copies in order; those whose window has closed wait for the next unit's first task (the
     // last window, at the chunk's last decoder layer, binds only where a unit follows: the head, on the last chunk).
-    const std::vector<int> windows = offload_windows(units);
+    const std::vector<int> windows = offload_windows(ctx_, units);
     std::vector<MaybeTask> copies;
     std::size_t waiting = 0;  // copies[waiting..] are not yet waited for
     int decoder_index = -1;
     for (std::size_t i = 0; i < units.size(); ++i) {
       const ParamUnit& u = units[i];
-      const PositionScope at = enter({step.microbatch, step.chunk, u.layer, Phase::kForward});
+      const PositionScope at = wiring_.enter({step.microbatch, step.chunk, u.layer, Phase::kForward});
       const TaskId first = builder_.last() + 1;
       const TaskId unit_first = builder_.last() + 1;
       x = run_unit(units, i, false, [&] { return unit_body(pass, u, x); });
       if (u.layer >= 0 && builder_.last() >= unit_first) layer_spans_.push_back({unit_first, builder_.last()});
-      if (offloaded(units, i)) {
+      if (offloaded(ctx_, units, i)) {
         // The layer's saved activations are copied to the host once it has run, and their GPU memory freed.
         const Bytes saved = layer_saved_bytes(u.layer);
         const MaybeTask copy = emit_.host_op("activation_offload", Stream::kDeviceToHost,
@@ -343,9 +179,9 @@ class StageLowering {
       if (unit_kind(u, ctx_.model) == UnitKind::kDecoderLayer) ++decoder_index;
     }
     if (is_last(step.chunk)) loss_[static_cast<std::size_t>(step.microbatch)] = x;
-    const PositionScope at = enter({step.microbatch, step.chunk, -1, Phase::kForward});
+    const PositionScope at = wiring_.enter({step.microbatch, step.chunk, -1, Phase::kForward});
     emit_fp8_amax_update(emit_, layers_in(units), false, emit_.last_compute());
-    if (!is_last(step.chunk)) send(step.chunk, true, x, step.microbatch);
+    if (!is_last(step.chunk)) wiring_.send(step.chunk, true, x, step.microbatch);
   }
 
   void backward(const ScheduleStep& step, MaybeTask input, std::vector<ParamUse>* params) {
@@ -355,8 +191,8 @@ class StageLowering {
     // Offloaded activations come back one layer ahead: layer i's copy is issued as layer i + 1's backward starts.
     std::vector<MaybeTask> reload(units.size());
     const auto fetch = [&](std::size_t i) {
-      if (!offloaded(units, i) || reload[i].emitted()) return;
-      const PositionScope at = enter({step.microbatch, step.chunk, units[i].layer, Phase::kBackwardInput});
+      if (!offloaded(ctx_, units, i) || reload[i].emitted()) return;
+      const PositionScope at = wiring_.enter({step.microbatch, step.chunk, units[i].layer, Phase::kBackwardInput});
       const Bytes saved = layer_saved_bytes(units[i].layer);
       // The copy back waits for the copy out: with few layers per chunk the backward can reach a layer whose
       // activations are still on their way to the host.
@@ -373,16 +209,16 @@ class StageLowering {
         const ParamUnit& u = units[i];
         fetch(i);
         if (i > 0) fetch(i - 1);
-        const PositionScope at = enter({step.microbatch, step.chunk, u.layer, Phase::kBackwardInput});
+        const PositionScope at = wiring_.enter({step.microbatch, step.chunk, u.layer, Phase::kBackwardInput});
         const TaskId first = builder_.last() + 1;
         g = run_unit(units, i, true, [&] { return unit_body(pass, u, g); });
         if (builder_.last() >= first) emit_.depend(first, reload[i]);
         if (u.layer >= 0 && builder_.last() >= first) layer_spans_.push_back({first, builder_.last()});
       }
     }
-    const PositionScope at = enter({step.microbatch, step.chunk, -1, Phase::kBackwardInput});
+    const PositionScope at = wiring_.enter({step.microbatch, step.chunk, -1, Phase::kBackwardInput});
     emit_fp8_amax_update(emit_, layers_in(units), true, emit_.last_compute());
-    if (!ctx_.layout.holds_embedding(stage_, step.chunk)) send(step.chunk, false, g, step.microbatch);
+    if (!ctx_.layout.holds_embedding(stage_, step.chunk)) wiring_.send(step.chunk, false, g, step.microbatch);
     if (params) dp_.after_backward_step(emit_, step.chunk, *params);
   }
 
@@ -395,7 +231,7 @@ class StageLowering {
     const WeightGradScope only(emit_, WeightGradMode::kOnly);
     MaybeTask g;
     for (std::size_t i = units.size(); i-- > 0;) {
-      const PositionScope at = enter({step.microbatch, step.chunk, units[i].layer, Phase::kBackwardInput});
+      const PositionScope at = wiring_.enter({step.microbatch, step.chunk, units[i].layer, Phase::kBackwardInput});
       g = unit_body(pass, units[i], g);
     }
   }
@@ -506,12 +342,10 @@ class StageLowering {
   Emitter emit_;
   DataParallelLowering dp_;
   ShardedParamsLowering sharded_;
+  PipelineWiring wiring_;
   Bytes hidden_bytes_ = 0;
-  Position host_at_;  // where the host last issued work (a receive or a unit): its waits for transfers are booked there
-  std::vector<MaybeTask> pending_sends_;  // blocking sends not yet waited for
   std::vector<LayerSpan> layer_spans_;  // the current step's layers, for a merged slot's issue order
   std::vector<MaybeTask> loss_;           // per micro-batch: the last task of its forward through the head
-  std::vector<std::array<MaybeTask, 2>> turned_;  // per micro-batch: DualPipeV's hand-overs at the turn (turned())
   std::map<std::array<int, 3>, MaybeTask> offload_copy_;  // (micro-batch, chunk, unit): its activations' copy to host
   std::vector<ParamUse> first_uses_;
   std::vector<ParamUse> grad_ready_;
