@@ -17,12 +17,12 @@ using namespace orrery;
 
 namespace {
 
-// Llama-3-8B cut to eight decoder layers on a two-stage pipeline, global batch 8 (eight micro-batches of one).
-Job two_stages(int vpp) {
+// Llama-3-8B cut to eight decoder layers on a two-stage pipeline, `microbatches` micro-batches of one.
+Job two_stages(int vpp, int microbatches = 8) {
   return resolve(test::scenario(R"({"model": {"preset": "llama3-8b", "num_hidden_layers": 8},
       "cluster": {"preset": "dgx-h100", "num_gpus": 2}, "parallel": {"tp": 1, "pp": 2, "vpp": )" +
                                 std::to_string(vpp) + R"(}, "training": {"seq_length": 1024, "micro_batch_size": 1,
-      "global_batch_size": 8, "precision": "bf16"}})"));
+      "global_batch_size": )" + std::to_string(microbatches) + R"(, "precision": "bf16"}})"));
 }
 
 // Slot sizes, in order.
@@ -65,4 +65,11 @@ TEST_CASE("interleaved 1F1B pairs each steady-state forward with the backward af
     expected.insert(expected.end(), static_cast<std::size_t>(warmup), 1);
     CHECK(slot_sizes(job, stage) == expected);
   }
+}
+
+TEST_CASE("interleaved 1F1B with as many micro-batches as stages runs every step alone", "[sim][lowering]") {
+  // Megatron-Core's all-warm-up case (micro-batches == pp): all 4 forwards, then all 4 backwards, each its own
+  // send/receive; the last forward and the first backward are not batched although they are adjacent.
+  const Job job = two_stages(2, 2);
+  for (int stage : {0, 1}) CHECK(slot_sizes(job, stage) == std::vector<std::size_t>(8, 1));
 }
