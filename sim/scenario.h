@@ -139,6 +139,13 @@ struct ParallelPlan {
 
   int model_parallel_size() const { return tp * pp * cp; }
   int num_gpus() const { return tp * pp * dp * cp; }
+  /// The data-parallel size `gpus` GPUs leave to this plan's tp x pp x cp, as Megatron-LM derives
+  /// --data-parallel-size (world size / (tp x pp x cp)); 0 where that does not divide or a size is not positive.
+  /// The one derivation of dp: the validator, the search's enumeration and its records all use it.
+  std::int64_t data_parallel_size_for(std::int64_t gpus) const {
+    const std::int64_t mp = std::int64_t{tp} * pp * cp;
+    return mp > 0 && gpus > 0 && gpus % mp == 0 ? gpus / mp : 0;
+  }
   /// True when the TP all-gathers / reduce-scatters are overlapped with GEMMs (needs sequence parallelism).
   bool tp_overlap_active() const { return tp_comm_overlap && sequence_parallel && tp > 1; }
 };

@@ -78,9 +78,10 @@ void resolve_sizes(Scenario& s) {
     if (c.num_gpus == 0) {
       c.num_gpus = mp;
     }
-    require(c.num_gpus % mp == 0, "cluster.num_gpus", str(c.num_gpus),
+    const std::int64_t dp = p.data_parallel_size_for(c.num_gpus);
+    require(dp > 0, "cluster.num_gpus", str(c.num_gpus),
             fmt::format("must be divisible by tp x pp x cp ({} x {} x {} = {}) to derive dp", p.tp, p.pp, p.cp, mp));
-    p.dp = c.num_gpus / mp;
+    p.dp = static_cast<int>(dp);
   } else if (c.num_gpus == 0) {
     c.num_gpus = mp * p.dp;
   } else {

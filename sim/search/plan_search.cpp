@@ -171,8 +171,11 @@ SearchResult run_search(const JobBase& job_base, const SearchSpace& space, int n
     PlanRecord r;
     r.candidate = all[i];
     // The data-parallel size the GPUs leave, also for candidates the validator refuses.
-    const std::int64_t mp = std::int64_t{all[i].tp} * all[i].pp * all[i].cp;
-    if (mp > 0 && num_gpus % mp == 0) r.dp = static_cast<int>(num_gpus / mp);
+    ParallelPlan shape;
+    shape.tp = all[i].tp;
+    shape.pp = all[i].pp;
+    shape.cp = all[i].cp;
+    if (const std::int64_t dp = shape.data_parallel_size_for(num_gpus); dp > 0) r.dp = static_cast<int>(dp);
     try {
       Job job = candidate_job(job_base, all[i], num_gpus);
       r.dp = job.dp();

@@ -79,9 +79,12 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
         }
       }
       for (int cp : space.cp) {
-        const std::int64_t mp = std::int64_t{tp} * pp * cp;
-        if (mp > num_gpus || num_gpus % mp != 0) continue;
-        const std::int64_t dp = num_gpus / mp;
+        ParallelPlan shape;
+        shape.tp = tp;
+        shape.pp = pp;
+        shape.cp = cp;
+        const std::int64_t dp = shape.data_parallel_size_for(num_gpus);
+        if (dp == 0) continue;
         for (int ep : space.ep) {
           for (int etp : space.etp) {
             // ZeRO shards over the data-parallel ranks of a CP group (dp x cp) and, for experts, over the expert
