@@ -283,8 +283,8 @@ TEST_CASE("shapes measured off the grid do not punch holes in it, and large copi
     INFO(m << " x " << n << " x " << k);
     const double t = pm.gemm(GemmShape{m, n, k, 1, DType::kBf16});
     // Inside the grid cell of powers of two around it (interpolated, not the default model's figure).
-    const auto lo = [](std::int64_t x) { std::int64_t v = 1024; while (v * 2 <= x) v *= 2; return v; };
-    const auto hi = [](std::int64_t x) { std::int64_t v = 1024; while (v < x) v *= 2; return v; };
+    const auto lo = [](std::int64_t x) { std::int64_t v = 1024; while (v * 2 <= x) v *= 2; return static_cast<double>(v); };
+    const auto hi = [](std::int64_t x) { std::int64_t v = 1024; while (v < x) v *= 2; return static_cast<double>(v); };
     CHECK(t >= law(lo(m), lo(n), lo(k)));
     CHECK(t <= law(hi(m), hi(n), hi(k)));
   }

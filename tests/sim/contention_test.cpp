@@ -44,10 +44,10 @@ TEST_CASE("an overlapped GEMM slows by the calibrated overlap_slowdown, and only
   one.instances = {{0, 0, 1, 1.0}};
   one.group_kinds = kNumGroupKinds;
   one.group_of.assign(kNumGroupKinds, -1);
-  const RunResult r = run_engine(g, one, Durations{{{4e-3, 1e-3}}}, engine_options(default_cost_params()));
+  const RunResult r = run_engine(g, one, Durations{{{4e-3, 1e-3}}, {}}, engine_options(default_cost_params()));
   const auto& t = r.instances[0].timings;
   CHECK(t[1].end == 1'000'000);
   CHECK(static_cast<double>(t[0].end) == Approx((1.0 + 4.0 - 1.0 / (1.0 + factor)) * 1e6).margin(1));
   // Without the factor the GEMM takes its 4 ms.
-  CHECK(run_engine(g, one, Durations{{{4e-3, 1e-3}}}).instances[0].timings[0].end == 4'000'000);
+  CHECK(run_engine(g, one, Durations{{{4e-3, 1e-3}}, {}}).instances[0].timings[0].end == 4'000'000);
 }

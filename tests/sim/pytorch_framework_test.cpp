@@ -38,10 +38,10 @@ TEST_CASE("pytorch framework: each layer keeps what autograd saves, and everythi
   double layer0 = 0;
   std::map<MemoryKind, double> net;
   for (const Task& t : p.tasks) {
-    if (t.layer == 0 && t.phase == Phase::kForward && t.start_kind == MemoryKind::kActivations) layer0 += t.start_bytes;
-    if (t.layer == 0 && t.phase == Phase::kForward && t.end_kind == MemoryKind::kActivations) layer0 += t.end_bytes;
-    net[t.start_kind] += t.start_bytes;
-    net[t.end_kind] += t.end_bytes;
+    if (t.layer == 0 && t.phase == Phase::kForward && t.start_kind == MemoryKind::kActivations) layer0 += static_cast<double>(t.start_bytes);
+    if (t.layer == 0 && t.phase == Phase::kForward && t.end_kind == MemoryKind::kActivations) layer0 += static_cast<double>(t.end_bytes);
+    net[t.start_kind] += static_cast<double>(t.start_bytes);
+    net[t.end_kind] += static_cast<double>(t.end_bytes);
   }
   CHECK(layer0 == Approx(expected));
   CHECK(net[MemoryKind::kActivations] == 0);

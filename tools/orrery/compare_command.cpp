@@ -74,8 +74,8 @@ void run_timeline_compare(const CompareArgs& a) {
   std::cout << fmt::format("{:<28} {:>12} {:>12} {:>9}\n", "", "predicted s", "measured s", "error");
   std::cout << row("iteration time", c.iteration);
   if (c.measured_peak > 0) {
-    std::cout << fmt::format("{:<28} {:>12.3f} {:>12.3f} {:>9}\n", "peak memory (GiB)", c.predicted_peak / 1073741824.0,
-                             c.measured_peak / 1073741824.0,
+    std::cout << fmt::format("{:<28} {:>12.3f} {:>12.3f} {:>9}\n", "peak memory (GiB)", static_cast<double>(c.predicted_peak) / 1073741824.0,
+                             static_cast<double>(c.measured_peak) / 1073741824.0,
                              fmt::format("{:+.1f}%", 100.0 * (static_cast<double>(c.predicted_peak) - static_cast<double>(c.measured_peak)) /
                                                          static_cast<double>(c.measured_peak)));
   }
