@@ -79,8 +79,8 @@ Bytes TransformerLayerLowering::moe_saved() const {
   Bytes saved = z.tokens * m.moe.num_experts * 4;                          // router probabilities (fp32)
   saved += moe_router_input_saved();                                       // the router GEMM's input
   saved += z.received * m.hidden_size * in;                                // expert inputs
-  saved += activation_saved(z.received, z.width);                          // up/gate outputs
-  saved += glu_clamp_saved(z.received, z.width);                           // their clamped copy (GPT-OSS)
+  saved += ops_.activation_saved(z.received, z.width);                          // up/gate outputs
+  saved += ops_.glu_clamp_saved(z.received, z.width);                           // their clamped copy (GPT-OSS)
   saved += z.received * z.width * in;                                      // down-projection inputs
   saved += z.received * 4;                                                 // permuted probabilities (fp32)
   if (z.shared > 0) saved += mlp_saved(z.shared);
@@ -98,7 +98,7 @@ Bytes TransformerLayerLowering::moe_down_input_saved() const {
 
 Bytes TransformerLayerLowering::moe_clamp_saved() const {
   const MoeSizes z = moe_sizes(ctx_);
-  return glu_clamp_saved(z.received, z.width);
+  return ops_.glu_clamp_saved(z.received, z.width);
 }
 
 Bytes TransformerLayerLowering::moe_router_input_saved() const {
@@ -123,14 +123,14 @@ MaybeTask TransformerLayerLowering::moe_fwd(MaybeTask input, const SavePolicy& p
 
   MaybeTask shared;
   if (z.shared > 0) {
-    const MaybeTask cast = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(groups_, "shared_experts"), input);
+    const MaybeTask cast = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(ops_.groups(), "shared_experts"), input);
     MaybeTask up;
     shared = mlp_fwd("shared_expert_up", "shared_expert_down", cast, z.shared, save, &up, policy.norm_outputs,
                      policy.shared_expert_internals);
-    record(params, "shared_experts", up, true);
+    ops_.record(params, "shared_experts", up, true);
   }
   const MaybeTask router = emit_.gemm("router", GemmShape{z.tokens, E, h, 1, ctx_.act_dtype}, {input});
-  record(params, "router", router, true);
+  ops_.record(params, "router", router, true);
   if (save && policy.norm_outputs) emit_.save(router, moe_router_input_saved());
   MaybeTask x = emit_.elementwise("router_topk", z.tokens * E * 4, z.tokens * k * (4 + 8));
   if (save) emit_.save(x, z.tokens * E * 4);
@@ -167,12 +167,12 @@ MaybeTask TransformerLayerLowering::moe_fwd(MaybeTask input, const SavePolicy& p
   }
   if (!flex) x = emit_.elementwise("moe_sort_chunks", z.received * h * act, z.received * h * act, {x});
   if (save) emit_.save(x, z.received * 4);  // the permuted probabilities, travelling with their tokens
-  x = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(groups_, "experts"), x);
+  x = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(ops_.groups(), "experts"), x);
   if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", z.received * h, x);
   const MaybeTask up = emit_.gemm("experts", GemmShape{z.rows, z.up, h, z.local_experts, ctx_.gemm_dtype, true}, {x});
-  record(params, "experts", up, true);
+  ops_.record(params, "experts", up, true);
   if (save) emit_.save(up, z.received * h * linear_input_bytes(ctx_));
-  x = activation_fwd(up, z.received, z.width, save, save && policy.expert_activation_outputs);
+  x = ops_.activation_fwd(up, z.received, z.width, save, save && policy.expert_activation_outputs);
   if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", z.received * z.width, x);
   const MaybeTask down = emit_.gemm("experts", GemmShape{z.rows, h, z.width, z.local_experts, ctx_.gemm_dtype, true},
                                     {x});
@@ -233,7 +233,7 @@ MaybeTask TransformerLayerLowering::moe_bwd(MaybeTask grad, std::vector<ParamUse
     MaybeTask up, down;
     if (recompute_shared) recompute_mlp("shared_expert_up", "shared_expert_down", grad, z.shared);
     shared = mlp_bwd("shared_expert_up", "shared_expert_down", grad, z.shared, &up, &down);
-    record(params, "shared_experts", up, false);
+    ops_.record(params, "shared_experts", up, false);
   }
   MaybeTask x = grad;
   if (flex) {
@@ -267,23 +267,23 @@ MaybeTask TransformerLayerLowering::moe_bwd(MaybeTask grad, std::vector<ParamUse
     // Megatron's moe_act recompute, hooked on the down projection's output gradient: the activation runs again
     // from its saved input before the down projection's backward, which needs it for the weight gradient.
     PhaseScope scope(emit_, Phase::kRecompute);
-    const MaybeTask again = activation_fwd(x, z.received, z.width, false, true);
+    const MaybeTask again = ops_.activation_fwd(x, z.received, z.width, false, true);
     emit_.save(again, moe_down_input_saved());
   }
   // The two weight gradients of the grouped expert GEMMs (down, then up), inline after each input gradient, or with
   // delay_wgrad_compute once the dispatch's backward all-to-all has been issued (Megatron-Core's backward_dw).
   const bool delay = p.delay_wgrad_compute;
   const auto down_wgrad = [&] {
-    weight_grad("experts", GemmShape{z.width, h, z.rows, z.local_experts, ctx_.gemm_dtype, true},
+    ops_.weight_grad("experts", GemmShape{z.width, h, z.rows, z.local_experts, ctx_.gemm_dtype, true},
                 moe_down_input_saved(), nullptr, params);
   };
   const auto up_wgrad = [&] {
-    weight_grad("experts", GemmShape{z.up, h, z.rows, z.local_experts, ctx_.gemm_dtype, true},
+    ops_.weight_grad("experts", GemmShape{z.up, h, z.rows, z.local_experts, ctx_.gemm_dtype, true},
                 z.received * h * linear_input_bytes(ctx_), "experts", params);
   };
   x = emit_.gemm("experts", GemmShape{z.rows, z.width, h, z.local_experts, ctx_.gemm_dtype, true}, {x});
   if (!delay) down_wgrad();
-  x = activation_bwd(x, z.received, z.width);  // also the probabilities' gradient, from the saved up outputs
+  x = ops_.activation_bwd(x, z.received, z.width);  // also the probabilities' gradient, from the saved up outputs
   emit_.release(x, z.received * 4);
   if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", z.received * z.up, x);
   x = emit_.gemm("experts", GemmShape{z.rows, h, z.up, z.local_experts, ctx_.gemm_dtype, true}, {x});
@@ -315,7 +315,7 @@ MaybeTask TransformerLayerLowering::moe_bwd(MaybeTask grad, std::vector<ParamUse
   MaybeTask r = emit_.elementwise("router_topk", z.tokens * E * 4 + z.copies * 4, z.tokens * E * 4, {x});
   emit_.release(r, z.tokens * E * 4);
   r = emit_.gemm("router", GemmShape{z.tokens, h, E, 1, ctx_.act_dtype}, {r});
-  weight_grad("router", GemmShape{E, h, z.tokens, 1, ctx_.act_dtype}, moe_router_input_saved(), "router", params);
+  ops_.weight_grad("router", GemmShape{E, h, z.tokens, 1, ctx_.act_dtype}, moe_router_input_saved(), "router", params);
   const Bytes x_bytes = z.tokens * h * act;
   return emit_.elementwise("moe_grad_sum", (shared.emitted() ? 3 : 2) * x_bytes, x_bytes, {x, r, shared});
 }

@@ -10,30 +10,10 @@
 #include <vector>
 
 #include "sim/lower/context.h"
-#include "sim/lower/param_groups.h"
+#include "sim/lower/layer_ops.h"
+#include "sim/lower/save_policy.h"
 
 namespace orrery {
-
-/// What a forward pass keeps for the backward: the layer input, the other modules' inputs, and the attention
-/// core's internals (score-sized tensors, or flash's softmax statistics).
-struct SavePolicy {
-  bool layer_input = true;
-  bool modules = true;
-  bool attention_internals = true;
-  bool norm_outputs = true;               // the input and pre-MLP norms' outputs (the next linears' inputs)
-  bool expert_activation_outputs = true;  // the routed experts' activation outputs (the down projection's input)
-  bool mlp_internals = true;              // a dense MLP's up outputs and down input (recompute module mlp)
-  bool shared_expert_internals = true;    // the same of the shared experts (recompute module shared_experts)
-  bool mla_up_outputs = true;             // MLA's up-projected, rotary q, k, v (recompute module mla_up_proj)
-  bool moe_internals = true;              // everything of an MoE layer but its input (recompute module moe)
-};
-
-/// What a layer's forward keeps under the training spec's recompute policy: everything (none); with selective,
-/// all but what training.recompute_modules drops (the attention core's internals by default), recomputed in the
-/// backward; only the layer input (full, the whole layer recomputed).
-SavePolicy save_policy(const TrainingSpec& training);
-/// The same for a layer whose recompute is `policy` (a block-recomputed chunk's later layers run kNone).
-SavePolicy save_policy(const TrainingSpec& training, Recompute policy);
 
 class TransformerLayerLowering {
  public:
@@ -58,16 +38,7 @@ class TransformerLayerLowering {
 
  private:
   // Forward building blocks; each returns the task producing its output.
-  MaybeTask norm_fwd(const char* label, MaybeTask input, bool save);
-  MaybeTask column_fwd(const char* label, MaybeTask input, std::int64_t out_features, bool save);
-  MaybeTask row_fwd(const char* label, MaybeTask input, std::int64_t in_features, bool save);
   MaybeTask core_fwd(MaybeTask input, bool save_inputs, bool save_internals);
-  MaybeTask residual_fwd(const char* label, MaybeTask input, bool save);
-  // `rows` tokens of `width` (the per-rank intermediate size; gated MLPs read twice that). `save_input`: whether it
-  // keeps its input (the up outputs) for the backward. With a clamped GLU (ModelSpec::swiglu_limit) the clamp runs
-  // first; `save_clamped`: whether its copy is kept (not in a forward whose activation is recomputed later, as the
-  // clamp then runs inside the checkpoint; yes in that recompute, whose input is already kept).
-  MaybeTask activation_fwd(MaybeTask input, std::int64_t rows, std::int64_t width, bool save_input, bool save_clamped);
   // A dense (TP-sharded) MLP of `intermediate` width: the layer's own, or shared experts.
   // `save_input`: whether the up projection keeps its input (the pre-MLP norm's output) for the backward;
   // `save_internals`: whether the activation's input and the down projection's input are kept (false: the MLP is
@@ -98,26 +69,11 @@ class TransformerLayerLowering {
   MaybeTask recompute_mla_up(MaybeTask grad);
   MaybeTask mla_bwd(MaybeTask grad, std::vector<ParamUse>* params);
   // Backward building blocks; `wgrad` receives the task that finishes the weight gradient.
-  MaybeTask norm_bwd(const char* label, MaybeTask grad);
-  MaybeTask column_bwd(const char* label, MaybeTask grad, std::int64_t out_features, MaybeTask* wgrad);
-  MaybeTask row_bwd(const char* label, MaybeTask grad, std::int64_t in_features, MaybeTask* wgrad);
   MaybeTask core_bwd(MaybeTask grad);
-  MaybeTask residual_bwd(const char* label, MaybeTask grad);
-  MaybeTask activation_bwd(MaybeTask grad, std::int64_t rows, std::int64_t width);
-  // The norm `label` run again in the backward (recompute module layernorm); keeps the next linear's input.
-  MaybeTask recompute_norm(const char* label);
 
   // Sizes (bytes) of what each block saves.
-  Bytes norm_saved() const;
-  Bytes column_saved() const;
-  Bytes row_saved(std::int64_t in_features) const;
   Bytes core_inputs_saved() const;
   Bytes core_internals_saved() const;
-  Bytes residual_saved() const;
-  Bytes activation_saved(std::int64_t rows, std::int64_t width) const;
-  // The clamped copy of the up outputs that a clamped GLU's activation keeps besides them: rows x 2 width x the
-  // activation bytes, as activation_saved (0 without a clamp or without a gated MLP).
-  Bytes glu_clamp_saved(std::int64_t rows, std::int64_t width) const;
   Bytes mlp_saved(std::int64_t intermediate) const;
   // The activation input and the down projection input of a dense MLP of `intermediate` width (what recompute
   // modules mlp and shared_experts drop).
@@ -137,28 +93,20 @@ class TransformerLayerLowering {
   MaybeTask rope_bwd(Bytes qk, MaybeTask grad);
   Bytes mla_projection_saved() const;
 
-  GemmShape linear(std::int64_t m, std::int64_t n, std::int64_t k) const;
   /// The flash attention of this rank's own tokens (q = kv = s / cp, TP-local heads).
   AttentionShape local_attention(bool backward) const;
   /// The id the next emitted task will get.
   TaskId builder_next() const { return emit_.builder().last() + 1; }
-  void record(std::vector<ParamUse>* params, const char* name, MaybeTask task, bool forward) const;
-  /// A weight-gradient GEMM (phase kBackwardWeight) that frees `release` bytes of saved input when done and, when
-  /// `group` is given, finishes that parameter group's gradient.
-  MaybeTask weight_grad(const char* label, const GemmShape& shape, Bytes release, const char* group,
-                        std::vector<ParamUse>* params);
 
   Emitter& emit_;
   const LoweringContext& ctx_;
   int layer_;
   Recompute recompute_;
-  std::vector<ParamGroup> groups_;
+  LayerOps ops_;
   std::int64_t qkv_features_ = 0;   // output features of the QKV projection (all heads)
   std::int64_t attn_features_ = 0;  // input features of the output projection
   bool moe_ = false;                // the MLP is routed experts
   bool mla_ = false;                // multi-head latent attention
-  bool dropout_attention_ = false;
-  bool dropout_hidden_ = false;
 };
 
 }  // namespace orrery
