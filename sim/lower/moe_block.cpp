@@ -83,7 +83,7 @@ Bytes TransformerLayerLowering::moe_saved() const {
   saved += ops_.glu_clamp_saved(z.received, z.width);                           // their clamped copy (GPT-OSS)
   saved += z.received * z.width * in;                                      // down-projection inputs
   saved += z.received * 4;                                                 // permuted probabilities (fp32)
-  if (z.shared > 0) saved += mlp_saved(z.shared);
+  if (z.shared > 0) saved += ops_.column_saved() + shared_experts_->internals_saved();
   return saved;
 }
 
@@ -124,10 +124,7 @@ MaybeTask TransformerLayerLowering::moe_fwd(MaybeTask input, const SavePolicy& p
   MaybeTask shared;
   if (z.shared > 0) {
     const MaybeTask cast = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(ops_.groups(), "shared_experts"), input);
-    MaybeTask up;
-    shared = mlp_fwd("shared_expert_up", "shared_expert_down", cast, z.shared, save, &up, policy.norm_outputs,
-                     policy.shared_expert_internals);
-    ops_.record(params, "shared_experts", up, true);
+    shared = shared_experts_->forward(cast, policy, params);
   }
   const MaybeTask router = emit_.gemm("router", GemmShape{z.tokens, E, h, 1, ctx_.act_dtype}, {input});
   ops_.record(params, "router", router, true);
@@ -230,10 +227,9 @@ MaybeTask TransformerLayerLowering::moe_bwd(MaybeTask grad, std::vector<ParamUse
 
   MaybeTask shared;
   if (z.shared > 0) {
-    MaybeTask up, down;
-    if (recompute_shared) recompute_mlp("shared_expert_up", "shared_expert_down", grad, z.shared);
-    shared = mlp_bwd("shared_expert_up", "shared_expert_down", grad, z.shared, &up, &down);
-    ops_.record(params, "shared_experts", up, false);
+    SavePolicy kept;
+    kept.shared_expert_internals = !recompute_shared;
+    shared = shared_experts_->backward(grad, kept, params);
   }
   MaybeTask x = grad;
   if (flex) {

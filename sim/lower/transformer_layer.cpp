@@ -30,6 +30,10 @@ TransformerLayerLowering::TransformerLayerLowering(Emitter& emit, int layer)
   mla_ = m.is_mla();
   attn_features_ = m.num_attention_heads * (mla_ ? m.mla.v_head_dim : m.head_dim);
   moe_ = m.layer_is_moe(layer);
+  if (moe_ && m.moe.num_shared_experts * m.moe.shared_expert_intermediate_size > 0) {
+    shared_experts_.emplace(ops_, MlpKind::kSharedExperts);
+  }
+  if (!moe_) dense_mlp_.emplace(ops_, MlpKind::kDense);
 }
 
 AttentionShape TransformerLayerLowering::local_attention(bool backward) const {
@@ -73,22 +77,19 @@ Bytes TransformerLayerLowering::saved_bytes(const SavePolicy& s) const {
   if (s.modules) {
     total += (mla_ ? mla_projection_saved() : ops_.column_saved()) + core_inputs_saved() + ops_.row_saved(attn_features_) +
              ops_.residual_saved() + ops_.norm_saved() + ops_.residual_saved();
-    Bytes mlp_part = moe_ ? moe_saved() : mlp_saved(m.intermediate_size);
+    Bytes mlp_part = moe_ ? moe_saved() : dense_mlp_->saved_bytes(s);
     // Norm outputs dropped: the QKV and MLP-up (or shared-expert-up) inputs; expert activations: the down inputs.
     if (!s.norm_outputs) {
       total -= mla_ ? 0 : ops_.column_saved();
-      mlp_part -= ops_.column_saved();
+      if (moe_) mlp_part -= ops_.column_saved();
     }
     if (moe_ && !s.expert_activation_outputs) mlp_part -= moe_down_input_saved() + moe_clamp_saved();
-    // A dense MLP's checkpoint: with Transformer Engine the pre-MLP norm is fused into the up projection, so the
-    // checkpoint's input is the norm's input (kept anyway) and the norm output goes too.
-    if (!moe_ && !s.mlp_internals) mlp_part -= mlp_internals_saved(m.intermediate_size) + (s.norm_outputs ? ops_.column_saved() : 0);
     if (mla_ && !s.mla_up_outputs) {
       const MlaSpec& x = m.mla;
       total -= core_inputs_saved() + ctx_.tokens * (x.q_lora_rank + x.kv_lora_rank) * linear_input_bytes(ctx_);
     }
     const std::int64_t shared = static_cast<std::int64_t>(m.moe.num_shared_experts) * m.moe.shared_expert_intermediate_size;
-    if (moe_ && !s.shared_expert_internals && shared > 0) mlp_part -= mlp_internals_saved(shared);
+    if (moe_ && !s.shared_expert_internals && shared > 0) mlp_part -= shared_experts_->internals_saved();
     // The checkpoint keeps the pre-MLP norm output, unless the layernorm module drops it (recomputed instead).
     if (moe_ && !s.moe_internals) mlp_part = s.norm_outputs ? moe_checkpoint_saved() : 0;
     total += mlp_part;
@@ -150,48 +151,6 @@ MaybeTask TransformerLayerLowering::rope_bwd(Bytes qk, MaybeTask grad) {
   return emit_.elementwise("rope", ElementwiseShape{qk * 11 / 2, qk * 9 / 2, 0.0, 2 * 5}, {grad});
 }
 
-Bytes TransformerLayerLowering::mlp_saved(std::int64_t intermediate) const {
-  return ops_.column_saved() + mlp_internals_saved(intermediate);
-}
-
-Bytes TransformerLayerLowering::mlp_internals_saved(std::int64_t intermediate) const {
-  const std::int64_t width = intermediate / ctx_.tp;
-  return ops_.activation_saved(ctx_.tokens, width) + ops_.glu_clamp_saved(ctx_.tokens, width) + ops_.row_saved(intermediate);
-}
-
-MaybeTask TransformerLayerLowering::mlp_fwd(const char* up, const char* down, MaybeTask input,
-                                            std::int64_t intermediate,
-                                            bool save, MaybeTask* up_task, bool save_input, bool save_internals) {
-  const std::int64_t up_features = (ctx_.model.gated_mlp ? 2 : 1) * intermediate;
-  MaybeTask u = ops_.column_fwd(up, input, up_features, save && save_input);
-  if (up_task) *up_task = u;
-  const bool keep = save && save_internals;
-  MaybeTask a = ops_.activation_fwd(u, ctx_.tokens, intermediate / ctx_.tp, keep, keep);
-  return ops_.row_fwd(down, a, intermediate, save && save_internals);
-}
-
-void TransformerLayerLowering::recompute_mlp(const char* up, const char* down, MaybeTask grad,
-                                             std::int64_t intermediate,
-                                             bool with_norm) {
-  // Megatron-Core checkpoints the MLP on its input (tensor_parallel.checkpoint / te_checkpoint of self.mlp): when
-  // the backward reaches the MLP's output, its forward runs again from the saved input, sequence-parallel
-  // all-gather and reduce-scatter included, and keeps what the MLP's backward then releases. A dense layer's
-  // pre-MLP norm is fused into the up projection (TELayerNormColumnParallelLinear), so it runs again too.
-  PhaseScope scope(emit_, Phase::kRecompute);
-  MaybeTask input = grad;
-  if (with_norm) input = ops_.recompute_norm("post_attention_norm", grad);
-  mlp_fwd(up, down, input, intermediate, true, nullptr, false, true);
-}
-
-MaybeTask TransformerLayerLowering::mlp_bwd(const char* up, const char* down, MaybeTask grad, std::int64_t intermediate,
-                                            MaybeTask* up_wgrad, MaybeTask* down_wgrad) {
-  const std::int64_t up_features = (ctx_.model.gated_mlp ? 2 : 1) * intermediate;
-  MaybeTask g = ops_.row_bwd(down, grad, intermediate, down_wgrad);
-  g = ops_.activation_bwd(g, ctx_.tokens, intermediate / ctx_.tp);
-  return ops_.column_bwd(up, g, up_features, up_wgrad);
-}
-
-
 MaybeTask TransformerLayerLowering::forward(MaybeTask input, const SavePolicy& save, std::vector<ParamUse>* params) {
   const ModelSpec& m = ctx_.model;
   MaybeTask x = ops_.norm_fwd("input_norm", input, save.layer_input);
@@ -226,11 +185,7 @@ MaybeTask TransformerLayerLowering::forward(MaybeTask input, const SavePolicy& s
   } else if (moe_) {
     dn = moe_fwd(y, save, params);
   } else {
-    MaybeTask up;
-    dn = mlp_fwd("mlp_up", "mlp_down", y, m.intermediate_size, save.modules, &up, save.norm_outputs && save.mlp_internals,
-                 save.mlp_internals);
-    ops_.record(params, "mlp_up", up, true);
-    ops_.record(params, "mlp_down", dn, true);
+    dn = dense_mlp_->forward(y, save, params);
   }
   // The MLP's residual add is the combine node's last kernel (mlp_bda), on its stream.
   ComputeStreamScope on(emit_, moe_ ? combine_post_stream() : Stream::kCompute);
@@ -263,6 +218,7 @@ MaybeTask TransformerLayerLowering::backward(MaybeTask grad_output, std::vector<
   const ModelSpec& m = ctx_.model;
   const Recompute policy = recompute_;
   const SavePolicy saved = save();
+  const SavePolicy kept = policy == Recompute::kSelective ? saved : SavePolicy{};
   if (policy == Recompute::kFull) {
     // Megatron's uniform full recompute with one layer per checkpoint: the whole layer forward runs again from
     // its saved input when the backward pass reaches it.
@@ -288,11 +244,7 @@ MaybeTask TransformerLayerLowering::backward(MaybeTask grad_output, std::vector<
     g = moe_bwd(g, params, policy == Recompute::kSelective && !saved.expert_activation_outputs,
                 policy == Recompute::kSelective && !saved.shared_expert_internals);
   } else {
-    if (dense_mlp_again) recompute_mlp("mlp_up", "mlp_down", g, m.intermediate_size, true);
-    MaybeTask up, down;
-    g = mlp_bwd("mlp_up", "mlp_down", g, m.intermediate_size, &up, &down);
-    ops_.record(params, "mlp_down", down, false);
-    ops_.record(params, "mlp_up", up, false);
+    g = dense_mlp_->backward(g, kept, params);
   }
   g = ops_.norm_bwd("post_attention_norm", g);
   ops_.record(params, "post_attention_norm", g, false);

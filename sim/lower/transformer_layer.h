@@ -7,10 +7,12 @@
 // forward, and the backward frees it; with dropout and unfused attention one layer saves s b h (34 + 5 a s / h)
 // bytes without parallelism, and the Table 2 variants under TP, SP and recompute.
 
+#include <optional>
 #include <vector>
 
 #include "sim/lower/context.h"
 #include "sim/lower/layer_ops.h"
+#include "sim/lower/mlp_block.h"
 #include "sim/lower/save_policy.h"
 
 namespace orrery {
@@ -18,6 +20,9 @@ namespace orrery {
 class TransformerLayerLowering {
  public:
   TransformerLayerLowering(Emitter& emit, int layer);
+  // Its blocks refer to its ops: not copied.
+  TransformerLayerLowering(const TransformerLayerLowering&) = delete;
+  TransformerLayerLowering& operator=(const TransformerLayerLowering&) = delete;
 
   /// Emits the forward pass (phase kForward, or kRecompute for full recompute) after task `input`; returns the
   /// task that produces the layer output. `params`, when given, receives the first use of each parameter group.
@@ -39,18 +44,6 @@ class TransformerLayerLowering {
  private:
   // Forward building blocks; each returns the task producing its output.
   MaybeTask core_fwd(MaybeTask input, bool save_inputs, bool save_internals);
-  // A dense (TP-sharded) MLP of `intermediate` width: the layer's own, or shared experts.
-  // `save_input`: whether the up projection keeps its input (the pre-MLP norm's output) for the backward;
-  // `save_internals`: whether the activation's input and the down projection's input are kept (false: the MLP is
-  // recomputed from its input, Megatron-Core's recompute modules mlp and shared_experts).
-  MaybeTask mlp_fwd(const char* up, const char* down, MaybeTask input, std::int64_t intermediate, bool save,
-                    MaybeTask* up_task = nullptr, bool save_input = true, bool save_internals = true);
-  // The MLP's forward again in the backward (Phase::kRecompute), keeping what its backward releases; `with_norm`:
-  // the pre-MLP norm first (a dense layer's, fused into the up projection), keeping its output for the up projection.
-  void recompute_mlp(const char* up, const char* down, MaybeTask grad, std::int64_t intermediate,
-                     bool with_norm = false);
-  MaybeTask mlp_bwd(const char* up, const char* down, MaybeTask grad, std::int64_t intermediate, MaybeTask* up_wgrad,
-                    MaybeTask* down_wgrad);
   // The routed-expert MLP (sim/lower/moe_block.cpp): router, dispatch, grouped expert GEMMs, combine, shared
   // experts. `input` is the pre-MLP norm output (sequence-parallel shard); returns the block output.
   MaybeTask moe_fwd(MaybeTask input, const SavePolicy& save, std::vector<ParamUse>* params);
@@ -74,10 +67,6 @@ class TransformerLayerLowering {
   // Sizes (bytes) of what each block saves.
   Bytes core_inputs_saved() const;
   Bytes core_internals_saved() const;
-  Bytes mlp_saved(std::int64_t intermediate) const;
-  // The activation input and the down projection input of a dense MLP of `intermediate` width (what recompute
-  // modules mlp and shared_experts drop).
-  Bytes mlp_internals_saved(std::int64_t intermediate) const;
   Bytes moe_saved() const;
   Bytes moe_checkpoint_saved() const;  // an MoE layer's input, what recompute module moe keeps
   Bytes moe_down_input_saved() const;  // the routed experts' activation outputs, the down projection's input
@@ -103,6 +92,8 @@ class TransformerLayerLowering {
   int layer_;
   Recompute recompute_;
   LayerOps ops_;
+  std::optional<MlpBlock> dense_mlp_;       // a dense layer's MLP
+  std::optional<MlpBlock> shared_experts_;  // an MoE layer's shared experts
   std::int64_t qkv_features_ = 0;   // output features of the QKV projection (all heads)
   std::int64_t attn_features_ = 0;  // input features of the output projection
   bool moe_ = false;                // the MLP is routed experts
