@@ -17,6 +17,13 @@ Recompute layer_recompute(const LoweringContext& ctx, int stage, int chunk, int 
   return t.recomputes_layer(layer - ctx.layout.first_layer_of(stage, chunk)) ? Recompute::kFull : Recompute::kNone;
 }
 
+// The layer's MLP block: routed experts on an MoE layer, else a dense MLP.
+std::variant<MlpBlock, MoeBlock> mlp_of(LayerOps& ops) {
+  using Block = std::variant<MlpBlock, MoeBlock>;
+  if (ops.ctx().model.layer_is_moe(ops.layer())) return Block(std::in_place_type<MoeBlock>, ops);
+  return Block(std::in_place_type<MlpBlock>, ops, MlpKind::kDense);
+}
+
 }  // namespace
 
 TransformerLayerLowering::TransformerLayerLowering(Emitter& emit, int layer)
@@ -24,16 +31,12 @@ TransformerLayerLowering::TransformerLayerLowering(Emitter& emit, int layer)
       ctx_(emit.ctx()),
       layer_(layer),
       recompute_(layer_recompute(emit.ctx(), emit.stage(), emit.chunk(), layer)),
-      ops_(emit, layer) {
+      ops_(emit, layer),
+      mlp_(mlp_of(ops_)) {
   const ModelSpec& m = ctx_.model;
   qkv_features_ = (m.num_attention_heads + 2 * m.num_kv_heads) * m.head_dim;
   mla_ = m.is_mla();
   attn_features_ = m.num_attention_heads * (mla_ ? m.mla.v_head_dim : m.head_dim);
-  moe_ = m.layer_is_moe(layer);
-  if (moe_ && m.moe.num_shared_experts * m.moe.shared_expert_intermediate_size > 0) {
-    shared_experts_.emplace(ops_, MlpKind::kSharedExperts);
-  }
-  if (!moe_) dense_mlp_.emplace(ops_, MlpKind::kDense);
 }
 
 AttentionShape TransformerLayerLowering::local_attention(bool backward) const {
@@ -77,25 +80,16 @@ Bytes TransformerLayerLowering::saved_bytes(const SavePolicy& s) const {
   if (s.modules) {
     total += (mla_ ? mla_projection_saved() : ops_.column_saved()) + core_inputs_saved() + ops_.row_saved(attn_features_) +
              ops_.residual_saved() + ops_.norm_saved() + ops_.residual_saved();
-    Bytes mlp_part = moe_ ? moe_saved() : dense_mlp_->saved_bytes(s);
-    // Norm outputs dropped: the QKV and MLP-up (or shared-expert-up) inputs; expert activations: the down inputs.
-    if (!s.norm_outputs) {
-      total -= mla_ ? 0 : ops_.column_saved();
-      if (moe_) mlp_part -= ops_.column_saved();
-    }
-    if (moe_ && !s.expert_activation_outputs) mlp_part -= moe_down_input_saved() + moe_clamp_saved();
+    // Norm output dropped: the QKV input.
+    if (!s.norm_outputs) total -= mla_ ? 0 : ops_.column_saved();
     if (mla_ && !s.mla_up_outputs) {
       const MlaSpec& x = m.mla;
       total -= core_inputs_saved() + ctx_.tokens * (x.q_lora_rank + x.kv_lora_rank) * linear_input_bytes(ctx_);
     }
-    const std::int64_t shared = static_cast<std::int64_t>(m.moe.num_shared_experts) * m.moe.shared_expert_intermediate_size;
-    if (moe_ && !s.shared_expert_internals && shared > 0) mlp_part -= shared_experts_->internals_saved();
-    // The checkpoint keeps the pre-MLP norm output, unless the layernorm module drops it (recomputed instead).
-    if (moe_ && !s.moe_internals) mlp_part = s.norm_outputs ? moe_checkpoint_saved() : 0;
-    total += mlp_part;
     if (m.qk_norm && !mla_) total += ctx_.tokens * (m.num_attention_heads + m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
   }
   if (s.attention_internals) total += core_internals_saved();
+  total += std::visit([&](const auto& block) { return block.saved_bytes(s); }, mlp_);
   return total;
 }
 
@@ -175,20 +169,10 @@ MaybeTask TransformerLayerLowering::forward(MaybeTask input, const SavePolicy& s
   MaybeTask r = ops_.residual_fwd("attention_residual", o, save.modules);
   MaybeTask y = ops_.norm_fwd("post_attention_norm", r, save.modules);
   ops_.record(params, "post_attention_norm", y, true);
-  MaybeTask dn;
-  if (moe_ && save.modules && !save.moe_internals) {
-    // Recompute module moe: the layer runs keeping nothing; its input is the checkpoint's.
-    SavePolicy none = save;
-    none.modules = false;
-    dn = moe_fwd(y, none, params);
-    if (save.norm_outputs) emit_.save(y, moe_checkpoint_saved());
-  } else if (moe_) {
-    dn = moe_fwd(y, save, params);
-  } else {
-    dn = dense_mlp_->forward(y, save, params);
-  }
+  const MaybeTask dn = std::visit([&](auto& block) { return block.forward(y, save, params); }, mlp_);
   // The MLP's residual add is the combine node's last kernel (mlp_bda), on its stream.
-  ComputeStreamScope on(emit_, moe_ ? combine_post_stream() : Stream::kCompute);
+  const MoeBlock* moe = std::get_if<MoeBlock>(&mlp_);
+  ComputeStreamScope on(emit_, moe ? moe->combine_post_stream() : Stream::kCompute);
   return ops_.residual_fwd("mlp_residual", dn, save.modules);
 }
 
@@ -227,25 +211,10 @@ MaybeTask TransformerLayerLowering::backward(MaybeTask grad_output, std::vector<
   }
   MaybeTask w;
   MaybeTask g = ops_.residual_bwd("mlp_residual", grad_output);
-  const bool dense_mlp_again = !moe_ && policy == Recompute::kSelective && !saved.mlp_internals;
-  if (policy == Recompute::kSelective && !saved.norm_outputs && !dense_mlp_again) ops_.recompute_norm("post_attention_norm");
-  if (moe_ && policy == Recompute::kSelective && !saved.moe_internals) {
-    // Megatron-Core checkpoints the MoE layer on its input (recompute module moe): router, dispatch, experts and
-    // combine run again when the backward reaches the layer's output, the nested modules (moe_act,
-    // shared_experts) applying again inside. The recompute's router and shared-expert inputs are the kept input
-    // itself (views in Megatron), so the kept copy is handed over to them when the recompute ends.
-    {
-      PhaseScope scope(emit_, Phase::kRecompute);
-      const MaybeTask last = moe_fwd(g, saved, nullptr);
-      if (saved.norm_outputs) emit_.release(last, moe_checkpoint_saved());
-    }
-    g = moe_bwd(g, params, !saved.expert_activation_outputs, !saved.shared_expert_internals);
-  } else if (moe_) {
-    g = moe_bwd(g, params, policy == Recompute::kSelective && !saved.expert_activation_outputs,
-                policy == Recompute::kSelective && !saved.shared_expert_internals);
-  } else {
-    g = dense_mlp_->backward(g, kept, params);
-  }
+  // A dense MLP's recompute runs the pre-MLP norm again, fused into its up projection (MlpBlock).
+  const bool dense_mlp_again = std::holds_alternative<MlpBlock>(mlp_) && !kept.mlp_internals;
+  if (!kept.norm_outputs && !dense_mlp_again) ops_.recompute_norm("post_attention_norm");
+  g = std::visit([&](auto& block) { return block.backward(g, kept, params); }, mlp_);
   g = ops_.norm_bwd("post_attention_norm", g);
   ops_.record(params, "post_attention_norm", g, false);
   g = ops_.residual_bwd("attention_residual", g);

@@ -7,12 +7,13 @@
 // forward, and the backward frees it; with dropout and unfused attention one layer saves s b h (34 + 5 a s / h)
 // bytes without parallelism, and the Table 2 variants under TP, SP and recompute.
 
-#include <optional>
+#include <variant>
 #include <vector>
 
 #include "sim/lower/context.h"
 #include "sim/lower/layer_ops.h"
 #include "sim/lower/mlp_block.h"
+#include "sim/lower/moe_block.h"
 #include "sim/lower/save_policy.h"
 
 namespace orrery {
@@ -44,14 +45,6 @@ class TransformerLayerLowering {
  private:
   // Forward building blocks; each returns the task producing its output.
   MaybeTask core_fwd(MaybeTask input, bool save_inputs, bool save_internals);
-  // The routed-expert MLP (sim/lower/moe_block.cpp): router, dispatch, grouped expert GEMMs, combine, shared
-  // experts. `input` is the pre-MLP norm output (sequence-parallel shard); returns the block output.
-  MaybeTask moe_fwd(MaybeTask input, const SavePolicy& save, std::vector<ParamUse>* params);
-  // `recompute_activation`: the experts' activation outputs were dropped (recompute module moe_act) and run again
-  // before the down projection's weight gradient.
-  // `recompute_shared`: the shared experts' internals were dropped (recompute module shared_experts).
-  MaybeTask moe_bwd(MaybeTask grad, std::vector<ParamUse>* params, bool recompute_activation = false,
-                    bool recompute_shared = false);
   // Multi-head latent attention's projections (sim/lower/mla_block.cpp): from the normed input to rotary-applied
   // per-head q and k (and v), and back.
   // `keep_up_inputs`: whether the up projections keep their (normed) inputs; not under mla_up_proj, whose
@@ -67,14 +60,6 @@ class TransformerLayerLowering {
   // Sizes (bytes) of what each block saves.
   Bytes core_inputs_saved() const;
   Bytes core_internals_saved() const;
-  Bytes moe_saved() const;
-  Bytes moe_checkpoint_saved() const;  // an MoE layer's input, what recompute module moe keeps
-  Bytes moe_down_input_saved() const;  // the routed experts' activation outputs, the down projection's input
-  Bytes moe_clamp_saved() const;       // the routed experts' clamped up outputs, received rows x 2 width x activation
-                                       // bytes (GPT-OSS; 0 without a clamp)
-  Bytes moe_router_input_saved() const;  // the pre-MLP norm output the router keeps (0 with shared experts)
-  // Where the MoE combine's post-processing runs: the EP stream with the EP overlap, else the compute stream.
-  Stream combine_post_stream() const;
   // The rotary embedding of q and k (`qk` bytes together), forward and backward: Transformer Engine's fused kernel,
   // or Megatron-Core's unfused PyTorch ops (TrainingSpec::apply_rope_fusion false).
   bool rope_fused() const;
@@ -92,11 +77,9 @@ class TransformerLayerLowering {
   int layer_;
   Recompute recompute_;
   LayerOps ops_;
-  std::optional<MlpBlock> dense_mlp_;       // a dense layer's MLP
-  std::optional<MlpBlock> shared_experts_;  // an MoE layer's shared experts
+  std::variant<MlpBlock, MoeBlock> mlp_;
   std::int64_t qkv_features_ = 0;   // output features of the QKV projection (all heads)
   std::int64_t attn_features_ = 0;  // input features of the output projection
-  bool moe_ = false;                // the MLP is routed experts
   bool mla_ = false;                // multi-head latent attention
 };
 
