@@ -1,8 +1,9 @@
 #pragma once
-// The ops a transformer layer's blocks are made of (sim/lower/attention_block.h, mla_block.h, mlp_block.h,
-// moe_block.h), forward and backward, with Megatron-LM's tensor parallelism: norms, column- and row-parallel
-// linears (all-reduce or, with sequence parallelism, all-gather/reduce-scatter; Shoeybi et al. arXiv:1909.08053,
-// Korthikanti et al. arXiv:2205.05198), residual adds with their dropout, the MLP activation, weight-gradient GEMMs.
+// The ops a transformer layer's blocks are made of (sim/lower/attention_core.h, attention_block.h, mla_block.h,
+// mlp_block.h, moe_block.h), forward and backward, with Megatron-LM's tensor parallelism: norms, column- and
+// row-parallel linears (all-reduce or, with sequence parallelism, all-gather/reduce-scatter; Shoeybi et al.
+// arXiv:1909.08053, Korthikanti et al. arXiv:2205.05198), residual adds with their dropout, the MLP activation,
+// weight-gradient GEMMs.
 //
 // Saved activations follow Korthikanti et al. Section 4.1: each op allocates what its backward needs when it runs
 // forward (when asked to save), and its backward frees it; the *_saved functions give those sizes.
@@ -14,12 +15,13 @@
 
 namespace orrery {
 
-/// One layer's building blocks on one emitter: the layer's index, its parameter groups (for the FP8 weight casts and
-/// the parameter-use records) and its dropout. Each forward op returns the task producing its output; `save`: keep
-/// what its backward needs. Each backward op returns the task producing its input gradient; `wgrad` receives the task
-/// that finishes the weight gradient. Sizes are bytes of one rank.
+/// One layer's ops on one emitter, with what they need of the layer: its index, its parameter groups (for the FP8
+/// weight casts and the parameter-use records) and its dropout. Each forward op returns the task producing its
+/// output; `save`: keep what its backward needs. Each backward op returns the task producing its input gradient;
+/// `wgrad` receives the task that finishes the weight gradient. Sizes are bytes of one rank.
 class LayerOps {
  public:
+  /// Layer `layer` at the emitter's chunk (whose parameter groups it takes).
   LayerOps(Emitter& emit, int layer);
 
   Emitter& emit() const { return emit_; }
