@@ -30,7 +30,7 @@ Bytes MlpBlock::internals_saved() const {
 Bytes MlpBlock::saved_bytes(const SavePolicy& s) const {
   if (!s.modules) return 0;
   Bytes saved = ops_.column_saved() + internals_saved();
-  if (!s.norm_outputs) saved -= ops_.column_saved();
+  if (!s.norm_outputs) saved -= ops_.column_saved();  // the norm output dropped: the up projection's input
   // A dense MLP's checkpoint: with Transformer Engine the pre-MLP norm is fused into the up projection, so the
   // checkpoint's input is the norm's input (kept anyway) and the norm output goes too.
   if (!(s.*internals_)) saved -= internals_saved() + (fused_norm_ && s.norm_outputs ? ops_.column_saved() : 0);
