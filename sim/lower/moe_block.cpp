@@ -24,12 +24,13 @@
 // the fused weighted SwiGLU of TEGroupedMLP), so the unpermute is a plain sum and the probabilities' gradient comes
 // from the activation's backward. Saved for the backward pass: the router's fp32 scores, the permuted fp32
 // probabilities, the expert inputs and activations (FP8 inputs in one byte).
+#include "sim/lower/moe_block.h"
+
 #include <cmath>
 
 #include "sim/lower/expert_bias.h"
 #include "sim/lower/fp8.h"
 #include "sim/lower/moe_routing.h"
-#include "sim/lower/transformer_layer.h"
 
 namespace orrery {
 
@@ -72,36 +73,54 @@ FlexDispatchBytes flex_bytes(const LoweringContext& ctx, int stage, const MoeSiz
 
 }  // namespace
 
-Bytes TransformerLayerLowering::moe_saved() const {
+MoeBlock::MoeBlock(LayerOps& ops) : ops_(ops), emit_(ops.emit()), ctx_(ops.ctx()) {
+  if (moe_sizes(ctx_).shared > 0) shared_.emplace(ops, MlpKind::kSharedExperts);
+}
+
+Bytes MoeBlock::routed_saved() const {
   const MoeSizes z = moe_sizes(ctx_);
   const ModelSpec& m = ctx_.model;
   const Bytes in = linear_input_bytes(ctx_);
   Bytes saved = z.tokens * m.moe.num_experts * 4;                          // router probabilities (fp32)
-  saved += moe_router_input_saved();                                       // the router GEMM's input
+  saved += router_input_saved();                                           // the router GEMM's input
   saved += z.received * m.hidden_size * in;                                // expert inputs
-  saved += activation_saved(z.received, z.width);                          // up/gate outputs
-  saved += glu_clamp_saved(z.received, z.width);                           // their clamped copy (GPT-OSS)
+  saved += ops_.activation_saved(z.received, z.width);                     // up/gate outputs
+  saved += ops_.glu_clamp_saved(z.received, z.width);                      // their clamped copy (GPT-OSS)
   saved += z.received * z.width * in;                                      // down-projection inputs
   saved += z.received * 4;                                                 // permuted probabilities (fp32)
-  if (z.shared > 0) saved += mlp_saved(z.shared);
   return saved;
 }
 
-Bytes TransformerLayerLowering::moe_checkpoint_saved() const {
+Bytes MoeBlock::saved_bytes(const SavePolicy& s) const {
+  if (!s.modules) return 0;
+  // The checkpoint keeps the pre-MLP norm output, unless the layernorm module drops it (recomputed instead).
+  if (!s.moe_internals) return s.norm_outputs ? checkpoint_saved() : 0;
+  Bytes saved = routed_saved();
+  // Expert activations dropped: the down projections' inputs and the clamped copies.
+  if (!s.expert_activation_outputs) saved -= down_input_saved() + clamp_saved();
+  if (shared_) {
+    saved += shared_->saved_bytes(s);
+  } else if (!s.norm_outputs) {
+    saved -= router_input_saved();  // the norm output dropped: the router's input
+  }
+  return saved;
+}
+
+Bytes MoeBlock::checkpoint_saved() const {
   return ctx_.tokens_sp * ctx_.model.hidden_size * ctx_.act_bytes;  // the pre-MLP norm output, sequence-parallel shard
 }
 
-Bytes TransformerLayerLowering::moe_down_input_saved() const {
+Bytes MoeBlock::down_input_saved() const {
   const MoeSizes z = moe_sizes(ctx_);
   return z.received * z.width * linear_input_bytes(ctx_);
 }
 
-Bytes TransformerLayerLowering::moe_clamp_saved() const {
+Bytes MoeBlock::clamp_saved() const {
   const MoeSizes z = moe_sizes(ctx_);
-  return glu_clamp_saved(z.received, z.width);
+  return ops_.glu_clamp_saved(z.received, z.width);
 }
 
-Bytes TransformerLayerLowering::moe_router_input_saved() const {
+Bytes MoeBlock::router_input_saved() const {
   // The pre-MLP norm output, kept for the router's weight gradient; with shared experts their up projection keeps
   // the same tensor (counted there).
   const MoeSizes z = moe_sizes(ctx_);
@@ -110,7 +129,7 @@ Bytes TransformerLayerLowering::moe_router_input_saved() const {
 
 // The labels "moe_dispatch", "moe_combine" and "router_topk" also mark the boundaries of Megatron-Core's schedule
 // nodes (attention, dispatch, MLP, combine) for a merged pair's issue order (sim/lower/merged_issue_order.h).
-MaybeTask TransformerLayerLowering::moe_fwd(MaybeTask input, const SavePolicy& policy, std::vector<ParamUse>* params) {
+MaybeTask MoeBlock::run(MaybeTask input, const SavePolicy& policy, std::vector<ParamUse>* params) {
   const bool save = policy.modules;
   const MoeSizes z = moe_sizes(ctx_);
   const ModelSpec& m = ctx_.model;
@@ -122,16 +141,14 @@ MaybeTask TransformerLayerLowering::moe_fwd(MaybeTask input, const SavePolicy& p
   const FlexDispatchBytes fb = flex_bytes(ctx_, emit_.stage(), z);
 
   MaybeTask shared;
-  if (z.shared > 0) {
-    const MaybeTask cast = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(groups_, "shared_experts"), input);
-    MaybeTask up;
-    shared = mlp_fwd("shared_expert_up", "shared_expert_down", cast, z.shared, save, &up, policy.norm_outputs,
-                     policy.shared_expert_internals);
-    record(params, "shared_experts", up, true);
+  if (shared_) {
+    const MaybeTask cast =
+        emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(ops_.groups(), "shared_experts"), input);
+    shared = shared_->forward(cast, policy, params);
   }
   const MaybeTask router = emit_.gemm("router", GemmShape{z.tokens, E, h, 1, ctx_.act_dtype}, {input});
-  record(params, "router", router, true);
-  if (save && policy.norm_outputs) emit_.save(router, moe_router_input_saved());
+  ops_.record(params, "router", router, true);
+  if (save && policy.norm_outputs) emit_.save(router, router_input_saved());
   MaybeTask x = emit_.elementwise("router_topk", z.tokens * E * 4, z.tokens * k * (4 + 8));
   if (save) emit_.save(x, z.tokens * E * 4);
   const Bytes sent = static_cast<Bytes>(std::llround(static_cast<double>(z.copies * h * act) *
@@ -167,16 +184,16 @@ MaybeTask TransformerLayerLowering::moe_fwd(MaybeTask input, const SavePolicy& p
   }
   if (!flex) x = emit_.elementwise("moe_sort_chunks", z.received * h * act, z.received * h * act, {x});
   if (save) emit_.save(x, z.received * 4);  // the permuted probabilities, travelling with their tokens
-  x = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(groups_, "experts"), x);
+  x = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(ops_.groups(), "experts"), x);
   if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", z.received * h, x);
   const MaybeTask up = emit_.gemm("experts", GemmShape{z.rows, z.up, h, z.local_experts, ctx_.gemm_dtype, true}, {x});
-  record(params, "experts", up, true);
+  ops_.record(params, "experts", up, true);
   if (save) emit_.save(up, z.received * h * linear_input_bytes(ctx_));
-  x = activation_fwd(up, z.received, z.width, save, save && policy.expert_activation_outputs);
+  x = ops_.activation_fwd(up, z.received, z.width, save, save && policy.expert_activation_outputs);
   if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", z.received * z.width, x);
   const MaybeTask down = emit_.gemm("experts", GemmShape{z.rows, h, z.width, z.local_experts, ctx_.gemm_dtype, true},
                                     {x});
-  if (save && policy.expert_activation_outputs) emit_.save(down, moe_down_input_saved());
+  if (save && policy.expert_activation_outputs) emit_.save(down, down_input_saved());
   x = down;
   // Biased experts (GPT-OSS): the down projection's bias, added per expert in Python (sim/lower/expert_bias.h).
   if (m.mlp_bias) x = emit_.elementwise("expert_bias", expert_bias_forward(z.received, h, act, z.local_experts), {x});
@@ -211,12 +228,30 @@ MaybeTask TransformerLayerLowering::moe_fwd(MaybeTask input, const SavePolicy& p
   return x;
 }
 
-Stream TransformerLayerLowering::combine_post_stream() const {
+Stream MoeBlock::combine_post_stream() const {
   return ctx_.plan.overlap_moe_expert_parallel_comm ? Stream::kEp : Stream::kCompute;
 }
 
-MaybeTask TransformerLayerLowering::moe_bwd(MaybeTask grad, std::vector<ParamUse>* params, bool recompute_activation,
-                                            bool recompute_shared) {
+MaybeTask MoeBlock::forward(MaybeTask input, const SavePolicy& save, std::vector<ParamUse>* params) {
+  if (!save.modules || save.moe_internals) return run(input, save, params);
+  // Recompute module moe: the layer runs keeping nothing; its input is the checkpoint's.
+  SavePolicy none = save;
+  none.modules = false;
+  const MaybeTask out = run(input, none, params);
+  if (save.norm_outputs) emit_.save(input, checkpoint_saved());
+  return out;
+}
+
+MaybeTask MoeBlock::backward(MaybeTask grad, const SavePolicy& kept, std::vector<ParamUse>* params) {
+  if (!kept.moe_internals) {
+    // Megatron-Core checkpoints the MoE layer on its input (recompute module moe): router, dispatch, experts and
+    // combine run again when the backward reaches the layer's output, the nested modules (moe_act,
+    // shared_experts) applying again inside. The recompute's router and shared-expert inputs are the kept input
+    // itself (views in Megatron), so the kept copy is handed over to them when the recompute ends.
+    PhaseScope scope(emit_, Phase::kRecompute);
+    const MaybeTask last = run(grad, kept, nullptr);
+    if (kept.norm_outputs) emit_.release(last, checkpoint_saved());
+  }
   const MoeSizes z = moe_sizes(ctx_);
   const ModelSpec& m = ctx_.model;
   const ParallelPlan& p = ctx_.plan;
@@ -229,12 +264,7 @@ MaybeTask TransformerLayerLowering::moe_bwd(MaybeTask grad, std::vector<ParamUse
                                                      ctx_.training.moe_effective_load()));
 
   MaybeTask shared;
-  if (z.shared > 0) {
-    MaybeTask up, down;
-    if (recompute_shared) recompute_mlp("shared_expert_up", "shared_expert_down", grad, z.shared);
-    shared = mlp_bwd("shared_expert_up", "shared_expert_down", grad, z.shared, &up, &down);
-    record(params, "shared_experts", up, false);
-  }
+  if (shared_) shared = shared_->backward(grad, kept, params);
   MaybeTask x = grad;
   if (flex) {
     // The combine's backward is a dispatch of the output gradients; the receiver expands them to its copies.
@@ -263,27 +293,27 @@ MaybeTask TransformerLayerLowering::moe_bwd(MaybeTask grad, std::vector<ParamUse
   // is hooked) through it.
   if (m.mlp_bias) x = emit_.elementwise("expert_bias", expert_bias_backward(z.received, h, act, z.local_experts), {x});
   if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", z.received * h, x);
-  if (recompute_activation) {
+  if (!kept.expert_activation_outputs) {
     // Megatron's moe_act recompute, hooked on the down projection's output gradient: the activation runs again
     // from its saved input before the down projection's backward, which needs it for the weight gradient.
     PhaseScope scope(emit_, Phase::kRecompute);
-    const MaybeTask again = activation_fwd(x, z.received, z.width, false, true);
-    emit_.save(again, moe_down_input_saved());
+    const MaybeTask again = ops_.activation_fwd(x, z.received, z.width, false, true);
+    emit_.save(again, down_input_saved());
   }
   // The two weight gradients of the grouped expert GEMMs (down, then up), inline after each input gradient, or with
   // delay_wgrad_compute once the dispatch's backward all-to-all has been issued (Megatron-Core's backward_dw).
   const bool delay = p.delay_wgrad_compute;
   const auto down_wgrad = [&] {
-    weight_grad("experts", GemmShape{z.width, h, z.rows, z.local_experts, ctx_.gemm_dtype, true},
-                moe_down_input_saved(), nullptr, params);
+    ops_.weight_grad("experts", GemmShape{z.width, h, z.rows, z.local_experts, ctx_.gemm_dtype, true},
+                     down_input_saved(), nullptr, params);
   };
   const auto up_wgrad = [&] {
-    weight_grad("experts", GemmShape{z.up, h, z.rows, z.local_experts, ctx_.gemm_dtype, true},
-                z.received * h * linear_input_bytes(ctx_), "experts", params);
+    ops_.weight_grad("experts", GemmShape{z.up, h, z.rows, z.local_experts, ctx_.gemm_dtype, true},
+                     z.received * h * linear_input_bytes(ctx_), "experts", params);
   };
   x = emit_.gemm("experts", GemmShape{z.rows, z.width, h, z.local_experts, ctx_.gemm_dtype, true}, {x});
   if (!delay) down_wgrad();
-  x = activation_bwd(x, z.received, z.width);  // also the probabilities' gradient, from the saved up outputs
+  x = ops_.activation_bwd(x, z.received, z.width);  // also the probabilities' gradient, from the saved up outputs
   emit_.release(x, z.received * 4);
   if (uses_fp8(ctx_)) x = emit_fp8_cast(emit_, "fp8_cast", z.received * z.up, x);
   x = emit_.gemm("experts", GemmShape{z.rows, h, z.up, z.local_experts, ctx_.gemm_dtype, true}, {x});
@@ -315,7 +345,7 @@ MaybeTask TransformerLayerLowering::moe_bwd(MaybeTask grad, std::vector<ParamUse
   MaybeTask r = emit_.elementwise("router_topk", z.tokens * E * 4 + z.copies * 4, z.tokens * E * 4, {x});
   emit_.release(r, z.tokens * E * 4);
   r = emit_.gemm("router", GemmShape{z.tokens, h, E, 1, ctx_.act_dtype}, {r});
-  weight_grad("router", GemmShape{E, h, z.tokens, 1, ctx_.act_dtype}, moe_router_input_saved(), "router", params);
+  ops_.weight_grad("router", GemmShape{E, h, z.tokens, 1, ctx_.act_dtype}, router_input_saved(), "router", params);
   const Bytes x_bytes = z.tokens * h * act;
   return emit_.elementwise("moe_grad_sum", (shared.emitted() ? 3 : 2) * x_bytes, x_bytes, {x, r, shared});
 }

@@ -1,26 +1,6 @@
 #include "sim/lower/transformer_layer.h"
 
-#include <algorithm>
-
-#include "sim/lower/context_parallel.h"
-#include "sim/lower/fp8.h"
-#include "sim/lower/param_groups.h"
-
 namespace orrery {
-
-
-SavePolicy save_policy(const TrainingSpec& training) { return save_policy(training, training.recompute); }
-
-SavePolicy save_policy(const TrainingSpec& training, Recompute policy) {
-  const TrainingSpec::RecomputeModules& m = training.recompute_modules;
-  switch (policy) {
-    case Recompute::kNone: return {};
-    case Recompute::kSelective:
-      return {true, true, !m.core_attn, !m.layernorm, !m.moe_act, !m.mlp, !m.shared_experts, !m.mla_up_proj, !m.moe};
-    case Recompute::kFull: return {true, false, false, false, false};
-  }
-  return {};
-}
 
 namespace {
 
@@ -32,555 +12,76 @@ Recompute layer_recompute(const LoweringContext& ctx, int stage, int chunk, int 
   return t.recomputes_layer(layer - ctx.layout.first_layer_of(stage, chunk)) ? Recompute::kFull : Recompute::kNone;
 }
 
+// The layer's attention block: multi-head latent attention, else dense (GQA) self-attention.
+std::variant<AttentionBlock, MlaBlock> attention_of(LayerOps& ops) {
+  using Block = std::variant<AttentionBlock, MlaBlock>;
+  if (ops.ctx().model.is_mla()) return Block(std::in_place_type<MlaBlock>, ops);
+  return Block(std::in_place_type<AttentionBlock>, ops);
+}
+
+// The layer's MLP block: routed experts on an MoE layer, else a dense MLP.
+std::variant<MlpBlock, MoeBlock> mlp_of(LayerOps& ops) {
+  using Block = std::variant<MlpBlock, MoeBlock>;
+  if (ops.ctx().model.layer_is_moe(ops.layer())) return Block(std::in_place_type<MoeBlock>, ops);
+  return Block(std::in_place_type<MlpBlock>, ops, MlpKind::kDense);
+}
+
 }  // namespace
 
 TransformerLayerLowering::TransformerLayerLowering(Emitter& emit, int layer)
-    : emit_(emit),
-      ctx_(emit.ctx()),
-      layer_(layer),
-      recompute_(layer_recompute(emit.ctx(), emit.stage(), emit.chunk(), layer)),
-      groups_(layer_param_groups(ctx_, layer, emit.chunk())) {
-  const ModelSpec& m = ctx_.model;
-  qkv_features_ = (m.num_attention_heads + 2 * m.num_kv_heads) * m.head_dim;
-  mla_ = m.is_mla();
-  attn_features_ = m.num_attention_heads * (mla_ ? m.mla.v_head_dim : m.head_dim);
-  moe_ = m.layer_is_moe(layer);
-  dropout_attention_ = m.attention_dropout > 0.0;
-  dropout_hidden_ = m.hidden_dropout > 0.0;
-}
-
-AttentionShape TransformerLayerLowering::local_attention(bool backward) const {
-  const ModelSpec& m = ctx_.model;
-  AttentionShape a;
-  a.batch = ctx_.batch;
-  a.heads = m.num_attention_heads / ctx_.tp;
-  a.kv_heads = m.num_kv_heads / ctx_.tp;
-  a.q_len = a.kv_len = ctx_.seq;
-  a.head_dim_qk = m.head_dim;
-  a.head_dim_v = m.is_mla() ? m.mla.v_head_dim : m.head_dim;
-  a.causal = true;
-  a.window = m.layer_window(layer_);
-  a.packed_fraction = ctx_.packed_fraction_of(emit_.microbatch());
-  a.backward = backward;
-  a.dtype = ctx_.act_dtype;
-  return a;
-}
-
-GemmShape TransformerLayerLowering::linear(std::int64_t m, std::int64_t n, std::int64_t k) const {
-  return GemmShape{m, n, k, 1, ctx_.gemm_dtype};
-}
-
-void TransformerLayerLowering::record(std::vector<ParamUse>* params, const char* name, MaybeTask task, bool forward) const {
-  record_param_use(params, emit_, groups_, name, layer_, task, forward);
-}
-
-MaybeTask TransformerLayerLowering::weight_grad(const char* label, const GemmShape& shape, Bytes release,
-                                                const char* group, std::vector<ParamUse>* params) {
-  PhaseScope scope(emit_, Phase::kBackwardWeight);
-  const MaybeTask w = emit_.gemm(label, shape);
-  emit_.release(w, release);
-  if (group) record(params, group, w, false);
-  return w;
-}
-
-// ---- sizes of saved activations (Korthikanti et al., arXiv:2205.05198, Section 4.1) ----
-
-Bytes TransformerLayerLowering::norm_saved() const { return ctx_.tokens_sp * ctx_.model.hidden_size * ctx_.act_bytes; }
-
-Bytes TransformerLayerLowering::column_saved() const {
-  // With sequence parallelism Megatron keeps the sharded input and all-gathers it again in the backward pass.
-  return ctx_.tokens_sp * ctx_.model.hidden_size * linear_input_bytes(ctx_);
-}
-
-Bytes TransformerLayerLowering::row_saved(std::int64_t in_features) const {
-  return ctx_.tokens * (in_features / ctx_.tp) * linear_input_bytes(ctx_);
-}
-
-Bytes TransformerLayerLowering::core_inputs_saved() const {
-  const ModelSpec& m = ctx_.model;
-  if (mla_) {  // q and k of nope + rope per head, v of v_head_dim
-    return ctx_.tokens * m.num_attention_heads / ctx_.tp * (2 * m.head_dim + m.mla.v_head_dim) * ctx_.act_bytes;
-  }
-  return ctx_.tokens * (m.num_attention_heads + 2 * m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
-}
-
-Bytes TransformerLayerLowering::core_internals_saved() const {
-  const std::int64_t heads = ctx_.model.num_attention_heads / ctx_.tp;
-  if (ctx_.training.attention_backend == AttentionBackend::kFlash) {
-    return ctx_.batch * heads * ctx_.seq * 4;  // fp32 log-sum-exp per query row
-  }
-  const std::int64_t scores = ctx_.batch * heads * ctx_.seq * ctx_.seq;
-  // Softmax output, and with attention dropout its 1-byte mask and its output.
-  return scores * ctx_.act_bytes + (dropout_attention_ ? scores * (1 + ctx_.act_bytes) : 0);
-}
-
-Bytes TransformerLayerLowering::residual_saved() const {
-  return dropout_hidden_ ? ctx_.tokens_sp * ctx_.model.hidden_size : 0;  // 1-byte dropout mask
-}
-
-Bytes TransformerLayerLowering::activation_saved(std::int64_t rows, std::int64_t width) const {
-  return rows * (ctx_.model.gated_mlp ? 2 : 1) * width * ctx_.act_bytes;
-}
+    : recompute_(layer_recompute(emit.ctx(), emit.stage(), emit.chunk(), layer)),
+      ops_(emit, layer),
+      attention_(attention_of(ops_)),
+      mlp_(mlp_of(ops_)) {}
 
 Bytes TransformerLayerLowering::saved_bytes(const SavePolicy& s) const {
-  const ModelSpec& m = ctx_.model;
-  Bytes total = s.layer_input ? norm_saved() : 0;
-  if (s.modules) {
-    total += (mla_ ? mla_projection_saved() : column_saved()) + core_inputs_saved() + row_saved(attn_features_) +
-             residual_saved() + norm_saved() + residual_saved();
-    Bytes mlp_part = moe_ ? moe_saved() : mlp_saved(m.intermediate_size);
-    // Norm outputs dropped: the QKV and MLP-up (or shared-expert-up) inputs; expert activations: the down inputs.
-    if (!s.norm_outputs) {
-      total -= mla_ ? 0 : column_saved();
-      mlp_part -= column_saved();
-    }
-    if (moe_ && !s.expert_activation_outputs) mlp_part -= moe_down_input_saved() + moe_clamp_saved();
-    // A dense MLP's checkpoint: with Transformer Engine the pre-MLP norm is fused into the up projection, so the
-    // checkpoint's input is the norm's input (kept anyway) and the norm output goes too.
-    if (!moe_ && !s.mlp_internals) mlp_part -= mlp_internals_saved(m.intermediate_size) + (s.norm_outputs ? column_saved() : 0);
-    if (mla_ && !s.mla_up_outputs) {
-      const MlaSpec& x = m.mla;
-      total -= core_inputs_saved() + ctx_.tokens * (x.q_lora_rank + x.kv_lora_rank) * linear_input_bytes(ctx_);
-    }
-    const std::int64_t shared = static_cast<std::int64_t>(m.moe.num_shared_experts) * m.moe.shared_expert_intermediate_size;
-    if (moe_ && !s.shared_expert_internals && shared > 0) mlp_part -= mlp_internals_saved(shared);
-    // The checkpoint keeps the pre-MLP norm output, unless the layernorm module drops it (recomputed instead).
-    if (moe_ && !s.moe_internals) mlp_part = s.norm_outputs ? moe_checkpoint_saved() : 0;
-    total += mlp_part;
-    if (m.qk_norm && !mla_) total += ctx_.tokens * (m.num_attention_heads + m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
-  }
-  if (s.attention_internals) total += core_internals_saved();
+  Bytes total = s.layer_input ? ops_.norm_saved() : 0;
+  // The attention residual's dropout mask, the pre-MLP norm's input and the MLP residual's mask.
+  if (s.modules) total += ops_.residual_saved() + ops_.norm_saved() + ops_.residual_saved();
+  total += std::visit([&](const auto& block) { return block.saved_bytes(s); }, attention_);
+  total += std::visit([&](const auto& block) { return block.saved_bytes(s); }, mlp_);
   return total;
 }
 
-// ---- forward ----
-
-MaybeTask TransformerLayerLowering::norm_fwd(const char* label, MaybeTask input, bool save) {
-  const Bytes bytes = norm_saved();
-  MaybeTask t = emit_.elementwise(label, bytes, bytes, {input});
-  if (save) emit_.save(t, bytes);
-  return t;
-}
-
-MaybeTask TransformerLayerLowering::column_fwd(const char* label, MaybeTask input, std::int64_t out_features,
-                                               bool save) {
-  const std::int64_t T = ctx_.tokens, h = ctx_.model.hidden_size, n = out_features / ctx_.tp;
-  // With FP8 the norm before this linear writes its output in FP8 (TE's LayerNormLinear), which is gathered; with
-  // tensorwise or blockwise scaling it writes BF16 and a cast follows (sim/lower/fp8.h).
-  const Bytes full = T * h * linear_input_bytes(ctx_);
-  input = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(groups_, label), input);
-  input = emit_fp8_norm_output_cast(emit_, ctx_.tokens_sp * h, input, AmaxScope::kTpGroup);
-  MaybeTask first, out;
-  if (ctx_.plan.sequence_parallel && ctx_.tp > 1) {
-    MaybeTask gather = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather, full, {input});
-    if (ctx_.plan.tp_overlap_active()) {
-      // Pipelined all-gather + GEMM (Transformer Engine userbuffers): the GEMM works on chunks that have arrived;
-      // only the last 1/tp of it waits for the whole gather.
-      first = emit_.gemm(label, linear(T - T / ctx_.tp, n, h), {input});
-      out = emit_.gemm(label, linear(T / ctx_.tp, n, h), {gather});
-    } else {
-      first = out = emit_.gemm(label, linear(T, n, h), {gather});
-    }
-  } else {
-    first = out = emit_.gemm(label, linear(T, n, h), {input});
-  }
-  if (save) emit_.save(first, column_saved());
-  return out;
-}
-
-MaybeTask TransformerLayerLowering::row_fwd(const char* label, MaybeTask input, std::int64_t in_features, bool save) {
-  const std::int64_t T = ctx_.tokens, h = ctx_.model.hidden_size, k = in_features / ctx_.tp;
-  const Bytes full = T * h * ctx_.act_bytes;
-  input = emit_fp8_weight_cast(emit_, "fp8_weight_cast", group_elements(groups_, label), input);
-  if (uses_fp8(ctx_)) input = emit_fp8_cast(emit_, "fp8_cast", T * k, input);
-  MaybeTask first, out;
-  if (ctx_.tp > 1 && ctx_.plan.tp_overlap_active()) {
-    // Pipelined GEMM + reduce-scatter: the scatter starts once the first chunk of output exists.
-    first = emit_.gemm(label, linear(T / ctx_.tp, h, k), {input});
-    MaybeTask scatter = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kReduceScatter, full, {first});
-    emit_.gemm(label, linear(T - T / ctx_.tp, h, k));  // the rest overlaps the scatter
-    out = scatter;
-  } else {
-    first = out = emit_.gemm(label, linear(T, h, k), {input});
-    if (ctx_.tp > 1) {
-      auto kind = ctx_.plan.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
-      out = emit_.collective(label, Stream::kTp, GroupKind::kTp, kind, full, {first});
-    }
-  }
-  if (save) emit_.save(first, row_saved(in_features));
-  return out;
-}
-
-MaybeTask TransformerLayerLowering::core_fwd(MaybeTask input, bool save_inputs, bool save_internals) {
-  const ModelSpec& m = ctx_.model;
-  const std::int64_t heads = m.num_attention_heads / ctx_.tp, s = ctx_.seq, d = m.head_dim;
-  MaybeTask first, last;
-  if (ctx_.training.attention_backend == AttentionBackend::kFlash) {
-    const AttentionShape a = local_attention(false);
-    if (ctx_.plan.cp > 1) {
-      const TaskId next = builder_next();
-      last = emit_cp_attention_forward(emit_, a, input);
-      if (emit_.builder().last() >= next) first = MaybeTask(next);  // none when the mode dropped them all
-    } else {
-      first = last = emit_.attention("attention", a, {input});
-    }
-  } else {
-    // Unfused attention as Megatron ran it before fused kernels: batched QK^T, fused scale-mask-softmax,
-    // dropout, batched probabilities x V. The score-sized tensors live in HBM.
-    const std::int64_t bh = ctx_.batch * heads;
-    const Bytes scores = bh * s * s * ctx_.act_bytes;
-    first = emit_.gemm("attention_scores", GemmShape{s, s, d, bh, ctx_.act_dtype}, {input});
-    emit_.elementwise("softmax", scores, scores);
-    if (dropout_attention_) emit_.elementwise("attention_dropout", scores, scores + bh * s * s);
-    last = emit_.gemm("attention_values", GemmShape{s, d, s, bh, ctx_.act_dtype});
-  }
-  if (save_inputs) emit_.save(first, core_inputs_saved());
-  if (save_internals) emit_.save(first, core_internals_saved());
-  return last;
-}
-
-bool TransformerLayerLowering::rope_fused() const { return ctx_.training.apply_rope_fusion.value_or(true); }
-
-// Megatron-Core's unfused RoPE (models/common/embeddings/rope_utils.py, _apply_rotary_pos_emb_bshd @ core_v0.15.0),
-// per tensor t of q and k (B bytes): cos and sin of the frequencies, each times mscale and cast (six small
-// kernels on the [s, 1, 1, d] fp32 frequencies), then t * cos (read B, write B), the rotate-half's negation of its
-// second half (B/2, B/2) and concatenation (B, B), * sin (B, B), the add (2B, B) and the concatenation with the
-// unrotated rest (B, B): 6.5 B read and 5.5 B written in six full kernels. Its autograd backward: g * sin (B, B),
-// the negation's backward (B/2, B/2), the chunk's concatenation (B, B), g * cos (B, B) and the two branches' sum
-// (2B, B): 5.5 B read, 4.5 B written in five kernels.
-MaybeTask TransformerLayerLowering::rope_fwd(Bytes qk) {
-  if (rope_fused()) return emit_.elementwise("rope", qk, qk);
-  // Per call (q, then k) and per function (cos, sin): the function (read F, write F), * mscale (F, F) and the
-  // cast to the activations' dtype (F, F/2), F the fp32 frequencies of the sequence.
-  const Bytes freqs = ctx_.training.seq_length * ctx_.model.head_dim * 4;
-  const Bytes small_read = 2 * 2 * 3 * freqs, small_written = 2 * 2 * (2 * freqs + freqs / 2);
-  return emit_.elementwise("rope", ElementwiseShape{qk * 13 / 2 + small_read, qk * 11 / 2 + small_written, 0.0, 2 * (6 + 6)});
-}
-
-MaybeTask TransformerLayerLowering::rope_bwd(Bytes qk, MaybeTask grad) {
-  if (rope_fused()) return emit_.elementwise("rope", qk, qk, {grad});
-  return emit_.elementwise("rope", ElementwiseShape{qk * 11 / 2, qk * 9 / 2, 0.0, 2 * 5}, {grad});
-}
-
-MaybeTask TransformerLayerLowering::residual_fwd(const char* label, MaybeTask input, bool save) {
-  const Bytes x = ctx_.tokens_sp * ctx_.model.hidden_size * ctx_.act_bytes;
-  MaybeTask t = emit_.elementwise(label, 2 * x, x + residual_saved(), {input});
-  if (save) emit_.save(t, residual_saved());
-  return t;
-}
-
-Bytes TransformerLayerLowering::glu_clamp_saved(std::int64_t rows, std::int64_t width) const {
-  return ctx_.model.gated_mlp && ctx_.model.swiglu_limit > 0 ? activation_saved(rows, width) : 0;
-}
-
-MaybeTask TransformerLayerLowering::activation_fwd(MaybeTask input, std::int64_t rows, std::int64_t width,
-                                                   bool save_input,
-                                                   bool save_clamped) {
-  const Bytes out = rows * width * ctx_.act_bytes;
-  if (const Bytes both = glu_clamp_saved(rows, width); both > 0) {
-    // Megatron-Core clamps outside its fused quick-GEGLU kernel (megatron/core/fusions/fused_bias_geglu.py,
-    // weighted_bias_quick_geglu_impl with clamp_value): torch.chunk, one clamp per half (each reads and writes a
-    // half) and torch.cat of the two (reads and writes both); the fused kernel then keeps the concatenated copy.
-    input = emit_.elementwise("glu_clamp", 2 * both, 2 * both, {input});
-    if (save_clamped) emit_.save(input, both);
-  }
-  MaybeTask t = emit_.elementwise("mlp_activation", activation_saved(rows, width), out, {input});
-  if (save_input) emit_.save(t, activation_saved(rows, width));
-  return t;
-}
-
-Bytes TransformerLayerLowering::mlp_saved(std::int64_t intermediate) const {
-  return column_saved() + mlp_internals_saved(intermediate);
-}
-
-Bytes TransformerLayerLowering::mlp_internals_saved(std::int64_t intermediate) const {
-  const std::int64_t width = intermediate / ctx_.tp;
-  return activation_saved(ctx_.tokens, width) + glu_clamp_saved(ctx_.tokens, width) + row_saved(intermediate);
-}
-
-MaybeTask TransformerLayerLowering::mlp_fwd(const char* up, const char* down, MaybeTask input,
-                                            std::int64_t intermediate,
-                                            bool save, MaybeTask* up_task, bool save_input, bool save_internals) {
-  const std::int64_t up_features = (ctx_.model.gated_mlp ? 2 : 1) * intermediate;
-  MaybeTask u = column_fwd(up, input, up_features, save && save_input);
-  if (up_task) *up_task = u;
-  const bool keep = save && save_internals;
-  MaybeTask a = activation_fwd(u, ctx_.tokens, intermediate / ctx_.tp, keep, keep);
-  return row_fwd(down, a, intermediate, save && save_internals);
-}
-
-void TransformerLayerLowering::recompute_mlp(const char* up, const char* down, MaybeTask grad,
-                                             std::int64_t intermediate,
-                                             bool with_norm) {
-  // Megatron-Core checkpoints the MLP on its input (tensor_parallel.checkpoint / te_checkpoint of self.mlp): when
-  // the backward reaches the MLP's output, its forward runs again from the saved input, sequence-parallel
-  // all-gather and reduce-scatter included, and keeps what the MLP's backward then releases. A dense layer's
-  // pre-MLP norm is fused into the up projection (TELayerNormColumnParallelLinear), so it runs again too.
-  PhaseScope scope(emit_, Phase::kRecompute);
-  MaybeTask input = grad;
-  if (with_norm) {
-    input = emit_.elementwise("post_attention_norm", norm_saved(), norm_saved(), {grad});
-    emit_.save(input, column_saved());
-  }
-  mlp_fwd(up, down, input, intermediate, true, nullptr, false, true);
-}
-
-MaybeTask TransformerLayerLowering::mlp_bwd(const char* up, const char* down, MaybeTask grad, std::int64_t intermediate,
-                                            MaybeTask* up_wgrad, MaybeTask* down_wgrad) {
-  const std::int64_t up_features = (ctx_.model.gated_mlp ? 2 : 1) * intermediate;
-  MaybeTask g = row_bwd(down, grad, intermediate, down_wgrad);
-  g = activation_bwd(g, ctx_.tokens, intermediate / ctx_.tp);
-  return column_bwd(up, g, up_features, up_wgrad);
-}
-
 MaybeTask TransformerLayerLowering::forward(MaybeTask input, const SavePolicy& save, std::vector<ParamUse>* params) {
-  const ModelSpec& m = ctx_.model;
-  MaybeTask x = norm_fwd("input_norm", input, save.layer_input);
-  record(params, "input_norm", x, true);
-  MaybeTask q;
-  if (mla_) {
-    q = mla_fwd(x, save.modules, params, save.mla_up_outputs);
-  } else {
-    q = column_fwd("qkv", x, qkv_features_, save.modules && save.norm_outputs);
-    record(params, "qkv", q, true);
-    const Bytes qk = ctx_.tokens * (m.num_attention_heads + m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
-    if (m.qk_norm) {
-      q = emit_.elementwise("qk_norm", qk, qk);
-      if (save.modules) emit_.save(q, qk);
-      record(params, "qk_norm", q, true);
-    }
-    if (m.position == PositionKind::kRotary) q = rope_fwd(qk);
-  }
-  MaybeTask c = core_fwd(q, save.modules && (!mla_ || save.mla_up_outputs), save.attention_internals);
-  MaybeTask o = row_fwd("attention_proj", c, attn_features_, save.modules);
-  record(params, "attention_proj", o, true);
-  MaybeTask r = residual_fwd("attention_residual", o, save.modules);
-  MaybeTask y = norm_fwd("post_attention_norm", r, save.modules);
-  record(params, "post_attention_norm", y, true);
-  MaybeTask dn;
-  if (moe_ && save.modules && !save.moe_internals) {
-    // Recompute module moe: the layer runs keeping nothing; its input is the checkpoint's.
-    SavePolicy none = save;
-    none.modules = false;
-    dn = moe_fwd(y, none, params);
-    if (save.norm_outputs) emit_.save(y, moe_checkpoint_saved());
-  } else if (moe_) {
-    dn = moe_fwd(y, save, params);
-  } else {
-    MaybeTask up;
-    dn = mlp_fwd("mlp_up", "mlp_down", y, m.intermediate_size, save.modules, &up, save.norm_outputs && save.mlp_internals,
-                 save.mlp_internals);
-    record(params, "mlp_up", up, true);
-    record(params, "mlp_down", dn, true);
-  }
+  MaybeTask x = ops_.norm_fwd("input_norm", input, save.layer_input);
+  ops_.record(params, "input_norm", x, true);
+  const MaybeTask o = std::visit([&](auto& block) { return block.forward(x, save, params); }, attention_);
+  MaybeTask r = ops_.residual_fwd("attention_residual", o, save.modules);
+  MaybeTask y = ops_.norm_fwd("post_attention_norm", r, save.modules);
+  ops_.record(params, "post_attention_norm", y, true);
+  const MaybeTask dn = std::visit([&](auto& block) { return block.forward(y, save, params); }, mlp_);
   // The MLP's residual add is the combine node's last kernel (mlp_bda), on its stream.
-  ComputeStreamScope on(emit_, moe_ ? combine_post_stream() : Stream::kCompute);
-  return residual_fwd("mlp_residual", dn, save.modules);
-}
-
-// ---- backward ----
-
-MaybeTask TransformerLayerLowering::norm_bwd(const char* label, MaybeTask grad) {
-  const Bytes x = norm_saved();
-  MaybeTask t = emit_.elementwise(label, 2 * x, x, {grad});
-  emit_.release(t, x);
-  return t;
-}
-
-MaybeTask TransformerLayerLowering::column_bwd(const char* label, MaybeTask grad, std::int64_t out_features,
-                                               MaybeTask* wgrad) {
-  const std::int64_t T = ctx_.tokens, h = ctx_.model.hidden_size, n = out_features / ctx_.tp;
-  const Bytes full = T * h * ctx_.act_bytes;
-  const Bytes input_full = T * h * linear_input_bytes(ctx_);
-  const bool sp = ctx_.plan.sequence_parallel && ctx_.tp > 1;
-  if (uses_fp8(ctx_)) grad = emit_fp8_cast(emit_, "fp8_cast", T * n, grad);
-  MaybeTask regather;
-  if (sp) {
-    // Korthikanti et al. Section 4.2.2: the sharded input is all-gathered again for the weight gradient.
-    regather = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather, input_full, {grad});
-    emit_.save(regather, input_full);
-  }
-  MaybeTask grad_input;
-  if (sp && ctx_.plan.tp_overlap_active()) {
-    MaybeTask head = emit_.gemm(label, linear(T / ctx_.tp, h, n), {grad});
-    grad_input = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kReduceScatter, full, {head});
-    emit_.gemm(label, linear(T - T / ctx_.tp, h, n));
-  } else {
-    MaybeTask d = emit_.gemm(label, linear(T, h, n), {grad});
-    grad_input = d;
-    if (ctx_.tp > 1) {
-      // Megatron launches this asynchronously and computes the weight gradient meanwhile.
-      auto kind = sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
-      grad_input = emit_.collective(label, Stream::kTp, GroupKind::kTp, kind, full, {d});
-    }
-  }
-  MaybeTask w;
-  {
-    PhaseScope scope(emit_, Phase::kBackwardWeight);
-    w = emit_.gemm(label, linear(n, h, T), {regather});
-  }
-  emit_.release(w, column_saved() + (sp ? input_full : 0));
-  *wgrad = w;
-  return grad_input;
-}
-
-MaybeTask TransformerLayerLowering::row_bwd(const char* label, MaybeTask grad, std::int64_t in_features,
-                                            MaybeTask* wgrad) {
-  const std::int64_t T = ctx_.tokens, h = ctx_.model.hidden_size, k = in_features / ctx_.tp;
-  const Bytes full = T * h * ctx_.act_bytes;
-  const bool sp = ctx_.plan.sequence_parallel && ctx_.tp > 1;
-  MaybeTask gather, dgrad, wgrad_input;
-  if (sp) {
-    // Per-tensor FP8 scales: each rank quantizes its shard and the FP8 copy is gathered, then transposed for the
-    // weight gradient (TE's grad_output_preprocess); otherwise the BF16 gradient is gathered and quantized whole.
-    const bool quantized = fp8_gathers_quantized_grads(ctx_);
-    if (quantized) grad = emit_fp8_shard_cast(emit_, ctx_.tokens_sp * h, grad);
-    const Bytes gathered = quantized ? T * h : full;
-    gather = emit_.collective(label, Stream::kTp, GroupKind::kTp, CollectiveKind::kAllGather, gathered, {grad});
-    emit_.save(gather, full);  // BF16, or the FP8 copy and its transpose: 2 bytes per element either way
-    if (!quantized && uses_fp8(ctx_)) gather = emit_fp8_cast(emit_, "fp8_cast", T * h, gather);
-    wgrad_input = gather;
-    if (ctx_.plan.tp_overlap_active()) {
-      emit_.gemm(label, linear(T - T / ctx_.tp, k, h), {grad});
-      dgrad = emit_.gemm(label, linear(T / ctx_.tp, k, h), {gather});
-    } else {
-      dgrad = emit_.gemm(label, linear(T, k, h), {gather});
-    }
-  } else {
-    if (uses_fp8(ctx_)) grad = emit_fp8_cast(emit_, "fp8_cast", T * h, grad);
-    dgrad = emit_.gemm(label, linear(T, k, h), {grad});
-  }
-  MaybeTask w;
-  {
-    PhaseScope scope(emit_, Phase::kBackwardWeight);
-    // The gathered FP8 copy's transpose, made for the weight gradient once the input gradient's GEMMs are queued
-    // (so it holds up none of them, as with TE's userbuffers path, which transposes late).
-    if (sp && fp8_gathers_quantized_grads(ctx_)) wgrad_input = emit_fp8_transpose(emit_, T * h, gather);
-    w = emit_.gemm(label, linear(k, h, T), {wgrad_input});
-  }
-  emit_.release(w, row_saved(in_features) + (sp ? full : 0));
-  *wgrad = w;
-  return dgrad;
-}
-
-MaybeTask TransformerLayerLowering::core_bwd(MaybeTask grad) {
-  const ModelSpec& m = ctx_.model;
-  const std::int64_t heads = m.num_attention_heads / ctx_.tp, s = ctx_.seq, d = m.head_dim;
-  MaybeTask last;
-  if (ctx_.training.attention_backend == AttentionBackend::kFlash) {
-    const AttentionShape a = local_attention(true);
-    last = ctx_.plan.cp > 1 ? emit_cp_attention_backward(emit_, a, grad) : emit_.attention("attention", a, {grad});
-  } else {
-    const std::int64_t bh = ctx_.batch * heads;
-    const Bytes scores = bh * s * s * ctx_.act_bytes;
-    emit_.gemm("attention_values", GemmShape{s, s, d, bh, ctx_.act_dtype}, {grad});  // d(probs) = dO V^T
-    emit_.gemm("attention_values", GemmShape{s, d, s, bh, ctx_.act_dtype});          // dV = P^T dO
-    if (dropout_attention_) emit_.elementwise("attention_dropout", scores + bh * s * s, scores);
-    emit_.elementwise("softmax", 2 * scores, scores);
-    emit_.gemm("attention_scores", GemmShape{s, d, s, bh, ctx_.act_dtype});  // dQ = dS K
-    last = emit_.gemm("attention_scores", GemmShape{s, d, s, bh, ctx_.act_dtype});  // dK = dS^T Q
-  }
-  emit_.release(last, core_inputs_saved() + core_internals_saved());
-  return last;
-}
-
-MaybeTask TransformerLayerLowering::residual_bwd(const char* label, MaybeTask grad) {
-  if (!dropout_hidden_) return grad;  // the add's gradient is the incoming gradient itself
-  const Bytes x = ctx_.tokens_sp * ctx_.model.hidden_size * ctx_.act_bytes;
-  MaybeTask t = emit_.elementwise(label, x + residual_saved(), x, {grad});
-  emit_.release(t, residual_saved());
-  return t;
-}
-
-MaybeTask TransformerLayerLowering::activation_bwd(MaybeTask grad, std::int64_t rows, std::int64_t width) {
-  const Bytes out = rows * width * ctx_.act_bytes;
-  const Bytes saved = activation_saved(rows, width);
-  MaybeTask t = emit_.elementwise("mlp_activation", out + saved, saved, {grad});
-  emit_.release(t, saved);
-  if (const Bytes both = glu_clamp_saved(rows, width); both > 0) {
-    // Each clamp's gradient reads the incoming gradient and the clamp's input (a half of the up outputs) and writes
-    // the masked gradient; torch.cat's backward only takes views. (The activation's backward above frees the
-    // clamped copy and this one the up outputs; the two are the same size.)
-    t = emit_.elementwise("glu_clamp", 2 * both, both, {t});
-    emit_.release(t, both);
-  }
-  return t;
-}
-
-MaybeTask TransformerLayerLowering::recompute_norm(const char* label) {
-  // Megatron's layernorm recompute (CheckpointWithoutOutput): the norm runs again from its saved input, and its
-  // output lives until the linear that reads it has its weight gradient.
-  PhaseScope scope(emit_, Phase::kRecompute);
-  const MaybeTask t = emit_.elementwise(label, norm_saved(), norm_saved());
-  emit_.save(t, column_saved());
-  return t;
+  const MoeBlock* moe = std::get_if<MoeBlock>(&mlp_);
+  ComputeStreamScope on(ops_.emit(), moe ? moe->combine_post_stream() : Stream::kCompute);
+  return ops_.residual_fwd("mlp_residual", dn, save.modules);
 }
 
 MaybeTask TransformerLayerLowering::backward(MaybeTask grad_output, std::vector<ParamUse>* params) {
-  const ModelSpec& m = ctx_.model;
-  const Recompute policy = recompute_;
-  const SavePolicy saved = save();
-  if (policy == Recompute::kFull) {
+  if (recompute_ == Recompute::kFull) {
     // Megatron's uniform full recompute with one layer per checkpoint: the whole layer forward runs again from
     // its saved input when the backward pass reaches it.
-    PhaseScope scope(emit_, Phase::kRecompute);
+    PhaseScope scope(ops_.emit(), Phase::kRecompute);
     forward(grad_output, SavePolicy{false, true, true});
   }
-  MaybeTask w;
-  MaybeTask g = residual_bwd("mlp_residual", grad_output);
-  const bool dense_mlp_again = !moe_ && policy == Recompute::kSelective && !saved.mlp_internals;
-  if (policy == Recompute::kSelective && !saved.norm_outputs && !dense_mlp_again) recompute_norm("post_attention_norm");
-  if (moe_ && policy == Recompute::kSelective && !saved.moe_internals) {
-    // Megatron-Core checkpoints the MoE layer on its input (recompute module moe): router, dispatch, experts and
-    // combine run again when the backward reaches the layer's output, the nested modules (moe_act,
-    // shared_experts) applying again inside. The recompute's router and shared-expert inputs are the kept input
-    // itself (views in Megatron), so the kept copy is handed over to them when the recompute ends.
-    {
-      PhaseScope scope(emit_, Phase::kRecompute);
-      const MaybeTask last = moe_fwd(g, saved, nullptr);
-      if (saved.norm_outputs) emit_.release(last, moe_checkpoint_saved());
-    }
-    g = moe_bwd(g, params, !saved.expert_activation_outputs, !saved.shared_expert_internals);
-  } else if (moe_) {
-    g = moe_bwd(g, params, policy == Recompute::kSelective && !saved.expert_activation_outputs,
-                policy == Recompute::kSelective && !saved.shared_expert_internals);
-  } else {
-    if (dense_mlp_again) recompute_mlp("mlp_up", "mlp_down", g, m.intermediate_size, true);
-    MaybeTask up, down;
-    g = mlp_bwd("mlp_up", "mlp_down", g, m.intermediate_size, &up, &down);
-    record(params, "mlp_down", down, false);
-    record(params, "mlp_up", up, false);
-  }
-  g = norm_bwd("post_attention_norm", g);
-  record(params, "post_attention_norm", g, false);
-  g = residual_bwd("attention_residual", g);
+  // What the backward finds kept: under selective recompute what the forward saved (each block runs again what
+  // its recompute modules dropped), else everything (the full recompute's forward keeps it all).
+  const SavePolicy kept = recompute_ == Recompute::kSelective ? save() : SavePolicy{};
+  MaybeTask g = ops_.residual_bwd("mlp_residual", grad_output);
+  // A dense MLP's recompute runs the pre-MLP norm again, fused into its up projection (MlpBlock).
+  const bool dense_mlp_again = std::holds_alternative<MlpBlock>(mlp_) && !kept.mlp_internals;
+  if (!kept.norm_outputs && !dense_mlp_again) ops_.recompute_norm("post_attention_norm");
+  g = std::visit([&](auto& block) { return block.backward(g, kept, params); }, mlp_);
+  g = ops_.norm_bwd("post_attention_norm", g);
+  ops_.record(params, "post_attention_norm", g, false);
+  g = ops_.residual_bwd("attention_residual", g);
   // Megatron hooks the input norm's recompute on the attention output's gradient: it runs as the attention
-  // backward starts, and its output lives through the core's backward until the QKV weight gradient.
-  if (policy == Recompute::kSelective && !saved.norm_outputs && !mla_) recompute_norm("input_norm");
-  g = row_bwd("attention_proj", g, attn_features_, &w);
-  record(params, "attention_proj", w, false);
-  if (policy == Recompute::kSelective && mla_ && !saved.mla_up_outputs) g = recompute_mla_up(g);
-  if (policy == Recompute::kSelective && !saved.attention_internals) {
-    // Selective recompute (Korthikanti et al. Section 5): only the attention core runs again.
-    PhaseScope scope(emit_, Phase::kRecompute);
-    core_fwd(g, false, true);
-  }
-  g = core_bwd(g);
-  if (mla_) {
-    g = mla_bwd(g, params);
-  } else {
-    const Bytes qk = ctx_.tokens * (m.num_attention_heads + m.num_kv_heads) / ctx_.tp * m.head_dim * ctx_.act_bytes;
-    if (m.position == PositionKind::kRotary) g = rope_bwd(qk, g);
-    if (m.qk_norm) {
-      g = emit_.elementwise("qk_norm", 2 * qk, qk, {g});
-      emit_.release(g, qk);
-      record(params, "qk_norm", g, false);
-    }
-    g = column_bwd("qkv", g, qkv_features_, &w);
-    record(params, "qkv", w, false);
-  }
-  g = norm_bwd("input_norm", g);
-  record(params, "input_norm", g, false);
+  // backward starts, and its output lives through the core's backward until the QKV weight gradient. (MLA's
+  // down projections keep the norm's output whatever the policy.)
+  if (!kept.norm_outputs && std::holds_alternative<AttentionBlock>(attention_)) ops_.recompute_norm("input_norm");
+  g = std::visit([&](auto& block) { return block.backward(g, kept, params); }, attention_);
+  g = ops_.norm_bwd("input_norm", g);
+  ops_.record(params, "input_norm", g, false);
   return g;
 }
 
