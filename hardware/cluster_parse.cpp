@@ -144,16 +144,16 @@ GpuSpec parse_gpu(const json& value, const std::string& path) {
     g.fp8_blockwise_gemm_fraction = b.double_or("blockwise", 0.0, true);
     g.mxfp8_gemm_fraction = b.double_or("mxfp8", 0.0, true);
     b.reject_unknown();
-    for (const auto& [key, value] : {std::pair{"blockwise", g.fp8_blockwise_gemm_fraction},
-                                     std::pair{"mxfp8", g.mxfp8_gemm_fraction}}) {
-      if (value > 1.0) {
-        throw Error::invalid(b.field(key), fmt::format("{}", value),
+    for (const auto& [key, fraction] : {std::pair{"blockwise", g.fp8_blockwise_gemm_fraction},
+                                        std::pair{"mxfp8", g.mxfp8_gemm_fraction}}) {
+      if (fraction > 1.0) {
+        throw Error::invalid(b.field(key), fmt::format("{}", fraction),
                              "must be at most 1 (block scales cost GEMM time, they do not save it)");
       }
       // An absent key is 0 (the GPU cannot run the recipe); a given one far below the measured 0.81 (Hopper) and
       // 0.95 (Blackwell) is a typo, and would stretch every FP8 GEMM beyond the event clock's range.
-      if (b.raw(key) && value < kMinFp8BlockScalingFraction) {
-        throw Error::invalid(b.field(key), fmt::format("{}", value),
+      if (b.raw(key) && fraction < kMinFp8BlockScalingFraction) {
+        throw Error::invalid(b.field(key), fmt::format("{}", fraction),
                              fmt::format("must be at least {} of the per-tensor FP8 rate", kMinFp8BlockScalingFraction));
       }
     }

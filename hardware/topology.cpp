@@ -78,24 +78,29 @@ GroupPlacement place_members(const ClusterSpec& c, const std::vector<int>& ranks
     p.tier = Tier::kNvlink;
     return p;
   }
-  const auto [lo, hi] = std::minmax_element(members.begin(), members.end());
-  const int first_node = *lo / c.gpus_per_node;
-  const int last_node = *hi / c.gpus_per_node;
+  place_across_network(c, members.front(), members.back(), p);
+  return p;
+}
+
+void place_across_network(const ClusterSpec& c, int first_gpu, int last_gpu, GroupPlacement& p) {
+  const int first_node = first_gpu / c.gpus_per_node;
+  const int last_node = last_gpu / c.gpus_per_node;
   p.tier = Tier::kSpine;
+  p.oversubscription = 1.0;
+  p.network_latency = 0;
   for (std::size_t i = 0; i < c.network.size(); ++i) {
     const NetworkTier& t = c.network[i];
     if (t.nodes == 0 || first_node / t.nodes == last_node / t.nodes) {
       p.tier = i == 0 ? Tier::kLeaf : Tier::kSpine;
       p.oversubscription = t.oversubscription;
       p.network_latency = t.latency;
-      return p;
+      return;
     }
   }
   if (!c.network.empty()) {
     p.oversubscription = c.network.back().oversubscription;
     p.network_latency = c.network.back().latency;
   }
-  return p;
 }
 
 }  // namespace orrery

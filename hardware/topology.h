@@ -44,6 +44,12 @@ int physical_gpu(const ClusterSpec& cluster, int rank);
 /// ranks_per_domain and ranks_per_node are the largest number of members sharing one domain or node.
 GroupPlacement place_members(const ClusterSpec& cluster, const std::vector<int>& members);
 
+/// The network part of a placement on more than one NVLink domain, from the group's first and last physical GPU
+/// (physical_gpu is increasing in the rank, so they are its lowest and highest ranks' GPUs): the innermost tier
+/// (cluster.network, in order) whose node blocks hold both ends sets `tier` (kLeaf for the first, else kSpine),
+/// `oversubscription` and `network_latency`; beyond every tier, the outermost's figures and kSpine.
+void place_across_network(const ClusterSpec& cluster, int first_gpu, int last_gpu, GroupPlacement& placement);
+
 /// True when a collective over `a` is costlier than over `b` of the same size: an outer tier, then more domains
 /// spanned, then fewer members on its emptiest domain (those send the most across domains), then more
 /// oversubscription, then more nodes' worth of members on one node's NICs (fewer members per node).

@@ -2,15 +2,45 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <unordered_map>
+
 #include "models/error.h"
 
 namespace orrery {
+
+namespace {
+
+// The period, in ranks, after which physical_gpu repeats the NVLink domains and nodes: a group moved by a multiple of
+// it moves every member by whole domains, so it touches as many domains and nodes with as many members each. Without
+// segments a GPU is its rank, and the period is the least common multiple of the domain and the node. With segments
+// (S of a domain's D nodes, floor(D / S) blocks to a domain), rank + floor(D / S) S gpus_per_node sits exactly one
+// domain further (physical_gpu).
+std::int64_t domain_period(const ClusterSpec& c) {
+  const std::int64_t gpn = std::max(1, c.gpus_per_node);
+  const int S = c.segment_nodes, D = c.nodes_per_domain();
+  if (S > 0 && D > 1) return std::int64_t{std::max(1, D / S)} * S * gpn;
+  const std::int64_t domain = std::max(1, c.nvlink_domain_size);
+  return domain / std::gcd(domain, gpn) * gpn;
+}
+
+}  // namespace
 
 GroupPlacement costliest_group_placement(const ClusterSpec& cluster, const RankLayout& ranks, GroupKind kind,
                                          int stage) {
   GroupPlacement worst;
   std::vector<bool> seen(static_cast<std::size_t>(ranks.num_ranks()), false);
   const int per_stage = ranks.num_ranks() / ranks.pp();
+  // A stage's groups of one kind are one pattern of rank offsets from their first member (RankLayout numbers ranks
+  // by coordinates), so groups whose first members are a domain period apart fall on domains and nodes alike: those
+  // are counted once, and only the network tier, which depends on where the group's ends are, is found for each.
+  // Every group's offsets are checked against the first's; one that differs is placed on its own.
+  const std::int64_t period = domain_period(cluster);
+  std::vector<int> pattern;
+  int lowest = 0, highest = 0;  // the pattern's extreme offsets
+  std::unordered_map<std::int64_t, GroupPlacement> placed;  // by first member mod period
   for (int i = 0; i < per_stage; ++i) {
     const int r = stage * per_stage + i;  // rank = tp + TP (cp + CP dp) + TP CP DP pp (sim/rank_layout.h)
     if (seen[static_cast<std::size_t>(r)]) continue;
@@ -22,7 +52,25 @@ GroupPlacement costliest_group_placement(const ClusterSpec& cluster, const RankL
     } else {
       for (int m : members) seen[static_cast<std::size_t>(m)] = true;
     }
-    GroupPlacement p = place_members(cluster, members);
+    if (pattern.empty()) {
+      for (int m : members) pattern.push_back(m - members.front());
+      lowest = *std::min_element(pattern.begin(), pattern.end());
+      highest = *std::max_element(pattern.begin(), pattern.end());
+    }
+    bool alike = members.size() == pattern.size();
+    for (std::size_t k = 0; alike && k < members.size(); ++k) alike = members[k] - members.front() == pattern[k];
+    GroupPlacement p;
+    if (!alike) {
+      p = place_members(cluster, members);
+    } else if (const auto [at, fresh] = placed.try_emplace(members.front() % period); fresh) {
+      p = at->second = place_members(cluster, members);
+    } else {
+      p = at->second;
+      if (p.domains > 1) {
+        place_across_network(cluster, physical_gpu(cluster, members.front() + lowest),
+                             physical_gpu(cluster, members.front() + highest), p);
+      }
+    }
     if (worst.size <= 1 || costlier(p, worst)) worst = p;
   }
   return worst;

@@ -116,3 +116,49 @@ TEST_CASE("a group strided wider than a domain by the rank order is not reported
   CHECK(cp.span == 13);
   CHECK(cp.domains == 2);
 }
+
+TEST_CASE("the costliest placement, placing each pattern of groups once, is what placing every group gives",
+          "[sim][placement]") {
+  // A second method: every group of the kind at the stage placed with place_members, the costliest kept, as
+  // costliest_group_placement did before it placed groups a period apart once. Clusters with leaf tiers, nodes
+  // that do not fill a domain, NVL72 segments and strided plans (TP 6, CP, EP with expert TP), over every kind.
+  const auto exhaustive = [](const ClusterSpec& c, const RankLayout& ranks, GroupKind kind, int stage) {
+    GroupPlacement worst;
+    const int per_stage = ranks.num_ranks() / ranks.pp();
+    for (int i = 0; i < per_stage; ++i) {
+      const std::vector<int> members = ranks.group_members(kind, stage * per_stage + i);
+      if (members.empty()) continue;
+      const GroupPlacement p = place_members(c, members);
+      if (worst.size <= 1 || costlier(p, worst)) worst = p;
+    }
+    return worst;
+  };
+  const std::string moe = R"("model": {"preset": "qwen3-30b-a3b", "num_hidden_layers": 8})";
+  const std::string dense = R"("model": {"model_type": "llama", "num_hidden_layers": 8, "hidden_size": 6144,
+      "num_attention_heads": 48, "num_key_value_heads": 12, "intermediate_size": 18432, "vocab_size": 32004})";
+  const std::vector<std::string> jobs = {
+      dense + R"(, "cluster": {"preset": "dgx-h100", "num_gpus": 1536}, "parallel": {"tp": 4, "pp": 4})",
+      dense + R"(, "cluster": {"preset": "dgx-h100", "num_gpus": 576}, "parallel": {"tp": 6, "pp": 2, "cp": 2})",
+      // TP 6 groups cross tray, rack (segment) and scalable-unit boundaries at different ranks.
+      dense + R"(, "cluster": {"preset": "gb200-nvl72", "num_gpus": 1152, "segment_nodes": 16},
+         "parallel": {"tp": 6, "pp": 2})",
+      moe + R"(, "cluster": {"preset": "gb200-nvl72", "num_gpus": 1024, "segment_nodes": 16},
+         "parallel": {"tp": 2, "pp": 2, "ep": 32, "etp": 1, "sequence_parallel": true})",
+      moe + R"(, "cluster": {"preset": "gb200-nvl72", "num_gpus": 1024, "segment_nodes": 0},
+         "parallel": {"tp": 4, "pp": 4, "ep": 8, "etp": 2, "sequence_parallel": true})",
+      moe + R"(, "cluster": {"preset": "gb200-nvl72", "num_gpus": 864, "segment_nodes": 18},
+         "parallel": {"tp": 4, "pp": 2, "cp": 3, "ep": 4, "sequence_parallel": true})",
+  };
+  for (const std::string& job : jobs) {
+    CAPTURE(job);
+    const Scenario s = test::scenario("{" + job + R"(, "training": {"seq_length": 6144, "micro_batch_size": 1}})");
+    const RankLayout ranks(s.parallel);
+    for (int k = 1; k < kNumGroupKinds; ++k) {
+      const auto kind = static_cast<GroupKind>(k);
+      CAPTURE(k);
+      for (int stage = 0; stage < ranks.pp(); ++stage) {
+        CHECK(costliest_group_placement(s.cluster, ranks, kind, stage) == exhaustive(s.cluster, ranks, kind, stage));
+      }
+    }
+  }
+}
