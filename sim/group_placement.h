@@ -14,8 +14,8 @@ namespace orrery {
 
 /// The costliest placement (hardware/topology.h, costlier) among the `kind` groups that hold ranks of pipeline
 /// stage `stage`, each placed where the scheduler put its members (physical_gpu). For the point-to-point kinds:
-/// the costliest pair. Size 1 when the stage has no such group. O(ranks of the stage) group look-ups; groups a domain period apart
-/// share their domain and node counts (only their network tier is found again).
+/// the costliest pair. Size 1 when the stage has no such group. O(ranks of the stage) group look-ups; groups a
+/// domain period apart share their domain and node counts (only their network tier is found again).
 GroupPlacement costliest_group_placement(const ClusterSpec& cluster, const RankLayout& ranks, GroupKind kind,
                                          int stage);
 
