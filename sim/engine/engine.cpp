@@ -260,7 +260,7 @@ class Simulation final : private Pacing {
       }
     }
     // Only a task with two or more predecessors needs a count: one with a single predecessor is ready when that one
-    // ends (most tasks: the previous task on their stream). That halves the counts a 16,384-rank run keeps.
+    // ends (most tasks: the previous task on their stream). That keeps 40% fewer counts at 16,384 ranks (405B).
     count_row_.resize(g.programs.size());
     program_base_.resize(g.programs.size());
     std::size_t counted = 0;
