@@ -366,6 +366,25 @@ constexpr std::array kIgnored = {
     IgnoredMegatronFlag{"--fp8-amax-history-len", 1}, IgnoredMegatronFlag{"--fp8-amax-compute-algo", 1},
     IgnoredMegatronFlag{"--rotary-base", 1}, IgnoredMegatronFlag{"--rampup-batch-size", 3},
     IgnoredMegatronFlag{"--log-throughput", 0},
+    // Gradient clipping's threshold (the norm is computed either way), data-loader workers (off the GPU) and the
+    // norms' epsilon.
+    IgnoredMegatronFlag{"--clip-grad", 1}, IgnoredMegatronFlag{"--num-workers", 1},
+    IgnoredMegatronFlag{"--norm-epsilon", 1},
+};
+
+// Megatron-LM's architecture arguments (megatron/training/arguments.py), each with the config.json key that gives
+// the same fact.
+constexpr std::array kArchitecture = {
+    ArchitectureMegatronFlag{"--swiglu", 0, "hidden_act (silu with a gated MLP)"},
+    ArchitectureMegatronFlag{"--normalization", 1, "rms_norm_eps or layer_norm_epsilon"},
+    ArchitectureMegatronFlag{"--position-embedding-type", 1, "rope_theta or n_positions"},
+    ArchitectureMegatronFlag{"--untie-embeddings-and-output-weights", 0, "tie_word_embeddings"},
+    ArchitectureMegatronFlag{"--disable-bias-linear", 0, "attention_bias and mlp_bias"},
+    ArchitectureMegatronFlag{"--add-qkv-bias", 0, "attention_bias"},
+    ArchitectureMegatronFlag{"--attention-dropout", 1, "attention_dropout (attn_pdrop)"},
+    ArchitectureMegatronFlag{"--hidden-dropout", 1, "hidden_dropout (resid_pdrop)"},
+    ArchitectureMegatronFlag{"--make-vocab-size-divisible-by", 1,
+                             "vocab_size (Orrery pads it as Megatron-LM's default, to a multiple of 128 x tp)"},
 };
 
 constexpr std::array kShorthands = {
@@ -426,6 +445,7 @@ std::optional<std::int64_t> model_key_value(std::string_view key, const ModelSpe
 
 std::span<const OptionSpec> scenario_options() { return kOptions; }
 std::span<const IgnoredMegatronFlag> ignored_megatron_flags() { return kIgnored; }
+std::span<const ArchitectureMegatronFlag> architecture_megatron_flags() { return kArchitecture; }
 std::span<const ShorthandFlag> shorthand_flags() { return kShorthands; }
 
 const OptionSpec* find_option(std::string_view section, std::string_view key) {

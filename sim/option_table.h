@@ -84,6 +84,16 @@ struct IgnoredMegatronFlag {
 };
 std::span<const IgnoredMegatronFlag> ignored_megatron_flags();
 
+/// A Megatron-LM argument that describes the model's architecture (--swiglu, --normalization, ...), which Orrery reads
+/// from the model's config instead (--model): given on the command line it is refused, naming `config_key`, rather
+/// than trusted or dropped silently (a flag that contradicted the config would otherwise change nothing).
+struct ArchitectureMegatronFlag {
+  std::string_view flag;
+  int values;                 // how many values follow it (0 for a switch)
+  std::string_view config_key;  // where the model's config says it (Hugging Face config.json)
+};
+std::span<const ArchitectureMegatronFlag> architecture_megatron_flags();
+
 /// A Megatron-LM switch that sets a scenario key to a value (`--bf16` is training.precision "bf16").
 struct ShorthandFlag {
   std::string_view flag;

@@ -77,6 +77,22 @@ def main():
         expect(a["plan"].get("recompute_method") == "block", f"pasted line's plan: {a['plan']}")
         for ignored in ("--lr 3e-4", "--data-path 0.5 /data/a 0.5 /data/b", "--use-mcore-models", "--seed 1234"):
             expect(f"ignored {ignored} (" in pasted.stderr, f"{ignored} not named as ignored: {pasted.stderr[:400]}")
+    # Megatron-LM's nargs lists take their items space-separated as well as with commas; a list flag given twice is
+    # refused like any other repeat; an architecture argument is refused naming the config key that gives it.
+    spaced = run(orrery, *base, "--recompute-granularity", "selective", "--recompute-modules", "core_attn", "mlp")
+    commas = run(orrery, *base, "--recompute-granularity", "selective", "--recompute-modules", "core_attn,mlp")
+    expect(spaced.returncode == 0 and spaced.stdout == commas.stdout,
+           f"--recompute-modules core_attn mlp: exit {spaced.returncode}, {spaced.stderr[:200]}")
+    r = run(orrery, *base, "--recompute-granularity", "selective", "--recompute-modules", "core_attn",
+            "--recompute-modules", "mlp")
+    expect(r.returncode == 2 and "--recompute-modules (given more than once)" in r.stderr,
+           f"--recompute-modules twice: exit {r.returncode}, {r.stderr[:200]}")
+    r = run(orrery, *base, "--swiglu")
+    expect(r.returncode == 2 and "--swiglu (given)" in r.stderr and "hidden_act" in r.stderr,
+           f"--swiglu: exit {r.returncode}, {r.stderr[:200]}")
+    r = run(orrery, *base, "--normalization", "RMSNorm")
+    expect(r.returncode == 2 and "--normalization (RMSNorm)" in r.stderr and "config" in r.stderr,
+           f"--normalization RMSNorm: exit {r.returncode}, {r.stderr[:200]}")
     r = run(orrery, "predict", "--model", "llama3-8b", "--num-gpus", "8", "--num-layers", "two")
     expect(r.returncode == 2 and "--num-layers" in r.stderr and "whole number" in r.stderr,
            f"--num-layers two: exit {r.returncode}, {r.stderr[:200]}")

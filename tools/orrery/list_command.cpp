@@ -89,6 +89,8 @@ void list_options(const std::string& markdown) {
   for (const ShorthandFlag& f : shorthand_flags()) fmt::print("{} ", f.flag);
   fmt::print("\nMegatron-LM arguments accepted and ignored (they do not change the simulated time):\n ");
   for (const IgnoredMegatronFlag& f : ignored_megatron_flags()) fmt::print(" {}", f.flag);
+  fmt::print("\nMegatron-LM architecture arguments refused (the model's config gives them):\n ");
+  for (const ArchitectureMegatronFlag& f : architecture_megatron_flags()) fmt::print(" {}", f.flag);
   fmt::print("\n");
 }
 

@@ -50,13 +50,21 @@ void ScenarioFlags::add_to(CLI::App& app) {
       g.option = app.add_flag_function(cli_names(o), [&g](std::int64_t count) { g.on = count > 0; }, short_help(o));
       continue;
     }
-    CLI::Option* opt = app.add_option(cli_names(o), g.values, short_help(o))->check(non_empty());
-    g.option = opt;
     if (o.type == OptionType::kIntegerList || o.type == OptionType::kChoiceList) {
-      // Megatron-LM's nargs lists ("--recompute-modules core_attn mlp"); commas separate items too.
-      opt->expected(1, CLI::detail::expected_max_vector_size);
+      // Megatron-LM's nargs lists ("--recompute-modules core_attn mlp"); commas separate items too. Each
+      // occurrence is counted as it is parsed, as CLI11's count() is the number of values.
+      CLI::Option* opt = app.add_option_function<std::vector<std::string>>(
+                                cli_names(o),
+                                [&g](const std::vector<std::string>& values) {
+                                  ++g.occurrences;
+                                  g.values = values;
+                                },
+                                short_help(o))
+                             ->check(non_empty());
+      opt->expected(1, CLI::detail::expected_max_vector_size)->trigger_on_parse();
+      g.option = opt;
     } else {
-      opt->expected(1);
+      g.option = app.add_option(cli_names(o), g.values, short_help(o))->check(non_empty())->expected(1);
     }
   }
   for (const ShorthandFlag& f : shorthand_flags()) {
@@ -79,6 +87,21 @@ void ScenarioFlags::add_to(CLI::App& app) {
           },
           help);
       opt->expected(1, f.values < 0 ? CLI::detail::expected_max_vector_size : f.values);
+    }
+  }
+  for (const ArchitectureMegatronFlag& f : architecture_megatron_flags()) {
+    const std::string name(f.flag);
+    const std::string rule = fmt::format(
+        "describes the model's architecture, which Orrery reads from the model's config ({}): drop it, or give "
+        "--model a config.json that says it",
+        f.config_key);
+    const std::string help = "Megatron-LM's; refused: the model's config gives it (" + std::string(f.config_key) + ")";
+    if (f.values == 0) {
+      app.add_flag_callback(name, [name, rule] { require(false, name, "given", rule); }, help);
+    } else {
+      app.add_option_function<std::string>(
+             name, [name, rule](const std::string& value) { require(false, name, value, rule); }, help)
+          ->expected(1);
     }
   }
 }
@@ -141,7 +164,8 @@ std::int64_t integer_value(const std::string& text, const std::string& flag) {
 json flag_value(const OptionSpec& o, const ScenarioFlags::Given& g) {
   const std::string flag = primary_flag(o);
   // One occurrence per setting: a repeat, or "--x --no-x", would settle the value by a rule the user did not state.
-  require(!g.option || g.option->count() <= 1, flag, "given more than once",
+  const bool is_list = o.type == OptionType::kIntegerList || o.type == OptionType::kChoiceList;
+  require(!g.option || (is_list ? g.occurrences <= 1 : g.option->count() <= 1), flag, "given more than once",
           "sets one key: give it once (with one of its names)");
   if (o.type == OptionType::kBoolean) return *g.on;
   if (o.type == OptionType::kIntegerList || o.type == OptionType::kChoiceList) {

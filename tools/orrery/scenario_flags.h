@@ -38,6 +38,7 @@ struct ScenarioFlags {
     std::vector<std::string> values;  // the texts after the flag (a list may take several), empty if not given
     std::optional<bool> on;           // a boolean row's switch
     CLI::Option* option = nullptr;    // its CLI11 option, for how often it was given
+    int occurrences = 0;              // a list row's: how often its flag was given (CLI11 counts its values)
   };
   std::map<const OptionSpec*, Given> options;       // every row, given or not (filled by add_to)
   std::map<const ShorthandFlag*, bool> shorthands;  // every shorthand, given or not
