@@ -1,6 +1,7 @@
 #include "sim/search/plan_search.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>
@@ -160,6 +161,15 @@ SearchResult run_search(const JobBase& job_base, const SearchSpace& space, int n
   SearchResult result;
   result.num_gpus = num_gpus;
   const std::vector<Candidate> all = enumerate_candidates(base, space, num_gpus);
+  if (all.empty()) {
+    // Nothing to search is a question that has no answer: say which sizes fail, as for any bad input.
+    const auto list = [](const std::vector<int>& v) { return fmt::format("{}", fmt::join(v, ",")); };
+    throw Error::invalid(
+        "--tp, --pp, --cp", fmt::format("{} x {} x {}", list(space.tp), list(space.pp), list(space.cp)),
+        fmt::format("give no plan for {} GPUs: tp x pp x cp must divide them, tp be at most {} (one NVLink domain) "
+                    "and pp at most the {} layers",
+                    num_gpus, space.max_tp, base.model.num_layers));
+  }
   result.identity = fmt::format("{} on {} x {}, sequence {}, global batch {}, {}", base.model.name, base.cluster.name,
                                 num_gpus, base.training.seq_length, base.training.global_batch_size,
                                 candidate_precisions(base, all));

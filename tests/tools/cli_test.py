@@ -87,6 +87,10 @@ def main():
             "--recompute-modules", "mlp")
     expect(r.returncode == 2 and "--recompute-modules (given more than once)" in r.stderr,
            f"--recompute-modules twice: exit {r.returncode}, {r.stderr[:200]}")
+    r = run(orrery, "search", "--model", "llama3-8b", "--num-gpus", "8", "--tp", "3", "--global-batch-size", "32",
+            "--quiet")
+    expect(r.returncode == 2 and "--tp, --pp, --cp (3 x" in r.stderr and "divide" in r.stderr,
+           f"search with no plan in its space: exit {r.returncode}, {r.stderr[:200]}")
     r = run(orrery, *base, "--swiglu")
     expect(r.returncode == 2 and "--swiglu (given)" in r.stderr and "hidden_act" in r.stderr,
            f"--swiglu: exit {r.returncode}, {r.stderr[:200]}")
