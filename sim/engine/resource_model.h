@@ -12,7 +12,8 @@
 //   "port_fair_share" roles "send", "receive". Each direction of an instance's network port is split evenly among
 //                     the actions using it: one runs at 1 / n of its speed while n use its busiest direction.
 //                     sim/engine/port_fair_share.cpp.
-// A new contention model (NVLink, PCIe, a host thread) is one new file and one line in make_resource_model().
+// A new contention model (NVLink, PCIe, a host thread) is one new file and two lines in resource_models.cpp: its
+// roles in resource_roles() and its construction in make_resource_model().
 
 #include <cstdint>
 #include <memory>

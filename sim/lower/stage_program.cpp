@@ -159,9 +159,8 @@ class StageLowering {
       const ParamUnit& u = units[i];
       const PositionScope at = wiring_.enter({step.microbatch, step.chunk, u.layer, Phase::kForward});
       const TaskId first = builder_.last() + 1;
-      const TaskId unit_first = builder_.last() + 1;
       x = run_unit(units, i, false, [&] { return unit_body(pass, u, x); });
-      if (u.layer >= 0 && builder_.last() >= unit_first) layer_spans_.push_back({unit_first, builder_.last()});
+      if (u.layer >= 0 && builder_.last() >= first) layer_spans_.push_back({first, builder_.last()});
       if (offloaded(ctx_, units, i)) {
         // The layer's saved activations are copied to the host once it has run, and their GPU memory freed.
         const Bytes saved = layer_saved_bytes(u.layer);

@@ -462,8 +462,9 @@ TEST_CASE("the event queue pops in the order of a binary heap on (time, push num
   }
 }
 
-TEST_CASE("the grouped event queue refuses a push at the time of a run it has read", "[sim][engine]") {
-  // Run 9 is opened before run 5; once both are read the clock is at 9, and a push at 5 is in the past.
+TEST_CASE("the grouped event queue refuses a push into the past at the time of a run it has read", "[sim][engine]") {
+  // Run 9 is opened before run 5; once both are read the clock is at 9, and a push at 5 is in the past. Run 5 was
+  // the last opened, so a queue that kept it open after reading it would take the push into it instead.
   EventQueue queue(true);
   queue.push({9, 0, 0});
   queue.push({5, 0, 1});

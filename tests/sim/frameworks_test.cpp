@@ -235,7 +235,7 @@ TEST_CASE("Megatron-DeepSpeed's pipeline engine blocks on its sends: no compute 
         ++sends;
         for (std::size_t j = i + 1; j < prog.tasks.size(); ++j) {
           const Task& t = prog.tasks[j];
-          if (!is_compute(t) || t.kind == TaskKind::kElementwise && tm[j].end == tm[j].start) continue;
+          if (!is_compute(t) || (t.kind == TaskKind::kElementwise && tm[j].end == tm[j].start)) continue;
           if (tm[j].start < tm[i].end) ++overlapped;
           break;
         }

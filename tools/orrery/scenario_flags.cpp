@@ -114,14 +114,24 @@ bool names_a_file(const std::string& value) {
   return std::filesystem::exists(std::filesystem::symlink_status(value, ec));
 }
 
+// A value with a folder or a .json ending is meant as a file (no preset name has either): one that is not there is
+// refused as a missing file, not as an unknown preset.
+void refuse_missing_file(const std::string& value, const char* flag) {
+  const bool path_like = value.find('/') != std::string::npos || value.ends_with(".json");
+  require(!path_like || names_a_file(value), flag, value,
+          "is not a file (no such path); give a config file or a preset name");
+}
+
 }  // namespace
 
 json model_flag_value(const std::string& value) {
   if (names_a_file(value)) return {{"hf_config", std::filesystem::absolute(value).string()}};
+  refuse_missing_file(value, "--model");
   return value;
 }
 
 json cluster_flag_value(const std::string& value) {
+  refuse_missing_file(value, "--cluster");
   if (!names_a_file(value)) return {{"preset", value}};
   json cluster = read_json_file(value, "--cluster");
   if (!cluster.is_object()) {
@@ -215,6 +225,7 @@ json& section_of(json& doc, std::string_view section, const std::string& flag) {
 void ScenarioFlags::apply(json& doc) const {
   if (!model.empty()) doc["model"] = model_flag_value(model);
   if (!cluster.empty()) {
+    refuse_missing_file(cluster, "--cluster");
     if (names_a_file(cluster)) {
       doc["cluster"] = cluster_flag_value(cluster);
     } else if (doc.contains("cluster") && doc["cluster"].is_object()) {
