@@ -142,8 +142,10 @@ struct ParallelPlan {
   /// The data-parallel size `gpus` GPUs leave to this plan's tp x pp x cp, as Megatron-LM derives
   /// --data-parallel-size (world size / (tp x pp x cp)); 0 where that does not divide or a size is not positive.
   /// The one derivation of dp: the validator, the search's enumeration and its records all use it.
-  std::int64_t data_parallel_size_for(std::int64_t gpus) const {
-    const std::int64_t mp = std::int64_t{tp} * pp * cp;
+  std::int64_t data_parallel_size_for(std::int64_t gpus) const { return data_parallel_size(gpus, tp, pp, cp); }
+  /// The same for sizes not yet in a plan (a search candidate's).
+  static std::int64_t data_parallel_size(std::int64_t gpus, std::int64_t tp, std::int64_t pp, std::int64_t cp) {
+    const std::int64_t mp = tp * pp * cp;
     return mp > 0 && gpus > 0 && gpus % mp == 0 ? gpus / mp : 0;
   }
   /// True when the TP all-gathers / reduce-scatters are overlapped with GEMMs (needs sequence parallelism).

@@ -10,12 +10,10 @@ namespace orrery {
 namespace {
 
 void check(double checkpoint_s, double mtbf_s) {
-  if (!(std::isfinite(checkpoint_s) && checkpoint_s >= 0)) {
-    throw Error::invalid("checkpoint time", fmt::format("{} s", checkpoint_s), "must be finite and at least 0");
-  }
-  if (!(std::isfinite(mtbf_s) && mtbf_s > 0)) {
-    throw Error::invalid("mean time between failures", fmt::format("{} s", mtbf_s), "must be finite and above 0");
-  }
+  require(std::isfinite(checkpoint_s) && checkpoint_s >= 0, "checkpoint time", fmt::format("{} s", checkpoint_s),
+          "must be finite and at least 0");
+  require(std::isfinite(mtbf_s) && mtbf_s > 0, "mean time between failures", fmt::format("{} s", mtbf_s),
+          "must be finite and above 0");
 }
 
 }  // namespace

@@ -181,11 +181,9 @@ SearchResult run_search(const JobBase& job_base, const SearchSpace& space, int n
     PlanRecord r;
     r.candidate = all[i];
     // The data-parallel size the GPUs leave, also for candidates the validator refuses.
-    ParallelPlan shape;
-    shape.tp = all[i].tp;
-    shape.pp = all[i].pp;
-    shape.cp = all[i].cp;
-    if (const std::int64_t dp = shape.data_parallel_size_for(num_gpus); dp > 0) r.dp = static_cast<int>(dp);
+    if (const std::int64_t dp = ParallelPlan::data_parallel_size(num_gpus, all[i].tp, all[i].pp, all[i].cp); dp > 0) {
+      r.dp = static_cast<int>(dp);
+    }
     try {
       Job job = candidate_job(job_base, all[i], num_gpus);
       r.dp = job.dp();

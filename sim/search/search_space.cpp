@@ -79,11 +79,7 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
         }
       }
       for (int cp : space.cp) {
-        ParallelPlan shape;
-        shape.tp = tp;
-        shape.pp = pp;
-        shape.cp = cp;
-        const std::int64_t dp = shape.data_parallel_size_for(num_gpus);
+        const std::int64_t dp = ParallelPlan::data_parallel_size(num_gpus, tp, pp, cp);
         if (dp == 0) continue;
         for (int ep : space.ep) {
           for (int etp : space.etp) {
