@@ -16,6 +16,10 @@
 #   calibrate  orrery-calibrate over calibrate/plans/default.plan and tools/calibrate_attention.py:
 #              $OUT/calibrate.tar with raw.json and attention.json, and tools/calibrate_pytorch_kernels.py: pytorch.json
 #   attention, pytorch-kernels  one of those two scripts alone
+#   power      orrery-power's phases (calibrate/cuda/power_main.cu) with nvidia-smi sampling power, clocks and
+#              clock-limit reasons every 50 ms: $OUT/power.tar with power-phases.json and power-samples.csv
+#              (summarise with tools/power_phases.py)
+#   decode     LLM decode steps under CUDA graphs (tools/measure_decode.py): $OUT/decode.tar with decode.json
 # Afterwards, on a machine with orrery built:
 #   orrery calibrate fit raw.json --attention attention.json --pytorch pytorch.json --out hardware/profiles/h200.json
 #   orrery compare --kineto OUT/llama-1b.trace.json.gz scenarios/measured/h200-llama-1b.json
@@ -120,7 +124,23 @@ for part in "${parts[@]}"; do
     pytorch-kernels)  # PyTorch's eager kernel paths alone (part of calibrate)
       step 120 pytorch-kernels python3 tools/calibrate_pytorch_kernels.py --out "$work/pytorch.json"
       pack pytorch-kernels pytorch.json pytorch-kernels.log ;;
-    *) echo "unknown part '$part' (build, train, execute, calibrate, attention, pytorch-kernels)" | log; exit 2 ;;
+    power)  # board power per state: its own small target, built here when missing
+      if [ ! -x "$build/orrery-power" ]; then
+        step 240 build-power bash -c "cmake -S calibrate/cuda -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+          -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build $build --target orrery-power"
+      fi
+      query=timestamp,power.draw,power.draw.instant,clocks.sm,clocks.mem,temperature.gpu,clocks_event_reasons.active
+      nvidia-smi --query-gpu=$query --format=csv >/dev/null 2>&1 || query=timestamp,power.draw,clocks.sm,clocks.mem,temperature.gpu,clocks_throttle_reasons.active
+      nvidia-smi --query-gpu=name,power.limit,power.max_limit,clocks.max.sm,driver_version --format=csv 2>&1 | log
+      nvidia-smi --query-gpu=$query --format=csv -lms 50 > "$work/power-samples.csv" 2>&1 &
+      local_smi=$!
+      step 150 power "$build/orrery-power" --seconds 10 --out "$work/power-phases.json"
+      kill "$local_smi" 2>/dev/null
+      pack power power-phases.json power-samples.csv power.log build-power.log ;;
+    decode)
+      step 200 decode python3 tools/measure_decode.py --out "$work/decode.json"
+      pack decode decode.json decode.log ;;
+    *) echo "unknown part '$part' (build, train, execute, calibrate, attention, pytorch-kernels, power, decode)" | log; exit 2 ;;
   esac
   pack logs session.log build-tools.log
 done
