@@ -34,7 +34,7 @@ void unsourced(const json& node, const std::string& path, std::vector<std::strin
 }  // namespace
 
 TEST_CASE("every number in the hardware preset files has a source", "[hardware][presets]") {
-  for (const char* file : {"gpus.json", "clusters.json", "cost_model.json"}) {
+  for (const char* file : {"gpus.json", "clusters.json", "cost_model.json", "failures.json"}) {
     std::ifstream in(test::source_dir() / "hardware" / "presets" / file);
     std::vector<std::string> missing;
     unsourced(json::parse(in), file, missing);
