@@ -184,6 +184,22 @@ GpuSpec parse_gpu(const json& value, const std::string& path) {
                         "boards allow (nvidia-smi's minimum power limit on an H100 SXM is 200 W of 700 W)",
                         g.idle_power_W, g.sustained_clock_power_W));
   }
+  if (const json* power = in.raw("board_power"); power && !power->is_null()) {
+    FieldReader b(*power, in.field("board_power"));
+    b.allow("source");
+    g.power_idle_W = b.require_double("idle_W", bounds::kIdlePowerW);
+    require(g.power_idle_W > 0 && g.power_idle_W < g.tdp_watts, b.field("idle_W"), fmt::format("{}", g.power_idle_W),
+            fmt::format("must lie in (0, tdp_W ({}))", g.tdp_watts));
+    const auto fraction = [&](const char* key) {
+      const double f = b.require_double(key, true);
+      require(f <= 1.0, b.field(key), fmt::format("{}", f), "must lie in (0, 1]: a fraction of the headroom to tdp_W");
+      return f;
+    };
+    g.power_tensor_fraction = fraction("tensor_fraction");
+    g.power_memory_fraction = fraction("memory_fraction");
+    g.power_communication_fraction = fraction("communication_fraction");
+    b.reject_unknown();
+  }
   in.reject_unknown();
   return g;
 }

@@ -40,6 +40,10 @@ struct GpuSpec {
   /// and the highest clock the GPU boosts to. 0 = no measurement: tensor-core work runs at the datasheet peak.
   double sustained_clock_MHz = 0, sustained_clock_power_W = 0, idle_power_W = 0;
   double peak_clock_MHz = 0, max_clock_MHz = 0;
+  /// Measured board power by activity ("board_power" in gpus.json; hardware/gpu_power.h): the clocked-up idle draw
+  /// in watts and what tensor-core, memory-bound and communication kernels add, each a fraction of the headroom to
+  /// tdp_watts. 0 = not measured: hardware/gpu_power.h's H200-derived defaults.
+  double power_idle_W = 0, power_tensor_fraction = 0, power_memory_fraction = 0, power_communication_fraction = 0;
 
   /// Dense peak for GEMMs in `dtype`. Errors: Error::invalid naming "training.precision" when the GPU lacks it.
   FlopsPerSecond peak_for(DType dtype) const;
@@ -60,7 +64,8 @@ struct GpuSpec {
 /// Parses a GPU: a preset name, or an object with "preset" plus overrides, or a full object (keys as in
 /// gpus.json: peak_tflops{fp32,tf32,fp16,bf16,fp8}, hbm_capacity_GiB, hbm_bandwidth_TB_s, sm_count, l2_cache_MiB,
 /// nvlink_bandwidth_GB_s, nvlink_links, pcie_bandwidth_GB_s, tdp_W, and optionally attention_peak_fraction
-/// {forward, backward}, fp8_block_scaling_gemm_fraction {blockwise, mxfp8}). Errors name `path`.
+/// {forward, backward}, fp8_block_scaling_gemm_fraction {blockwise, mxfp8}, board_power {idle_W, tensor_fraction,
+/// memory_fraction, communication_fraction}). Errors name `path`.
 GpuSpec parse_gpu(const nlohmann::json& value, const std::string& path);
 
 }  // namespace orrery

@@ -13,6 +13,8 @@
 #include "hardware/cluster_spec.h"
 #include "models/model_spec.h"
 #include "models/ops.h"
+#include "sim/plan/facility.h"
+#include "sim/plan/goodput.h"
 
 namespace orrery {
 
@@ -266,6 +268,14 @@ struct Scenario {
   TrainingSpec training;
   Expectation expect;
   std::vector<Straggler> stragglers;
+  /// Capacity planning's inputs (`orrery plan`; sim/plan/): what the job draws besides its GPUs and what its
+  /// GPU-hours cost. `orrery predict` reads `energy` for the report's energy figures.
+  FacilitySpec energy;
+  PriceSpec cost;
+  /// The goodput model's inputs (`failures`, `checkpoint`; sim/plan/goodput.h): absent failures mean the
+  /// llama3-405b preset's rates (hardware/presets/failures.json) when `orrery plan` needs them.
+  std::optional<FailureModel> failures;
+  CheckpointSpec checkpoint;
   std::vector<std::string> warnings;  // accepted but noteworthy input (e.g. sequence_parallel with tp 1)
 
   /// Micro-batches per pipeline per iteration: global batch / (micro-batch x dp). The formula's one home, for the

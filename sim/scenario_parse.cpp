@@ -14,6 +14,7 @@
 #include "sim/option_table.h"
 #include "sim/pipeline_layout.h"
 #include "sim/scenario.h"
+#include "sim/plan/goodput_parse.h"
 #include "sim/scenario_validate.h"
 
 namespace orrery {
@@ -359,6 +360,10 @@ Scenario read_scenario(const json& doc, const std::filesystem::path& base_dir) {
   if (s.training.framework == Framework::kFsdp2 && !stage_given) s.parallel.zero_stage = 3;
   if (const json* expect = top.raw("expect")) s.expect = parse_expect(*expect);
   if (const json* stragglers = top.raw("stragglers")) s.stragglers = parse_stragglers(*stragglers);
+  if (const json* energy = top.raw("energy")) s.energy = parse_energy_section(*energy, "energy");
+  if (const json* cost = top.raw("cost")) s.cost = parse_cost_section(*cost, "cost");
+  if (const json* failures = top.raw("failures")) s.failures = parse_failures(*failures, "failures");
+  if (const json* checkpoint = top.raw("checkpoint")) s.checkpoint = parse_checkpoint(*checkpoint, "checkpoint");
   top.reject_unknown();
   if (s.name.empty()) s.name = s.model.name;
   return s;

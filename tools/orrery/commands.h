@@ -42,6 +42,8 @@ inline CLI::Validator whole_number(std::int64_t lo, std::int64_t hi, const std::
 }
 
 void add_predict_command(CLI::App& app);
+/// `orrery plan SCENARIO [--tokens N | --steps N] [--num-gpus LIST] ...`: capacity planning.
+void add_plan_command(CLI::App& app);
 /// `orrery list [models|gpus|clusters]`.
 void add_list_command(CLI::App& app);
 /// `orrery validate PATH... [--json] [--max-mape PCT] [--max-error PCT] [--explain NAME]`; sets `exit_code` to 1

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "orrery 0.1.0");
   orrery::cli::add_predict_command(app);
+  orrery::cli::add_plan_command(app);
   orrery::cli::add_list_command(app);
   int exit_code = 0;
   orrery::cli::add_validate_command(app, exit_code);

@@ -9,7 +9,11 @@
 #include "models/json_fields.h"
 #include "models/output_file.h"
 #include "hardware/gpu_profile.h"
+#include "hardware/gpu_power.h"
+#include "sim/plan/plan_point.h"
 #include "sim/predict.h"
+#include "tools/orrery/html_report.h"
+#include "tools/orrery/plan_json.h"
 #include "tools/orrery/commands.h"
 #include "tools/orrery/outputs.h"
 #include "tools/orrery/scenario_flags.h"
@@ -28,8 +32,16 @@ struct PredictArgs {
   std::string trace_file;
   std::string profile_file;
   std::string timeline_file;
+  std::string report_file;
   TraceFlags trace;
 };
+
+// The JSON report with the step's energy (`energy`: one step's joules, sim/plan/plan_point.h with one step).
+nlohmann::json report_with_energy(const Prediction& p) {
+  nlohmann::json out = report_json(p);
+  if (!p.run.stopped) out["energy"] = energy_json(plan_point(p, {.steps = 1}), gpu_power(p.job.cluster().gpu));
+  return out;
+}
 
 // The scenario, its errors naming the file they were found in (and the flags, which may have caused them).
 Scenario parse_predicted(const nlohmann::json& doc, const std::filesystem::path& base, const PredictArgs& a) {
@@ -45,7 +57,8 @@ void run_predict(const PredictArgs& a) {
   // Output paths first: a path that cannot be written fails the command before it simulates anything.
   if (!a.trace_file.empty()) check_output_path("--trace", a.trace_file);
   if (!a.timeline_file.empty()) check_output_path("--timeline", a.timeline_file);
-  check_distinct_outputs({{"--trace", a.trace_file}, {"--timeline", a.timeline_file}},
+  if (!a.report_file.empty()) check_output_path("--report", a.report_file);
+  check_distinct_outputs({{"--trace", a.trace_file}, {"--timeline", a.timeline_file}, {"--report", a.report_file}},
                          {{"scenario", a.scenario_file}, {"--profile", a.profile_file}, {"--model", a.flags.model}});
   require(a.trace.first_given().empty() || !a.trace_file.empty(), a.trace.first_given(), "given without --trace",
           "selects what --trace FILE writes: give --trace FILE too");
@@ -93,8 +106,13 @@ void run_predict(const PredictArgs& a) {
     write_timeline([&out](std::string_view chunk) { out.write(chunk); }, p);
     out.commit();
   }
+  if (!a.report_file.empty()) {
+    OutputFile out(a.report_file);
+    out.write(predict_report_html(report_with_energy(p)));
+    out.commit();
+  }
   if (a.json) {
-    std::cout << report_json(p).dump(2) << "\n";
+    std::cout << report_with_energy(p).dump(2) << "\n";
   } else {
     print_summary(std::cout, p);
   }
@@ -138,6 +156,8 @@ void add_predict_command(CLI::App& app) {
       ->check(non_empty_file());
   args->trace.add_to(*cmd);
   cmd->add_option("--timeline", args->timeline_file, "write the simulated timeline JSON to FILE")->check(non_empty_file());
+  cmd->add_option("--report", args->report_file, "write a self-contained HTML page of the prediction, with plots, to FILE")
+      ->check(non_empty_file());
   cmd->add_option("--profile", args->profile_file, "price GEMMs and copies from a measured GPU profile (calibrate/)")->check(non_empty_file());
   args->flags.add_to(*cmd);
   cmd->callback([args] { run_predict(*args); });

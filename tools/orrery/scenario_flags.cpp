@@ -43,7 +43,11 @@ void ScenarioFlags::add_to(CLI::App& app) {
   app.add_option("--model", model, "model preset name or path to a Hugging Face config.json")->check(non_empty());
   app.add_option("--cluster", cluster, "cluster preset name (orrery list clusters) or path to a cluster JSON object")
       ->check(non_empty());
-  app.add_option("--num-gpus", num_gpus, "number of GPUs")->check(non_empty());
+  if (num_gpus_is_list) {
+    app.add_option("--num-gpus", num_gpus_list, "numbers of GPUs, comma-separated (e.g. 4096,8192,16384)")->check(non_empty());
+  } else {
+    app.add_option("--num-gpus", num_gpus, "number of GPUs")->check(non_empty());
+  }
   for (const OptionSpec& o : scenario_options()) {
     Given& g = options[&o];
     if (o.type == OptionType::kBoolean) {
@@ -313,7 +317,7 @@ void ScenarioFlags::note_ignored(std::ostream& out) const {
 }
 
 bool ScenarioFlags::any() const {
-  if (!model.empty() || !cluster.empty() || num_gpus) return true;
+  if (!model.empty() || !cluster.empty() || num_gpus || !num_gpus_list.empty()) return true;
   for (const auto& [o, g] : options) {
     if (g.on || !g.values.empty()) return true;
   }

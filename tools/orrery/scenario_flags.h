@@ -32,6 +32,10 @@ nlohmann::json cluster_flag_value(const std::string& value);
 struct ScenarioFlags {
   std::string model, cluster;
   std::optional<int> num_gpus;
+  /// Set before add_to by a command that sweeps GPU counts (`orrery plan`): --num-gpus then takes a comma-separated
+  /// list into num_gpus_list, and the command sets num_gpus for each point before apply().
+  bool num_gpus_is_list = false;
+  std::string num_gpus_list;
 
   /// What was given for one row of the option table.
   struct Given {

@@ -1,0 +1,72 @@
+#include "sim/plan/facility.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "models/error.h"
+#include "models/json_fields.h"
+
+namespace orrery {
+
+double host_power_W_per_node(const FacilitySpec& f, const ClusterSpec& cluster) {
+  return f.host_power_W_per_node.value_or(kHostFractionOfGpuLimit * cluster.gpus_per_node * cluster.gpu.tdp_watts);
+}
+
+double network_power_W_per_node(const FacilitySpec& f, const ClusterSpec& cluster) {
+  return f.network_power_W_per_node.value_or(kNetworkWattsPerNic * cluster.nics_per_node);
+}
+
+namespace {
+
+// A node draws at most a few tens of kilowatts (a GB200 NVL72 rack about 130 kW for 18 trays); 100 kW per node
+// catches a value given in the wrong unit.
+constexpr double kMaxNodeWatts = 100'000.0;
+
+std::optional<double> read_watts(FieldReader& in, const char* key) {
+  const std::optional<double> w = in.optional_double(key);
+  if (w) {
+    require(*w >= 0 && *w <= kMaxNodeWatts, in.field(key), fmt::format("{}", *w),
+            fmt::format("must lie in [0, {}] W per node", kMaxNodeWatts));
+  }
+  return w;
+}
+
+}  // namespace
+
+FacilitySpec parse_energy_section(const nlohmann::json& value, const std::string& path) {
+  FieldReader in(value, path);
+  in.allow("source");
+  FacilitySpec f;
+  f.pue = in.double_or("pue", kDefaultPue);
+  require(f.pue >= 1.0 && f.pue <= 3.0, in.field("pue"), fmt::format("{}", f.pue),
+          "must lie in [1, 3] (facility power over IT power; 1 is no overhead)");
+  f.host_power_W_per_node = read_watts(in, "host_power_W_per_node");
+  f.network_power_W_per_node = read_watts(in, "network_power_W_per_node");
+  in.reject_unknown();
+  return f;
+}
+
+PriceSpec parse_cost_section(const nlohmann::json& value, const std::string& path) {
+  FieldReader in(value, path);
+  in.allow("source");
+  PriceSpec p;
+  if (const nlohmann::json* prices = in.raw("price_per_gpu_hour_usd")) {
+    FieldReader r(*prices, in.field("price_per_gpu_hour_usd"));
+    r.allow("source");
+    const auto price = [&](const char* key) {
+      const std::optional<double> v = r.optional_double(key);
+      if (v) {
+        require(*v > 0 && *v <= 1000, r.field(key), fmt::format("{}", *v), "must lie in (0, 1000] USD per GPU-hour");
+      }
+      return v;
+    };
+    p.on_demand = price("on_demand");
+    p.reserved = price("reserved");
+    p.spot = price("spot");
+    r.reject_unknown();
+  }
+  in.reject_unknown();
+  return p;
+}
+
+}  // namespace orrery

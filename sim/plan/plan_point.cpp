@@ -1,0 +1,63 @@
+#include "sim/plan/plan_point.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "hardware/gpu_power.h"
+#include "models/error.h"
+#include "sim/plan/time_to_train.h"
+
+namespace orrery {
+
+namespace {
+
+double run_steps(const TrainingRun& run, double tokens_per_step) {
+  const bool by_tokens = run.tokens > 0, by_steps = run.steps > 0;
+  require(std::isfinite(run.tokens) && std::isfinite(run.steps) && run.tokens >= 0 && run.steps >= 0 &&
+              by_tokens != by_steps,
+          by_tokens ? "--tokens" : "--steps", fmt::format("{}", by_tokens ? run.tokens : run.steps),
+          "give exactly one of --tokens and --steps, above 0 and finite");
+  return by_steps ? std::ceil(run.steps) : std::ceil(run.tokens / tokens_per_step);
+}
+
+}  // namespace
+
+PlanPoint plan_point(const Prediction& p, const TrainingRun& run) {
+  require(!p.run.stopped && p.report.iteration_time > 0, "plan", p.job.scenario().name,
+          "has no finished step to plan from");
+  const Job& job = p.job;
+  const ClusterSpec& cluster = job.cluster();
+  PlanPoint out;
+  out.num_gpus = p.report.num_gpus;
+  out.iteration_time = p.report.iteration_time;
+  out.tokens_per_step = job.tokens_per_iteration();
+  out.tokens_per_s = p.report.tokens_per_s;
+  out.tokens_per_s_per_gpu = p.report.tokens_per_s_per_gpu;
+  out.mfu = p.report.mfu;
+  out.steps = run_steps(run, out.tokens_per_step);
+  out.tokens = out.steps * out.tokens_per_step;
+  out.time_to_train = out.steps * out.iteration_time;
+  out.gpu_hours = gpu_hours(out.num_gpus, out.time_to_train);
+
+  out.step_energy = step_energy(p.graph, p.instances, p.run, to_nanos(out.iteration_time), gpu_power(cluster.gpu));
+  const FacilitySpec& facility = job.scenario().energy;
+  const double nodes = cluster.num_nodes();
+  RunEnergy& e = out.energy;
+  e.gpu_J = out.step_energy.gpu_joules * out.steps;
+  e.host_J = host_power_W_per_node(facility, cluster) * nodes * out.time_to_train;
+  e.network_J = network_power_W_per_node(facility, cluster) * nodes * out.time_to_train;
+  e.pue = facility.pue;
+  e.facility_J = (e.gpu_J + e.host_J + e.network_J) * e.pue;
+  e.average_power_W = out.time_to_train > 0 ? e.facility_J / out.time_to_train : 0;
+  e.average_gpu_power_W = out.step_energy.average_gpu_power_W;
+  e.energy_per_token_J = out.tokens > 0 ? e.facility_J / out.tokens : 0;
+
+  const PriceSpec& prices = job.scenario().cost;
+  if (prices.on_demand) out.cost_on_demand_usd = *prices.on_demand * out.gpu_hours;
+  if (prices.reserved) out.cost_reserved_usd = *prices.reserved * out.gpu_hours;
+  if (prices.spot) out.cost_spot_usd = *prices.spot * out.gpu_hours;
+  return out;
+}
+
+}  // namespace orrery
