@@ -22,7 +22,7 @@ namespace orrery::cli {
 /// why; never throws on the JSON's content. Returns UTF-8 HTML of about 900 kB (the inlined library).
 std::string plan_report_html(const nlohmann::json& plan);
 
-/// The page for one prediction (`orrery predict`'s JSON report, DESIGN.md "Report", with an optional "energy"):
+/// The page for one prediction (`orrery predict`'s JSON report, ARCHITECTURE.md "Report", with an optional "energy"):
 /// its summary, the breakdown, memory per stage and the power figures. Same guarantees as plan_report_html.
 std::string predict_report_html(const nlohmann::json& prediction);
 
