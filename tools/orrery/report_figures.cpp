@@ -61,7 +61,7 @@ Figure time_to_train(const json& plan) {
 
 Figure cost(const json& plan) {
   const std::vector<Column> columns{{"num_gpus", Need::number}, {"gpu", Need::label}, {"cost_usd", Need::number},
-                                    {"gpu_hours", Need::value}};
+                                    {"gpu_hours", Need::extra}};
   Figure f = make_figure("cost", "Cost against GPU count",
                          "Cost of the whole run in US dollars at each GPU count of the sweep (GPU-hours times the "
                          "plan's price per GPU-hour). Log-scale GPU axis.",
@@ -129,7 +129,7 @@ Figure memory(const json& report, std::string_view capacity_path) {
   const std::vector<Column> columns{{"stage", Need::number},      {"weights", Need::value},
                                     {"gradients", Need::value},   {"optimizer", Need::value},
                                     {"activations", Need::value}, {"other", Need::value},
-                                    {"peak", Need::value}};
+                                    {"peak", Need::extra}};
   Figure f = make_figure("memory", "Memory per pipeline stage",
                          "Each pipeline stage's memory per GPU at its peak, by what holds it (bytes in the CSV, GiB "
                          "on the plot); the dashed rule is the GPU's memory.",
@@ -141,8 +141,8 @@ Figure memory(const json& report, std::string_view capacity_path) {
 
 Figure power_per_stage(const json& report) {
   const std::vector<Column> columns{{"stage", Need::number},        {"average_gpu_power_W", Need::number},
-                                    {"compute_s", Need::value},     {"memory_s", Need::value},
-                                    {"communication_s", Need::value}, {"idle_s", Need::value}};
+                                    {"compute_s", Need::extra},     {"memory_s", Need::extra},
+                                    {"communication_s", Need::extra}, {"idle_s", Need::extra}};
   Figure f = make_figure("power_per_stage", "GPU power per pipeline stage",
                          "Average power of one GPU of each pipeline stage over the step, from the time it spends "
                          "computing, moving memory, communicating and idle (in the tooltip and the CSV).",

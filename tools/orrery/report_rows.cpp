@@ -73,9 +73,10 @@ Rows list_rows(const json& root, std::string_view path, const std::vector<Column
           row[column.key] = present && it->is_string() ? it->get<std::string>() : default_label;
           break;
         case Need::value:
+        case Need::extra:
           if (present && finite(*it)) {
             row[column.key] = copy_number(*it);
-            has_value = true;
+            has_value = has_value || column.need == Need::value;
           }
           break;
       }

@@ -27,6 +27,7 @@ enum class Need {
   number,  // a finite number the row cannot do without
   label,   // a string; absent or not a string: the table's default label
   value,   // a finite number that may be absent, but a row needs at least one of its `value` columns
+  extra,   // a finite number that may be absent (shown when present)
 };
 
 struct Column {
