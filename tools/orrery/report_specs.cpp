@@ -160,7 +160,8 @@ json memory_spec(const json& rows, std::optional<double> capacity_bytes) {
   json bars = {{"data", {{"values", rows}}}};
   bars["transform"] = json::array({{{"fold", parts}, {"as", json::array({"part", "bytes"})}},
                                    {{"filter", "isValid(datum.bytes)"}},
-                                   {{"calculate", "datum.bytes / " + std::to_string(kBytesPerGiB)}, {"as", "GiB"}}});
+                                   {{"calculate", "datum.bytes / " + std::to_string(kBytesPerGiB)}, {"as", "GiB"}},
+                                   {{"calculate", "indexof(" + parts.dump() + ", datum.part)"}, {"as", "rank"}}});
   bars["mark"] = "bar";
   json colour = field("part", "nominal", "held by");
   colour["sort"] = parts;
@@ -170,6 +171,7 @@ json memory_spec(const json& rows, std::optional<double> capacity_bytes) {
   bars["encoding"] = {{"x", field("stage", "ordinal", "pipeline stage")},
                       {"y", field("GiB", "quantitative", "GiB per GPU")},
                       {"color", colour},
+                      {"order", {{"field", "rank"}, {"type", "quantitative"}}},  // weights at the bottom
                       {"tooltip", json::array({field("stage", "ordinal", "stage"), field("part", "nominal", "held by"), gib})}};
   spec["layer"] = json::array({bars});
   if (capacity_bytes && *capacity_bytes > 0) {
