@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Set-up in one command on a fresh Debian 12 machine: installs what is missing (Debian packages only), builds
-# Orrery (Release, in ./build), then either predicts the built-in default scenario or, with --test, runs the whole
-# test suite through ctest, and then a second build (./build-sanitize: clang with AddressSanitizer and
-# UndefinedBehaviorSanitizer, and the libFuzzer scenario fuzzer) and its ctest subset, labelled `sanitize`: the unit
-# tests of parsing, lowering, the engine and search, the CLI's bad-input checks, the fuzzer's findings and a
-# 30-second fuzzing run (tests/fuzz/README.md). Any failure, or any sanitizer finding, fails the command.
+# Set-up in one command on a fresh Debian 12 machine: installs what is missing (Debian packages, and the HTML
+# report's plotting library from npm), builds Orrery (Release, in ./build), then either predicts the built-in
+# default scenario or, with --test, runs the whole test suite through ctest, and then a second build
+# (./build-sanitize: clang with AddressSanitizer and UndefinedBehaviorSanitizer, and the libFuzzer scenario
+# fuzzer) and its ctest subset, labelled `sanitize`: the unit tests of parsing, lowering, the engine and search, the
+# CLI's bad-input checks, the fuzzer's findings and a 30-second fuzzing run (tests/fuzz/README.md). Any failure, or any sanitizer finding, fails the command.
 #   tools/setup.sh          install, build, `orrery predict`
 #   tools/setup.sh --test   install, build, ctest; sanitizer build, its ctest
 set -euo pipefail
@@ -16,8 +16,11 @@ mode="${1:-predict}"
 # libopenmpi-dev and openmpi-bin: `orrery search --mpi` and its two-rank test. zlib1g-dev: gzip Kineto traces.
 packages=(g++ cmake ninja-build python3 libboost-graph-dev nlohmann-json3-dev libcli11-dev libfmt-dev
           libeigen3-dev catch2 libopenmpi-dev openmpi-bin zlib1g-dev)
-# clang and libclang-rt-14-dev (its ASan, UBSan and libFuzzer runtimes): the sanitizer build of --test.
-if [ "$mode" = "--test" ]; then packages+=(clang libclang-rt-14-dev); fi
+# npm: the HTML report's plotting library (tools/report-web), unless an npm is already on PATH.
+if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
+# clang and libclang-rt-14-dev (its ASan, UBSan and libFuzzer runtimes): the sanitizer build of --test. chromium:
+# the HTML report's browser test (tests/tools/report_browser_test.py), which ctest skips without it.
+if [ "$mode" = "--test" ]; then packages+=(clang libclang-rt-14-dev chromium); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -28,6 +31,14 @@ if ((${#missing[@]})); then
   if [ "$(id -u)" -ne 0 ]; then sudo_cmd="sudo"; fi
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Vega, Vega-Lite and vega-embed, pinned by tools/report-web/package-lock.json, which the build compiles into the
+# binary for the HTML reports: installed when absent or older than the lockfile (tools/report-web/README.md).
+web=tools/report-web
+if [ ! -f "$web/node_modules/.package-lock.json" ] || [ "$web/package-lock.json" -nt "$web/node_modules/.package-lock.json" ]; then
+  echo "setup: npm ci in $web"
+  (cd "$web" && npm ci --no-audit --no-fund)
 fi
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
