@@ -155,7 +155,7 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--price-reserved", args->price_reserved, "USD per GPU-hour reserved")->check(CLI::PositiveNumber);
   cmd->add_option("--price-spot", args->price_spot, "USD per GPU-hour on spot capacity")->check(CLI::PositiveNumber);
   cmd->add_option("--pue", args->pue, "power usage effectiveness of the facility (default 1.10)");
-  cmd->add_option("--seed", args->seed, "seed of the Monte-Carlo run of failure arrivals (default 1)");
+  cmd->add_option("--monte-carlo-seed", args->seed, "seed of the Monte-Carlo run of failure arrivals (default 1)");
   cmd->add_option("--monte-carlo-runs", args->monte_carlo_runs, "Monte-Carlo runs (default 1000; 0: none)")
       ->check(CLI::Range(0, 1'000'000));
   args->flags.num_gpus_is_list = true;
