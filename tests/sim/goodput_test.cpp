@@ -75,7 +75,7 @@ TEST_CASE("the expected time of one failure category is (1/lambda + D)(e^{lambda
   CHECK(expected_goodput(none, spec, {1, 3600, 1, 0}).effective_time_to_train_s == Approx(3610));
 }
 
-TEST_CASE("the Monte-Carlo mean converges to the expected value; a seed gives identical runs", "[sim][plan][goodput]") {
+TEST_CASE("the Monte-Carlo mean converges to the expected value and a seed gives identical runs", "[sim][plan][goodput]") {
   const FailureModel failures = failure_preset("llama3-405b", "test");
   const GoodputJob job = llama3_job();
   const CheckpointCost checkpoint = choose_checkpoint(llama3_blocking(), job, failures);
@@ -142,7 +142,7 @@ TEST_CASE("ByteRobust's mechanisms on 9,600 GPUs give an ETTR near its 97%", "[s
   CHECK(e.ettr < 0.995);
 }
 
-TEST_CASE("every-step in-memory saves stall under 1% of a step; blocking saves stall for the whole write",
+TEST_CASE("every-step in-memory saves stall under 1% of a step while blocking saves stall for the whole write",
           "[sim][plan][goodput]") {
   const GoodputJob job = llama3_job();
   CheckpointSpec every;

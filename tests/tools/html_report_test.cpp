@@ -38,7 +38,7 @@ TEST_CASE("a figure's CSV follows RFC 4180: header, CRLF, quoted commas and quot
   CHECK(orrery::cli::figure_csv(f) == "name,x\r\n\"a,b\",1.5\r\n\"say \"\"hi\"\"\",4096\r\nc,\r\n");
 }
 
-TEST_CASE("the plan's figures are all drawn from the fixture, and none from an empty or non-object report",
+TEST_CASE("no plan figure is drawn from an empty or non-object report, and the page still renders",
           "[tools][report]") {
   const json empty = json::object();
   for (const json& bad : {empty, json::array(), json(3.5), json(nullptr), json("plan")}) {
@@ -56,7 +56,7 @@ TEST_CASE("the plan's figures are all drawn from the fixture, and none from an e
   CHECK(figure(orrery::cli::plan_figures(empty), "cost").missing.find("--num-gpus") != std::string::npos);
 }
 
-TEST_CASE("sweep points without a usable field are left out and counted; the rest are drawn", "[tools][report]") {
+TEST_CASE("sweep points without a usable field are left out and counted while the rest are drawn", "[tools][report]") {
   json plan = {{"gpu", "H100"}};
   plan["sweep"] = json::array({{{"num_gpus", 4096}, {"cost_usd", 1e8}},                    // kept, gpu from the top
                                {{"cost_usd", 2e8}},                                        // no num_gpus

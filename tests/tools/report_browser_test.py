@@ -3,8 +3,8 @@
 
 Usage: report_browser_test.py [--expect-plots N] [--expect-missing ID,ID] -- PRODUCER ARG... 
 PRODUCER ARG... is the command that writes the page, with {html} where the output path goes, e.g.
-    orrery-report-sample plan tests/data/plan-report-sample.json {html}
     orrery plan SCENARIO --tokens 15e12 --report {html}
+    orrery predict SCENARIO --report {html}
 
 Invariants checked, each a failure when it does not hold:
 - the producer exits 0 and writes the page; the page loads nothing from elsewhere (no <script src>, <link href> or

@@ -1,5 +1,5 @@
 #pragma once
-// The JSON of `orrery plan` (scenarios/README.md "orrery plan"; DESIGN.md's names: time_to_train_s,
+// The JSON of `orrery plan` (scenarios/README.md "orrery plan"; the contract's names: time_to_train_s,
 // effective_time_to_train_s, gpu_hours, energy_J, ettr) and the `energy` object `orrery predict --json` carries.
 
 #include <nlohmann/json.hpp>
