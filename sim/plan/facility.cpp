@@ -46,6 +46,30 @@ FacilitySpec parse_energy_section(const nlohmann::json& value, const std::string
   return f;
 }
 
+Prices PriceSpec::for_gpu(const std::string& gpu) const {
+  if (by_gpu.empty()) return prices;
+  const auto it = by_gpu.find(gpu);
+  return it == by_gpu.end() ? Prices{} : it->second;
+}
+
+namespace {
+
+// The three prices of one object; `r` keeps its other keys for the caller.
+Prices read_prices(FieldReader& r) {
+  const auto price = [&](const char* key) {
+    const std::optional<double> v = r.optional_double(key);
+    if (v) require(*v > 0 && *v <= 1000, r.field(key), fmt::format("{}", *v), "must lie in (0, 1000] USD per GPU-hour");
+    return v;
+  };
+  Prices p;
+  p.on_demand = price("on_demand");
+  p.reserved = price("reserved");
+  p.spot = price("spot");
+  return p;
+}
+
+}  // namespace
+
 PriceSpec parse_cost_section(const nlohmann::json& value, const std::string& path) {
   FieldReader in(value, path);
   in.allow("source");
@@ -53,16 +77,16 @@ PriceSpec parse_cost_section(const nlohmann::json& value, const std::string& pat
   if (const nlohmann::json* prices = in.raw("price_per_gpu_hour_usd")) {
     FieldReader r(*prices, in.field("price_per_gpu_hour_usd"));
     r.allow("source");
-    const auto price = [&](const char* key) {
-      const std::optional<double> v = r.optional_double(key);
-      if (v) {
-        require(*v > 0 && *v <= 1000, r.field(key), fmt::format("{}", *v), "must lie in (0, 1000] USD per GPU-hour");
+    p.prices = read_prices(r);
+    if (const nlohmann::json* by_gpu = r.raw("by_gpu")) {
+      require(by_gpu->is_object(), r.field("by_gpu"), by_gpu->dump(), "must be an object of GPU preset name -> prices");
+      for (const auto& [gpu, entry] : by_gpu->items()) {
+        FieldReader g(entry, r.field("by_gpu") + "." + gpu);
+        g.allow("source");
+        p.by_gpu[gpu] = read_prices(g);
+        g.reject_unknown();
       }
-      return v;
-    };
-    p.on_demand = price("on_demand");
-    p.reserved = price("reserved");
-    p.spot = price("spot");
+    }
     r.reject_unknown();
   }
   in.reject_unknown();

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -37,12 +38,22 @@ struct FacilitySpec {
 double host_power_W_per_node(const FacilitySpec& f, const ClusterSpec& cluster);
 double network_power_W_per_node(const FacilitySpec& f, const ClusterSpec& cluster);
 
-/// The scenario's `cost` section: USD per GPU-hour on demand, reserved and spot, each optional (no built-in
-/// default: cloud prices differ by provider and change monthly, so a default would be stale; give the ones you
-/// pay). {"price_per_gpu_hour_usd": {"on_demand": 6.88, "reserved": 4.92, "spot": 2.5}, "source": "..."}.
-struct PriceSpec {
+/// USD per GPU-hour on demand, reserved and spot, each optional.
+struct Prices {
   std::optional<double> on_demand, reserved, spot;
   bool any() const { return on_demand || reserved || spot; }
+};
+
+/// The scenario's `cost` section (no built-in default: cloud prices differ by provider and change monthly, so a
+/// default would be stale; give the ones you pay): {"price_per_gpu_hour_usd": {"on_demand": 6.88, "reserved": 4.92,
+/// "spot": 2.5, "by_gpu": {"b200": {"on_demand": 9.5}}}, "source": "..."}. Without `by_gpu` the prices apply to
+/// every GPU; with it, a GPU preset it names gets its own, and any other GPU gets none (a sweep across GPU
+/// generations must not price a B200 at an H100's rate).
+struct PriceSpec {
+  Prices prices;
+  std::map<std::string, Prices> by_gpu;  // by GPU preset name (GpuSpec::name)
+  /// The prices of GPU preset `gpu`.
+  Prices for_gpu(const std::string& gpu) const;
 };
 
 /// Reads `energy`. Errors: Error::invalid naming the field for an unknown key, a PUE outside [1, 3], or a power

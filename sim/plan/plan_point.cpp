@@ -53,7 +53,7 @@ PlanPoint plan_point(const Prediction& p, const TrainingRun& run) {
   e.average_gpu_power_W = out.step_energy.average_gpu_power_W;
   e.energy_per_token_J = out.tokens > 0 ? e.facility_J / out.tokens : 0;
 
-  const PriceSpec& prices = job.scenario().cost;
+  const Prices prices = job.scenario().cost.for_gpu(cluster.gpu.name);
   if (prices.on_demand) out.cost_on_demand_usd = *prices.on_demand * out.gpu_hours;
   if (prices.reserved) out.cost_reserved_usd = *prices.reserved * out.gpu_hours;
   if (prices.spot) out.cost_spot_usd = *prices.spot * out.gpu_hours;

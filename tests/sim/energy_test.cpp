@@ -118,6 +118,16 @@ TEST_CASE("a predicted step's energy covers every GPU for the whole step, and a 
   CHECK_THROWS_WITH(plan_point(p, {.tokens = 1e9, .steps = 5}), Catch::Contains("exactly one of --tokens and --steps"));
 }
 
+TEST_CASE("prices by GPU price only the GPUs they name", "[sim][plan][energy]") {
+  const PriceSpec p = parse_cost_section(nlohmann::json::parse(R"({"price_per_gpu_hour_usd": {"on_demand": 3,
+    "by_gpu": {"h100-sxm": {"on_demand": 12.29, "reserved": 4.916}}}})"), "cost");
+  CHECK(*p.for_gpu("h100-sxm").on_demand == 12.29);
+  CHECK(*p.for_gpu("h100-sxm").reserved == 4.916);
+  CHECK_FALSE(p.for_gpu("b200").any());  // not priced at the H100's rate, nor at the top-level one
+  const PriceSpec flat = parse_cost_section(nlohmann::json::parse(R"({"price_per_gpu_hour_usd": {"spot": 2}})"), "cost");
+  CHECK(*flat.for_gpu("b200").spot == 2);
+}
+
 TEST_CASE("bad energy and cost sections are refused with the field", "[sim][plan][energy][errors]") {
   const auto parse = [](const char* extra) {
     return parse_scenario(nlohmann::json::parse(std::string(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100",
@@ -128,6 +138,8 @@ TEST_CASE("bad energy and cost sections are refused with the field", "[sim][plan
   CHECK_THROWS_WITH(parse(R"("cost": {"price_per_gpu_hour_usd": {"on_demand": -1}})"),
                     Catch::Contains("cost.price_per_gpu_hour_usd.on_demand (-1)"));
   CHECK_THROWS_WITH(parse(R"("cost": {"price_per_gpu_hour_usd": {"ondemand": 2}})"), Catch::Contains("ondemand"));
+  CHECK_THROWS_WITH(parse(R"("cost": {"price_per_gpu_hour_usd": {"by_gpu": {"b200": {"spot": 0}}}})"),
+                    Catch::Contains("cost.price_per_gpu_hour_usd.by_gpu.b200.spot (0)"));
   CHECK_THROWS_WITH(parse_gpu(nlohmann::json::parse(R"({"preset": "h200-sxm", "board_power": {"idle_W": 800,
     "tensor_fraction": 1, "memory_fraction": 0.8, "communication_fraction": 0.1}})"), "gpu"),
                     Catch::Contains("gpu.board_power.idle_W (800)"));

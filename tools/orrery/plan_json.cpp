@@ -68,7 +68,7 @@ json plan_layout_json(const Job& job) {
           {"precision", to_string(s.training.precision)}};
 }
 
-json cost_json(const PlanPoint& point, const PriceSpec& prices) {
+json cost_json(const PlanPoint& point, const Prices& prices) {
   return {{"price_per_gpu_hour_usd",
            {{"on_demand", optional_number(prices.on_demand)},
             {"reserved", optional_number(prices.reserved)},

@@ -21,7 +21,7 @@ nlohmann::json sweep_point_json(const PlanPoint& point, const Job& job);
 
 /// {"price_per_gpu_hour_usd": {on_demand, reserved, spot}, "on_demand_usd", "reserved_usd", "spot_usd"}, null
 /// where no price was given.
-nlohmann::json cost_json(const PlanPoint& point, const PriceSpec& prices);
+nlohmann::json cost_json(const PlanPoint& point, const Prices& prices);
 
 /// The plan's parallel layout: tp, pp, dp, cp, ep, vpp, micro_batch_size, global_batch_size, recompute,
 /// zero_stage, precision.

@@ -80,7 +80,7 @@ json plan_json(const PlanSweep& sweep) {
   out["effective_gpu_hours"] = m.point.num_gpus * m.goodput.effective_time_to_train_s / 3600.0;
   out["energy_J"] = m.point.energy.facility_J;
   out["ettr"] = m.goodput.ettr;
-  out["cost"] = cost_json(m.point, job.scenario().cost);
+  out["cost"] = cost_json(m.point, job.scenario().cost.for_gpu(job.cluster().gpu.name));
   out["energy"] = energy_json(m.point, gpu_power(job.cluster().gpu));
   out["goodput"] = goodput_json(m);
   out["breakdown_s"] = report["breakdown_s"];
