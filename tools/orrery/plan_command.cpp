@@ -79,7 +79,7 @@ nlohmann::json base_document(const PlanArgs& a) {
   }
   if (a.price_on_demand || a.price_reserved || a.price_spot) {
     nlohmann::json& prices = doc["cost"]["price_per_gpu_hour_usd"];
-    prices.erase("by_gpu");  // a price on the command line is every GPU's
+    if (prices.is_object()) prices.erase("by_gpu");  // a price on the command line is every GPU's
     if (a.price_on_demand) prices["on_demand"] = *a.price_on_demand;
     if (a.price_reserved) prices["reserved"] = *a.price_reserved;
     if (a.price_spot) prices["spot"] = *a.price_spot;

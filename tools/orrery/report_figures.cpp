@@ -45,55 +45,48 @@ constexpr std::string_view kNoSweep = " (`orrery plan --num-gpus LIST` adds a sw
 
 std::string default_gpu(const json& plan) { return report::text(plan, "gpu").value_or("GPU"); }
 
-Figure time_to_train(const json& plan) {
-  const std::vector<Column> columns{{"num_gpus", Need::number},
-                                    {"gpu", Need::label},
-                                    {"time_to_train_s", Need::value},
-                                    {"effective_time_to_train_s", Need::value}};
-  Figure f = make_figure("time_to_train", "Time to train against GPU count",
-                         "Days to train the token budget at each GPU count of the sweep: without failures (solid) "
-                         "and with the goodput model's expected losses (dashed). Log-scale GPU axis.",
-                         column_keys(columns), report::list_rows(plan, "sweep", columns, default_gpu(plan)),
-                         "sweep", kNoSweep);
-  if (f.missing.empty()) f.spec = report::time_to_train_spec(f.rows);
+// A figure of the sweep's points (`sweep`, one row per point, coloured by GPU), drawn by `spec`.
+Figure sweep_figure(const json& plan, std::string id, std::string title, std::string caption,
+                    const std::vector<Column>& columns, json (*spec)(const json&)) {
+  Figure f = make_figure(std::move(id), std::move(title), std::move(caption), column_keys(columns),
+                         report::list_rows(plan, "sweep", columns, default_gpu(plan)), "sweep", kNoSweep);
+  if (f.missing.empty()) f.spec = spec(f.rows);
   return f;
+}
+
+Figure time_to_train(const json& plan) {
+  return sweep_figure(plan, "time_to_train", "Time to train against GPU count",
+                      "Days to train the token budget at each GPU count of the sweep: without failures (solid) and "
+                      "with the goodput model's expected losses (dashed). Log-scale GPU axis.",
+                      {{"num_gpus", Need::number}, {"gpu", Need::label}, {"time_to_train_s", Need::value},
+                       {"effective_time_to_train_s", Need::value}},
+                      report::time_to_train_spec);
 }
 
 Figure cost(const json& plan) {
-  const std::vector<Column> columns{{"num_gpus", Need::number}, {"gpu", Need::label}, {"cost_usd", Need::number},
-                                    {"gpu_hours", Need::extra}};
-  Figure f = make_figure("cost", "Cost against GPU count",
-                         "Cost of the whole run in US dollars at each GPU count of the sweep (GPU-hours times the "
-                         "plan's price per GPU-hour). Log-scale GPU axis.",
-                         column_keys(columns), report::list_rows(plan, "sweep", columns, default_gpu(plan)),
-                         "sweep", kNoSweep);
-  if (f.missing.empty()) f.spec = report::cost_spec(f.rows);
-  return f;
+  return sweep_figure(plan, "cost", "Cost against GPU count",
+                      "Cost of the whole run in US dollars at each GPU count of the sweep (GPU-hours times the plan's "
+                      "price per GPU-hour). Log-scale GPU axis.",
+                      {{"num_gpus", Need::number}, {"gpu", Need::label}, {"cost_usd", Need::number},
+                       {"gpu_hours", Need::extra}},
+                      report::cost_spec);
 }
 
 Figure scaling(const json& plan) {
-  const std::vector<Column> columns{{"num_gpus", Need::number},
-                                    {"gpu", Need::label},
-                                    {"strong_scaling_efficiency", Need::value},
-                                    {"weak_scaling_efficiency", Need::value}};
-  Figure f = make_figure("scaling_efficiency", "Scaling efficiency against GPU count",
-                         "Strong scaling (the same global batch on more GPUs; solid) and weak scaling (the batch "
-                         "grown with the GPUs; dashed) efficiency relative to the sweep's smallest GPU count.",
-                         column_keys(columns), report::list_rows(plan, "sweep", columns, default_gpu(plan)),
-                         "sweep", kNoSweep);
-  if (f.missing.empty()) f.spec = report::scaling_spec(f.rows);
-  return f;
+  return sweep_figure(plan, "scaling_efficiency", "Scaling efficiency against GPU count",
+                      "Strong scaling (the same global batch on more GPUs; solid) and weak scaling (the batch grown "
+                      "with the GPUs; dashed) efficiency relative to the sweep's smallest GPU count.",
+                      {{"num_gpus", Need::number}, {"gpu", Need::label}, {"strong_scaling_efficiency", Need::value},
+                       {"weak_scaling_efficiency", Need::value}},
+                      report::scaling_spec);
 }
 
 Figure ettr_vs_gpus(const json& plan) {
-  const std::vector<Column> columns{{"num_gpus", Need::number}, {"gpu", Need::label}, {"ettr", Need::number}};
-  Figure f = make_figure("ettr_vs_gpus", "ETTR against GPU count",
-                         "Effective training time ratio (productive time over wall-clock time under failures, "
-                         "checkpoints and restarts) at each GPU count: more GPUs fail more often.",
-                         column_keys(columns), report::list_rows(plan, "sweep", columns, default_gpu(plan)),
-                         "sweep", kNoSweep);
-  if (f.missing.empty()) f.spec = report::ettr_vs_gpus_spec(f.rows);
-  return f;
+  return sweep_figure(plan, "ettr_vs_gpus", "ETTR against GPU count",
+                      "Effective training time ratio (productive time over wall-clock time under failures, "
+                      "checkpoints and restarts) at each GPU count: more GPUs fail more often.",
+                      {{"num_gpus", Need::number}, {"gpu", Need::label}, {"ettr", Need::number}},
+                      report::ettr_vs_gpus_spec);
 }
 
 Figure ettr_vs_interval(const json& plan) {
