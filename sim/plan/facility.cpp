@@ -5,6 +5,7 @@
 
 #include "models/error.h"
 #include "models/json_fields.h"
+#include "hardware/hardware_presets.h"
 
 namespace orrery {
 
@@ -80,7 +81,10 @@ PriceSpec parse_cost_section(const nlohmann::json& value, const std::string& pat
     p.prices = read_prices(r);
     if (const nlohmann::json* by_gpu = r.raw("by_gpu")) {
       require(by_gpu->is_object(), r.field("by_gpu"), by_gpu->dump(), "must be an object of GPU preset name -> prices");
+      require(!p.prices.any(), r.field("by_gpu"), "given beside on_demand, reserved or spot",
+              "give the prices either for every GPU or by GPU, not both");
       for (const auto& [gpu, entry] : by_gpu->items()) {
+        hardware_preset("gpus", gpu, r.field("by_gpu") + "." + gpu);  // a GPU preset name, or the known names
         FieldReader g(entry, r.field("by_gpu") + "." + gpu);
         g.allow("source");
         p.by_gpu[gpu] = read_prices(g);

@@ -12,13 +12,23 @@ namespace orrery {
 
 namespace {
 
+// The largest budgets a plan takes: 1e16 tokens (about 270 times the 36T of today's largest published runs) and
+// 1e10 steps; beyond them a run is a typo, and its failures could not be sampled in any time.
+constexpr double kMaxTokens = 1e16, kMaxSteps = 1e10;
+
 double run_steps(const TrainingRun& run, double tokens_per_step) {
   const bool by_tokens = run.tokens > 0, by_steps = run.steps > 0;
   require(std::isfinite(run.tokens) && std::isfinite(run.steps) && run.tokens >= 0 && run.steps >= 0 &&
               by_tokens != by_steps,
           by_tokens ? "--tokens" : "--steps", fmt::format("{}", by_tokens ? run.tokens : run.steps),
           "give exactly one of --tokens and --steps, above 0 and finite");
-  return by_steps ? std::ceil(run.steps) : std::ceil(run.tokens / tokens_per_step);
+  if (by_steps) {
+    require(run.steps == std::floor(run.steps) && run.steps <= kMaxSteps, "--steps", fmt::format("{}", run.steps),
+            fmt::format("must be a whole number of steps up to {:g}", kMaxSteps));
+    return run.steps;
+  }
+  require(run.tokens <= kMaxTokens, "--tokens", fmt::format("{}", run.tokens), fmt::format("must be at most {:g}", kMaxTokens));
+  return std::ceil(run.tokens / tokens_per_step);
 }
 
 }  // namespace

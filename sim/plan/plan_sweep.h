@@ -41,6 +41,10 @@ struct SweepPoint {
   double strong_scaling_efficiency = 1;
   /// The same with the global batch grown in proportion to the GPUs (unset where that batch does not divide).
   std::optional<double> weak_scaling_efficiency;
+  /// Facility energy with the failures' redone work and standing time (joules); point.energy is without them.
+  double effective_energy_J = 0;
+  bool fits = true;        // the peak memory is within the GPU's
+  std::string fit_note;    // why not, when it does not fit
 };
 
 /// A point that could not be predicted, and why (a plan that does not divide the GPUs, a model that does not fit).
@@ -58,8 +62,10 @@ struct PlanSweep {
   std::string scenario_name;
 };
 
-/// Runs the sweep. A single point's error propagates; in a sweep of several, a point that fails validation is
-/// skipped with its reason. Errors: Error::invalid when no point could be predicted, and those of parsing, predict(),
+/// Runs the sweep. A single point's error propagates; in a sweep of several, a point that fails validation or does
+/// not fit in the GPU's memory is skipped with its reason. Errors also for a --clusters entry that is not a cluster,
+/// a run whose expected time passes 3,000 years or whose given checkpoint interval outlasts its failures by far, and
+/// a Monte-Carlo that would sample more than 5e7 failure arrivals. Errors: Error::invalid when no point could be predicted, and those of parsing, predict(),
 /// plan_point() and the goodput model.
 PlanSweep plan_sweep(const SweepRequest& request);
 

@@ -119,11 +119,11 @@ TEST_CASE("a predicted step's energy covers every GPU for the whole step, and a 
 }
 
 TEST_CASE("prices by GPU price only the GPUs they name", "[sim][plan][energy]") {
-  const PriceSpec p = parse_cost_section(nlohmann::json::parse(R"({"price_per_gpu_hour_usd": {"on_demand": 3,
+  const PriceSpec p = parse_cost_section(nlohmann::json::parse(R"({"price_per_gpu_hour_usd": {
     "by_gpu": {"h100-sxm": {"on_demand": 12.29, "reserved": 4.916}}}})"), "cost");
   CHECK(*p.for_gpu("h100-sxm").on_demand == 12.29);
   CHECK(*p.for_gpu("h100-sxm").reserved == 4.916);
-  CHECK_FALSE(p.for_gpu("b200").any());  // not priced at the H100's rate, nor at the top-level one
+  CHECK_FALSE(p.for_gpu("b200").any());  // not priced at the H100's rate
   const PriceSpec flat = parse_cost_section(nlohmann::json::parse(R"({"price_per_gpu_hour_usd": {"spot": 2}})"), "cost");
   CHECK(*flat.for_gpu("b200").spot == 2);
 }

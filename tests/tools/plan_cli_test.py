@@ -74,6 +74,31 @@ def main():
             check("about" in r.stderr and "s left" in r.stderr, "no progress line with the time left")
             check(abs(float(rows[0]["strong_scaling_efficiency"]) - 1) < 1e-9, "first point's strong scaling is not 1")
 
+    # --clusters without --num-gpus keeps the scenario's GPU count; a size whose plan does not fit the GPU's memory
+    # is skipped in a sweep, with its peak (Llama-3-70B on TP 8 alone holds about 150 GiB of model state per GPU).
+    r = run(orrery, "plan", scenario, "--tokens", "1e12", "--clusters", "dgx-h100,dgx-h200", "--quiet", "--json",
+            "--monte-carlo-runs", "0")
+    if r.returncode == 0:
+        doc = json.loads(r.stdout)
+        check([p["num_gpus"] for p in doc["sweep"]] == [64, 64], f"--clusters sizes {[p['num_gpus'] for p in doc['sweep']]}")
+    else:
+        check(False, f"--clusters alone exits {r.returncode}: {r.stderr[:200]}")
+    r = run(orrery, "plan", scenario, "--tokens", "1e12", "--num-gpus", "8,256", "--quiet", "--json", "--pp", "1", "--recompute", "full",
+            "--vpp", "1", "--monte-carlo-runs", "0")
+    if r.returncode == 0:
+        doc = json.loads(r.stdout)
+        check([k["num_gpus"] for k in doc["skipped"]] == [8] and "does not fit" in doc["skipped"][0]["reason"],
+              f"a plan over memory not skipped: {doc['skipped']}")
+        check(all(p["fits"] for p in doc["sweep"]), "a point that does not fit is in the sweep")
+    else:
+        check(False, f"sweep 8,256 exits {r.returncode}: {r.stderr[:200]}")
+    with tempfile.TemporaryDirectory() as tmp:
+        cluster_file = os.path.join(tmp, "c.json")
+        json.dump({"preset": "dgx-h100"}, open(cluster_file, "w"))
+        r = run(orrery, "plan", scenario, "--tokens", "1e12", "--clusters", cluster_file, "--report", cluster_file)
+        check(r.returncode == 2 and "--clusters" in r.stderr, f"--report over a --clusters file: exit {r.returncode}")
+        check(json.load(open(cluster_file)) == {"preset": "dgx-h100"}, "the --clusters file was overwritten")
+
     # Bad input: exit 2 and the flag or field in the message.
     bad = [
         (["plan", scenario], "--tokens"),
@@ -84,6 +109,15 @@ def main():
         (["plan", scenario, "--tokens", "1e12", "--pue", "0.5"], "energy.pue (0.5)"),
         (["plan", scenario, "--tokens", "1e12", "--report", "/nonexistent-dir/r.html"], "--report"),
         (["plan", "--tokens", "1e12"], "scenario"),
+        (["plan", scenario, "--tokens", "1e20"], "--tokens (1e+20) must be at most"),
+        (["plan", scenario, "--steps", "1.5"], "whole number of steps"),
+        (["plan", scenario, "--tokens", "abc"], "'abc' must be a finite number above 0"),
+        (["plan", scenario, "--tokens", "1e12", "--monte-carlo-seed", "-1"], "--monte-carlo-seed"),
+        (["plan", scenario, "--tokens", "1e12", "--num-gpus", "64,64"], "given twice"),
+        (["plan", scenario, "--tokens", "1e12", "--clusters", "dgx-h100, dgx-b200"], "without spaces"),
+        (["plan", scenario, "--tokens", "1e12", "--clusters", "dgx-h100,"], "an empty item"),
+        (["plan", scenario, "--tokens", "1e12", "--clusters", "dgx-h100,nope"], "--clusters: cluster.preset (nope)"),
+        (["plan", scenario, "--tokens", "1e15", "--monte-carlo-runs", "1000000"], "--monte-carlo-runs"),
     ]
     for args, needle in bad:
         r = run(orrery, *args)
@@ -92,7 +126,13 @@ def main():
         for section, needle in [({"failures": "no-such-preset"}, "failures"),
                                 ({"checkpoint": {"mode": "sometimes"}}, "checkpoint.mode"),
                                 ({"cost": {"price_per_gpu_hour_usd": {"on_demand": 0}}}, "on_demand"),
-                                ({"energy": {"pue": "high"}}, "energy.pue")]:
+                                ({"energy": {"pue": "high"}}, "energy.pue"),
+                                ({"checkpoint": {"interval_s": 1e-9}}, "at least one training step"),
+                                ({"checkpoint": {"interval_s": 1e300}}, "too long for the job's failures"),
+                                ({"cost": {"price_per_gpu_hour_usd": {"by_gpu": {"h100": {"spot": 2}}}}},
+                                 "cost.price_per_gpu_hour_usd.by_gpu.h100"),
+                                ({"cost": {"price_per_gpu_hour_usd": {"spot": 1, "by_gpu": {"b200": {"spot": 2}}}}},
+                                 "either for every GPU or by GPU")]:
             doc = json.load(open(scenario))
             doc.update(section)
             path = os.path.join(tmp, "s.json")

@@ -3,7 +3,9 @@
 // step, carried to the whole run (sim/plan/plan_point.h) with the goodput model (sim/plan/goodput.h).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
+#include <limits>
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -49,16 +51,50 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
+// GPU counts in increasing order (the scaling efficiencies are relative to the smallest). Errors: Error::invalid
+// naming --num-gpus for an item that is not a whole number in range, or one given twice.
 std::vector<int> parse_gpu_list(const std::string& text) {
   std::vector<int> out;
   for (const std::string& item : split_list(text)) {
     std::int64_t v = 0;
     const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
-    require(ec == std::errc() && end == item.data() + item.size() && v >= 1 && v <= limits::kGpus, "--num-gpus", item,
-            fmt::format("must be a whole number of GPUs from 1 to {}", limits::kGpus));
+    require(ec == std::errc() && end == item.data() + item.size() && v >= 1 && v <= limits::kGpus, "--num-gpus",
+            item.empty() ? "an empty item" : item, fmt::format("must be a whole number of GPUs from 1 to {}", limits::kGpus));
+    require(std::find(out.begin(), out.end(), v) == out.end(), "--num-gpus", item, "is given twice");
     out.push_back(static_cast<int>(v));
   }
+  std::sort(out.begin(), out.end());
   return out;
+}
+
+// The --clusters items. Errors: Error::invalid naming --clusters for an empty item or one given twice.
+std::vector<std::string> parse_cluster_list(const std::string& text) {
+  std::vector<std::string> out;
+  for (const std::string& item : split_list(text)) {
+    require(!item.empty() && item.find_first_of(" \t") == std::string::npos, "--clusters",
+            item.empty() ? "an empty item" : "'" + item + "'", "must be cluster presets or files, comma-separated, without spaces");
+    require(std::find(out.begin(), out.end(), item) == out.end(), "--clusters", item, "is given twice");
+    out.push_back(item);
+  }
+  return out;
+}
+
+// A CLI11 check that a number is finite and above 0 (CLI11's own range check prints the whole double range).
+const CLI::Validator& positive_number() {
+  static const CLI::Validator check(
+      [](std::string& text) {
+        double v = 0;
+        try {
+          std::size_t used = 0;
+          v = std::stod(text, &used);
+          if (used != text.size()) v = -1;
+        } catch (const std::exception&) {
+          v = -1;
+        }
+        return std::isfinite(v) && v > 0 ? std::string() : "'" + text + "' must be a finite number above 0";
+      },
+      "NUMBER");
+  return check;
 }
 
 // The scenario document with the flags and the command's own settings applied (the sweep's sizes and clusters are
@@ -91,8 +127,9 @@ nlohmann::json base_document(const PlanArgs& a) {
 void run_plan(const PlanArgs& a) {
   if (!a.report_file.empty()) check_output_path("--report", a.report_file);
   if (!a.csv_file.empty()) check_output_path("--csv", a.csv_file);
-  check_distinct_outputs({{"--report", a.report_file}, {"--csv", a.csv_file}},
-                         {{"scenario", a.scenario_file}, {"--model", a.flags.model}});
+  std::vector<PathOption> inputs{{"scenario", a.scenario_file}, {"--model", a.flags.model}};
+  for (const std::string& c : split_list(a.clusters)) inputs.push_back({"--clusters", c});
+  check_distinct_outputs({{"--report", a.report_file}, {"--csv", a.csv_file}}, inputs);
   SweepRequest request;
   request.run = {a.tokens, a.steps};
   require((a.tokens > 0) != (a.steps > 0), a.tokens > 0 ? "--steps" : "--tokens", "missing or both given",
@@ -101,7 +138,7 @@ void run_plan(const PlanArgs& a) {
   request.base_dir = a.scenario_file.empty() ? std::filesystem::current_path()
                                              : std::filesystem::path(a.scenario_file).parent_path();
   if (!a.flags.num_gpus_list.empty()) request.gpu_counts = parse_gpu_list(a.flags.num_gpus_list);
-  for (const std::string& c : split_list(a.clusters)) request.clusters.push_back(cluster_flag_value(c));
+  for (const std::string& c : parse_cluster_list(a.clusters)) request.clusters.push_back(cluster_flag_value(c));
   request.search = a.search;
   request.seed = a.seed;
   request.monte_carlo_runs = a.monte_carlo_runs;
@@ -141,8 +178,8 @@ void add_plan_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "plan", "capacity planning: time to train a token budget, GPU-hours, cost, energy and goodput under failures");
   cmd->add_option("scenario", args->scenario_file, "scenario JSON file")->check(non_empty_file());
-  cmd->add_option("--tokens", args->tokens, "tokens to train (e.g. 15e12)")->check(CLI::PositiveNumber);
-  cmd->add_option("--steps", args->steps, "training steps to run (instead of --tokens)")->check(CLI::PositiveNumber);
+  cmd->add_option("--tokens", args->tokens, "tokens to train (e.g. 15e12)")->check(positive_number());
+  cmd->add_option("--steps", args->steps, "training steps to run (instead of --tokens)")->check(positive_number());
   cmd->add_option("--clusters", args->clusters,
                   "cluster presets or files to compare, comma-separated (e.g. dgx-a100-80gb,dgx-h100,dgx-b200)")
       ->check(non_empty());
@@ -152,11 +189,12 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--report", args->report_file, "write a self-contained HTML report with plots to FILE")
       ->check(non_empty_file());
   cmd->add_option("--csv", args->csv_file, "write the sweep's points as CSV to FILE")->check(non_empty_file());
-  cmd->add_option("--price-on-demand", args->price_on_demand, "USD per GPU-hour on demand")->check(CLI::PositiveNumber);
-  cmd->add_option("--price-reserved", args->price_reserved, "USD per GPU-hour reserved")->check(CLI::PositiveNumber);
-  cmd->add_option("--price-spot", args->price_spot, "USD per GPU-hour on spot capacity")->check(CLI::PositiveNumber);
-  cmd->add_option("--pue", args->pue, "power usage effectiveness of the facility (default 1.10)");
-  cmd->add_option("--monte-carlo-seed", args->seed, "seed of the Monte-Carlo run of failure arrivals (default 1)");
+  cmd->add_option("--price-on-demand", args->price_on_demand, "USD per GPU-hour on demand, every GPU's")->check(positive_number());
+  cmd->add_option("--price-reserved", args->price_reserved, "USD per GPU-hour reserved, every GPU's")->check(positive_number());
+  cmd->add_option("--price-spot", args->price_spot, "USD per GPU-hour on spot capacity, every GPU's")->check(positive_number());
+  cmd->add_option("--pue", args->pue, "power usage effectiveness of the facility, 1 to 3 (default 1.10)")->check(positive_number());
+  cmd->add_option("--monte-carlo-seed", args->seed, "seed of the Monte-Carlo run of failure arrivals (default 1)")
+      ->check(whole_number(0, std::numeric_limits<std::int64_t>::max()));
   cmd->add_option("--monte-carlo-runs", args->monte_carlo_runs, "Monte-Carlo runs (default 1000; 0: none)")
       ->check(CLI::Range(0, 1'000'000));
   args->flags.num_gpus_is_list = true;

@@ -79,8 +79,17 @@ json plan_json(const PlanSweep& sweep) {
   out["gpu_hours"] = m.point.gpu_hours;
   out["effective_gpu_hours"] = m.point.num_gpus * m.goodput.effective_time_to_train_s / 3600.0;
   out["energy_J"] = m.point.energy.facility_J;
+  out["effective_energy_J"] = m.effective_energy_J;
   out["ettr"] = m.goodput.ettr;
-  out["cost"] = cost_json(m.point, job.scenario().cost.for_gpu(job.cluster().gpu.name));
+  const Prices prices = job.scenario().cost.for_gpu(job.cluster().gpu.name);
+  out["cost"] = cost_json(m.point, prices);
+  // GPU-hours are paid while the job stands after a failure too: the prices times the effective GPU-hours.
+  const auto with_failures = [&](const std::optional<double>& price) {
+    return price ? json(*price * out["effective_gpu_hours"].get<double>()) : json(nullptr);
+  };
+  out["cost"]["with_failures"] = {{"on_demand_usd", with_failures(prices.on_demand)},
+                                  {"reserved_usd", with_failures(prices.reserved)},
+                                  {"spot_usd", with_failures(prices.spot)}};
   out["energy"] = energy_json(m.point, gpu_power(job.cluster().gpu));
   out["goodput"] = goodput_json(m);
   out["breakdown_s"] = report["breakdown_s"];
@@ -93,6 +102,8 @@ json plan_json(const PlanSweep& sweep) {
     row["ettr"] = s.goodput.ettr;
     row["strong_scaling_efficiency"] = s.strong_scaling_efficiency;
     row["weak_scaling_efficiency"] = s.weak_scaling_efficiency ? json(*s.weak_scaling_efficiency) : json(nullptr);
+    row["effective_energy_J"] = s.effective_energy_J;
+    row["fits"] = s.fits;
     points.push_back(row);
   }
   out["sweep"] = points;
@@ -110,7 +121,7 @@ constexpr const char* kCsvColumns[] = {"cluster", "gpu", "num_gpus", "iteration_
                                        "tokens_per_s_per_gpu", "mfu", "strong_scaling_efficiency",
                                        "weak_scaling_efficiency", "time_to_train_s", "effective_time_to_train_s",
                                        "ettr", "gpu_hours", "cost_usd", "cost_per_token_usd", "energy_J",
-                                       "energy_per_token_J", "average_power_W"};
+                                       "effective_energy_J", "energy_per_token_J", "average_power_W"};
 
 std::string csv_cell(const json& v) {
   if (v.is_null()) return "";
@@ -152,13 +163,16 @@ void print_plan_summary(std::ostream& out, const json& plan) {
                      100 * plan["ettr"].get<double>());
   out << fmt::format("  GPU-hours           {:.4g} ({:.4g} with failures)\n", plan["gpu_hours"].get<double>(),
                      plan["effective_gpu_hours"].get<double>());
-  out << fmt::format("  cost                on demand {}, reserved {}, spot {}{}\n", money(c["on_demand_usd"]),
-                     money(c["reserved_usd"]), money(c["spot_usd"]),
+  const json& cf = c["with_failures"];
+  out << fmt::format("  cost                on demand {} ({} with failures), reserved {} ({}), spot {} ({}){}\n",
+                     money(c["on_demand_usd"]), money(cf["on_demand_usd"]), money(c["reserved_usd"]),
+                     money(cf["reserved_usd"]), money(c["spot_usd"]), money(cf["spot_usd"]),
                      c["on_demand_usd"].is_null() && c["reserved_usd"].is_null() && c["spot_usd"].is_null()
                          ? " (give --price-on-demand, --price-reserved or --price-spot, USD per GPU-hour)"
                          : "");
-  out << fmt::format("  energy              {:.4g} MWh at the facility (PUE {:.2f}), average {:.3g} MW; GPUs {:.0f} W each\n",
-                     e["facility_J"].get<double>() / 3.6e9, e["pue"].get<double>(), e["average_power_W"].get<double>() / 1e6,
+  out << fmt::format("  energy              {:.4g} MWh at the facility (PUE {:.2f}; {:.4g} MWh with failures), average {:.3g} MW; GPUs {:.0f} W each\n",
+                     e["facility_J"].get<double>() / 3.6e9, e["pue"].get<double>(),
+                     plan["effective_energy_J"].get<double>() / 3.6e9, e["average_power_W"].get<double>() / 1e6,
                      e["average_gpu_power_W"].get<double>());
   out << fmt::format("  failures            {:.0f} expected ({} rates), job MTBF {}, {} checkpoints every {:.0f} s\n",
                      g["failures_expected"].get<double>(), g["failures_preset"].get<std::string>(),
