@@ -92,7 +92,7 @@ struct CheckpointSpec {
   double storage_GB_s_total = 2000.0;        // the store's aggregate bandwidth, a cap on nodes x per-node
   double device_to_host_GB_s = 64.0;         // per GPU, PCIe Gen5 x16 per direction
   double peer_network_GB_s_per_node = 50.0;  // per node, to the peer holding its in-memory backup
-  double gpus_per_node = 8.0;
+  double gpus_per_node = 8.0;                // the cluster's (ClusterSpec::gpus_per_node), set by orrery plan
 };
 
 /// What one checkpoint costs at a given interval.

@@ -129,7 +129,6 @@ CheckpointSpec parse_checkpoint(const json& section, const std::string& path) {
   spec.storage_GB_s_total = r.double_or("storage_GB_s_total", spec.storage_GB_s_total, kBandwidthGBs);
   spec.device_to_host_GB_s = r.double_or("device_to_host_GB_s", spec.device_to_host_GB_s, kBandwidthGBs);
   spec.peer_network_GB_s_per_node = r.double_or("peer_network_GB_s_per_node", spec.peer_network_GB_s_per_node, kBandwidthGBs);
-  spec.gpus_per_node = static_cast<double>(r.int_or("gpus_per_node", 8, 1, 1024));
   r.reject_unknown();
   return spec;
 }

@@ -29,7 +29,7 @@ FailureModel parse_failures(const nlohmann::json& section, const std::string& pa
 /// `checkpoint`: an object with optional keys "mode" ("blocking", "async", "in_memory", "every_step"; default
 /// "async"), "interval_s" (default: the optimum, see choose_checkpoint; refused with every_step), and the bandwidths
 /// of CheckpointSpec by the same names ("storage_write_GB_s_per_node", "storage_read_GB_s_per_node",
-/// "storage_GB_s_total", "device_to_host_GB_s", "peer_network_GB_s_per_node") and "gpus_per_node".
+/// "storage_GB_s_total", "device_to_host_GB_s", "peer_network_GB_s_per_node"); the GPUs per node are the cluster's (orrery plan sets them).
 CheckpointSpec parse_checkpoint(const nlohmann::json& section, const std::string& path);
 
 }  // namespace orrery

@@ -94,7 +94,9 @@ SweepPoint evaluate(const SweepRequest& rq, const Job& job, std::shared_ptr<cons
             fmt::format("must be at least one training step ({:.3f} s): checkpoints are taken between steps",
                         s.point.iteration_time));
   }
-  s.goodput = expected_goodput(failures, sc.checkpoint, g);
+  CheckpointSpec checkpoint = sc.checkpoint;
+  checkpoint.gpus_per_node = job.cluster().gpus_per_node;  // the nodes that share storage and peer bandwidth
+  s.goodput = expected_goodput(failures, checkpoint, g);
   const double effective = s.goodput.effective_time_to_train_s;
   if (!(std::isfinite(effective) && effective <= kMaxEffectiveSeconds)) {
     if (sc.checkpoint.interval_s) {
@@ -106,7 +108,7 @@ SweepPoint evaluate(const SweepRequest& rq, const Job& job, std::shared_ptr<cons
                          fmt::format("{}", rq.run.tokens > 0 ? rq.run.tokens : rq.run.steps),
                          fmt::format("gives an expected time to train above {:g} s (3,000 years)", kMaxEffectiveSeconds));
   }
-  s.vs_checkpoint_interval = ettr_vs_checkpoint_interval(failures, sc.checkpoint, g);
+  s.vs_checkpoint_interval = ettr_vs_checkpoint_interval(failures, checkpoint, g);
   if (rq.monte_carlo_runs > 0) {
     const double sampled = (s.goodput.failures_expected + 1) * rq.monte_carlo_runs;
     require(sampled <= kMaxSampledFailures, "--monte-carlo-runs", fmt::format("{}", rq.monte_carlo_runs),
