@@ -6,6 +6,7 @@
 # UTF-8 sequence (the builds hold a few non-ASCII characters). The delimiter is checked against every text. The
 # trailing source-map comment is dropped (the .map files are not embedded). Configuration fails, naming
 # tools/setup.sh and `npm ci`, when a script is missing.
+include(${CMAKE_CURRENT_LIST_DIR}/WriteIfChanged.cmake)
 function(orrery_embed_web_scripts out_cpp node_modules)
   set(packages vega vega-lite vega-embed)
   set(delimiter "orrery_js")
@@ -51,11 +52,6 @@ function(orrery_embed_web_scripts out_cpp node_modules)
   string(APPEND content "${body}\n}  // namespace\n\nstd::span<const WebScript> report_web_scripts() {\n")
   string(APPEND content "  static const WebScript scripts[] = {\n${table}  };\n  return scripts;\n}\n\n")
   string(APPEND content "}  // namespace orrery::cli\n")
-  if(EXISTS "${out_cpp}")
-    file(READ "${out_cpp}" old)
-  endif()
-  if(NOT "${old}" STREQUAL "${content}")
-    file(WRITE "${out_cpp}" "${content}")
-  endif()
+  orrery_write_if_changed("${out_cpp}" "${content}")
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${depends})
 endfunction()
