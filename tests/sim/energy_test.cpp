@@ -5,9 +5,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <fstream>
+#include <string>
+
 #include "hardware/cluster_spec.h"
 #include "hardware/gpu_power.h"
 #include "models/error.h"
+#include "models/json_fields.h"
 #include "sim/plan/plan_point.h"
 #include "sim/plan/step_energy.h"
 #include "sim/predict.h"
@@ -143,4 +148,38 @@ TEST_CASE("bad energy and cost sections are refused with the field", "[sim][plan
   CHECK_THROWS_WITH(parse_gpu(nlohmann::json::parse(R"({"preset": "h200-sxm", "board_power": {"idle_W": 800,
     "tensor_fraction": 1, "memory_fraction": 0.8, "communication_fraction": 0.1}})"), "gpu"),
                     Catch::Contains("gpu.board_power.idle_W (800)"));
+}
+
+TEST_CASE("the predicted GPU power of the measured H200 training steps is nvidia-smi's within 8%",
+          "[sim][plan][energy][measured]") {
+  // Independent of the fractions' own measurement (single kernels held for 10 s, 2026-12-04): the 2026-11-30
+  // training steps of three Llama models on one H200, whose power nvidia-smi sampled every 50 ms
+  // (scenarios/measured/h200-2026-11-30/clocks-llama-*.csv). The samples above 300 W are the steps (the model's
+  // loading and the idle GPU stay below 130 W); their mean: 598.4, 644.6 and 659.3 W.
+  for (const char* model : {"0.5b", "1b", "3b"}) {
+    INFO(model);
+    const std::filesystem::path dir = test::source_dir() / "scenarios" / "measured";
+    std::ifstream csv(dir / "h200-2026-11-30" / (std::string("clocks-llama-") + model + ".csv"));
+    REQUIRE(csv);
+    std::string line;
+    std::getline(csv, line);  // header: timestamp, clocks.current.sm, clocks.current.memory, power.draw, ...
+    double sum = 0;
+    int count = 0;
+    while (std::getline(csv, line)) {
+      std::size_t field = 0, at = 0;
+      for (; field < 3 && at != std::string::npos; ++field) at = line.find(',', at + 1);
+      if (at == std::string::npos) continue;
+      const double watts = std::stod(line.substr(at + 1));
+      if (watts > 300) {
+        sum += watts;
+        ++count;
+      }
+    }
+    REQUIRE(count > 50);
+    const Scenario s = parse_scenario(read_json_file(dir / (std::string("h200-llama-") + model + ".json"), "scenario"),
+                                      dir);
+    const Prediction p = predict(s);
+    const PlanPoint point = plan_point(p, {.steps = 1});
+    CHECK(point.step_energy.average_gpu_power_W / (sum / count) == Approx(1).margin(0.08));
+  }
 }
