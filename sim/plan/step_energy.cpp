@@ -81,7 +81,12 @@ StepEnergy step_energy(const WorkloadGraph& graph, const Instantiation& instance
     const int p = instances.instances[i].program;
     if (run.instances[i].recorded && recorded_of[static_cast<std::size_t>(p)] < 0) recorded_of[static_cast<std::size_t>(p)] = static_cast<int>(i);
   }
+  // Each recorded instance's states, swept once; the others take their stage representative's.
   std::vector<StateSeconds> seconds_of(instances.instances.size());
+  for (std::size_t i = 0; i < instances.instances.size(); ++i) {
+    const auto p = static_cast<std::size_t>(instances.instances[i].program);
+    if (run.instances[i].recorded) seconds_of[i] = state_seconds(graph.programs[p], run.instances[i], step);
+  }
   for (std::size_t p = 0; p < graph.programs.size(); ++p) {
     if (recorded_of[p] < 0) {
       throw Error::invalid("energy", "pipeline stage " + std::to_string(p), "has no recorded instance to integrate power over");
@@ -89,7 +94,7 @@ StepEnergy step_energy(const WorkloadGraph& graph, const Instantiation& instance
     StageEnergy stage;
     stage.stage = graph.programs[p].stage;
     const auto rep = static_cast<std::size_t>(recorded_of[p]);
-    stage.seconds = state_seconds(graph.programs[p], run.instances[rep], step);
+    stage.seconds = seconds_of[rep];
     stage.joules_per_gpu = state_joules(stage.seconds, power);
     stage.average_power_W = out.step > 0 ? stage.joules_per_gpu / out.step : 0;
     out.stages.push_back(stage);
@@ -98,9 +103,7 @@ StepEnergy step_energy(const WorkloadGraph& graph, const Instantiation& instance
   for (std::size_t i = 0; i < instances.instances.size(); ++i) {
     const Instance& inst = instances.instances[i];
     const auto p = static_cast<std::size_t>(inst.program);
-    const StateSeconds s = run.instances[i].recorded
-                               ? state_seconds(graph.programs[p], run.instances[i], step)
-                               : out.stages[p].seconds;
+    const StateSeconds& s = run.instances[i].recorded ? seconds_of[i] : out.stages[p].seconds;
     out.gpu_joules += state_joules(s, power) * inst.rank_count;
     out.gpu_seconds.tensor += s.tensor * inst.rank_count;
     out.gpu_seconds.memory += s.memory * inst.rank_count;
