@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "models/error.h"
+#include "models/units.h"
 #include "sim/plan/checkpoint_interval.h"
 #include "sim/plan/goodput_process.h"
 
@@ -13,7 +14,6 @@ namespace orrery {
 
 namespace {
 
-constexpr double kBytesPerGB = 1e9;
 constexpr double kSecondsPerHour = 3600.0;
 
 // Seconds from the restart decision to machines ready, by strategy.
@@ -63,7 +63,7 @@ void check_failures(const FailureModel& failures) {
 // Seconds for the job's nodes to move `bytes_per_node` each through per-node bandwidth `per_node_GB_s`, capped by the
 // aggregate `total_GB_s` shared by all nodes.
 double node_transfer_s(double bytes_per_node, double nodes, double per_node_GB_s, double total_GB_s) {
-  const double bandwidth = std::min(per_node_GB_s, total_GB_s / nodes) * kBytesPerGB;
+  const double bandwidth = from_GB_s(std::min(per_node_GB_s, total_GB_s / nodes));
   return bytes_per_node / bandwidth;
 }
 
@@ -122,8 +122,8 @@ CheckpointCost checkpoint_cost(const CheckpointSpec& spec, const GoodputJob& job
   const double write_s =
       node_transfer_s(bytes_per_node, nodes, spec.storage_write_GB_s_per_node, spec.storage_GB_s_total);
   const double read_s = node_transfer_s(bytes_per_node, nodes, spec.storage_read_GB_s_per_node, spec.storage_GB_s_total);
-  const double snapshot_s = job.checkpoint_bytes_per_gpu / (spec.device_to_host_GB_s * kBytesPerGB);
-  const double peer_s = bytes_per_node / (spec.peer_network_GB_s_per_node * kBytesPerGB);
+  const double snapshot_s = job.checkpoint_bytes_per_gpu / from_GB_s(spec.device_to_host_GB_s);
+  const double peer_s = bytes_per_node / from_GB_s(spec.peer_network_GB_s_per_node);
 
   CheckpointCost cost;
   cost.mode = spec.mode;
@@ -169,7 +169,7 @@ CheckpointCost choose_checkpoint(const CheckpointSpec& spec, const GoodputJob& j
     // The stall once the background copy keeps up (snapshot only, or the blocking write).
     const double delta = spec.mode == CheckpointMode::kBlocking ? probe.save_stall_s
                                                                 : job.checkpoint_bytes_per_gpu /
-                                                                      (spec.device_to_host_GB_s * kBytesPerGB);
+                                                                      from_GB_s(spec.device_to_host_GB_s);
     interval = std::max({daly_checkpoint_interval_s(delta, 1.0 / rate), probe.persist_s, floor_s});
   }
   cost = checkpoint_cost(spec, job, interval);

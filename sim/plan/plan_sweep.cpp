@@ -120,8 +120,7 @@ SweepPoint evaluate(const SweepRequest& rq, const Job& job, std::shared_ptr<cons
   if (p->report.memory_capacity > 0 && p->report.peak_memory > p->report.memory_capacity) {
     s.fits = false;
     s.fit_note = fmt::format("does not fit: peak memory {:.1f} GiB of the GPU's {:.1f} GiB",
-                             static_cast<double>(p->report.peak_memory) / (1 << 30),
-                             static_cast<double>(p->report.memory_capacity) / (1 << 30));
+                             to_GiB(p->report.peak_memory), to_GiB(p->report.memory_capacity));
   }
   if (keep) *keep = std::move(p);
   return s;
