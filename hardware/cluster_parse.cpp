@@ -108,6 +108,7 @@ GpuSpec parse_gpu(const json& value, const std::string& path) {
   g.name = in.optional_string("name").value_or("custom-gpu");
   g.display_name = in.optional_string("display_name").value_or(g.name);
   g.architecture = in.optional_string("architecture").value_or("");
+  g.vendor = in.optional_string("vendor").value_or("");
   const json* peaks = in.raw("peak_tflops");
   if (!peaks) throw Error::invalid(in.field("peak_tflops"), "missing", "is required");
   FieldReader p(*peaks, in.field("peak_tflops"));
@@ -227,7 +228,85 @@ std::shared_ptr<const GpuProfile> cluster_profile(const std::string& value, cons
 
 }  // namespace
 
+const char* to_string(NicTransport transport) {
+  for (const auto& [name, t] : kNicTransportNames) {
+    if (t == transport) return name;
+  }
+  return "?";
+}
+
+namespace {
+
+// The largest number of pools one cluster may list: far more than any published mixed cluster (HETHUB's has 3 kinds
+// of accelerator, HexiScale's 4 GPU types), small enough that per-pool tables stay small.
+constexpr std::size_t kMaxPools = 64;
+
+NicTransport parse_nic_transport(FieldReader& in) {
+  const std::optional<std::string> text = in.optional_string("nic_type");
+  if (!text) return NicTransport::kInfiniband;
+  std::string known;
+  for (const auto& [name, t] : kNicTransportNames) {
+    if (*text == name) return t;
+    known += (known.empty() ? "" : ", ") + std::string(name);
+  }
+  throw Error::invalid(in.field("nic_type"), fmt::format("\"{}\"", *text), "must be one of: " + known);
+}
+
+// A mixed cluster: {"name", "display_name", "num_gpus", "source", "notes", "pools": [pool, ...]}, each pool a
+// cluster value (a preset with overrides, or a full description) with its own "name" and "num_gpus".
+ClusterSpec parse_pooled_cluster(const json& value, const std::string& path, const std::filesystem::path& base_dir) {
+  FieldReader in(value, path);
+  in.allow("source");
+  in.allow("notes");
+  for (const char* key : {"preset", "gpu"}) {
+    if (in.has(key)) {
+      throw Error::invalid(in.field(key), describe_json(value.at(key)),
+                           "is not allowed beside cluster.pools: each pool names its own preset or GPU");
+    }
+  }
+  const json& list = *in.raw("pools");
+  const std::string field = in.field("pools");
+  if (!list.is_array() || list.empty() || list.size() > kMaxPools) {
+    throw Error::invalid(field, describe_json(list), fmt::format("must be a list of 1 to {} pools", kMaxPools));
+  }
+  std::vector<ClusterSpec> pools;
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string at = fmt::format("{}[{}]", field, i);
+    const json& item = list[i];
+    if (!item.is_object()) throw Error::invalid(at, describe_json(item), "must be a cluster object with a name and num_gpus");
+    if (item.contains("pools")) throw Error::invalid(join_path(at, "pools"), "given", "a pool cannot hold pools");
+    for (const char* key : {"name", "num_gpus"}) {
+      if (!item.contains(key)) {
+        throw Error::invalid(join_path(at, key), "missing", "is required for each pool (its name and its GPUs)");
+      }
+    }
+    ClusterSpec pool = parse_cluster(item, at, base_dir);
+    for (const ClusterSpec& other : pools) {
+      if (other.name == pool.name) {
+        throw Error::invalid(join_path(at, "name"), fmt::format("\"{}\"", pool.name), "must be unique among the pools");
+      }
+    }
+    total += pool.num_gpus;
+    pools.push_back(std::move(pool));
+  }
+  require(total <= limits::kGpus, field, std::to_string(total),
+          fmt::format("holds more GPUs than one job may use ({})", limits::kGpus));
+  ClusterSpec c = pools.front();
+  c.name = in.optional_string("name").value_or("mixed-cluster");
+  std::string display;
+  for (const ClusterSpec& p : pools) display += fmt::format("{}{} x {}", display.empty() ? "" : " + ", p.num_gpus, p.gpu.display_name);
+  c.display_name = in.optional_string("display_name").value_or(display);
+  c.num_gpus = static_cast<int>(in.int_or("num_gpus", 0, 1, total));
+  c.pools = std::move(pools);
+  in.reject_unknown();
+  return c;
+}
+
+}  // namespace
+
 ClusterSpec parse_cluster(const json& value, const std::string& path, const std::filesystem::path& base_dir) {
+  if (value.is_object() && value.contains("pools")) return parse_pooled_cluster(value, path, base_dir);
   json resolved = resolve(value, "clusters", path);
   FieldReader in(resolved, path);
   in.allow("source");
@@ -251,6 +330,7 @@ ClusterSpec parse_cluster(const json& value, const std::string& path, const std:
   }
   if (auto v = in.optional_string("profile")) c.profile = cluster_profile(*v, in.field("profile"), base_dir);
   if (auto v = in.optional_int("segment_nodes", 0, limits::kGpus)) c.segment_nodes = static_cast<int>(*v);
+  c.nic_transport = parse_nic_transport(in);
   if (const json* tiers = in.raw("network")) {
     if (!tiers->is_array()) throw Error::invalid(in.field("network"), describe_json(*tiers), "must be a list of tiers");
     for (std::size_t i = 0; i < tiers->size(); ++i) {

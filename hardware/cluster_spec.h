@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hardware/gpu_spec.h"
@@ -23,7 +24,17 @@ struct NetworkTier {
   double oversubscription = 1.0;  // down:up bandwidth ratio at this tier (1 = non-blocking)
 };
 
+/// How a node's NICs carry traffic between nodes: InfiniBand or RoCE (RDMA with GPUDirect: NCCL's IB transport), or
+/// plain Ethernet (TCP sockets: NCCL's socket transport). Two nodes have a common RDMA path only when both are
+/// InfiniBand or both RoCE: an InfiniBand HCA and a RoCE NIC speak different link layers (Holmes, arXiv:2312.03549,
+/// Section 2), so such a pair, or any pair with an Ethernet-only side, falls back to TCP.
+enum class NicTransport { kInfiniband, kRoce, kEthernet };
+inline constexpr std::pair<const char*, NicTransport> kNicTransportNames[] = {
+    {"infiniband", NicTransport::kInfiniband}, {"roce", NicTransport::kRoce}, {"ethernet", NicTransport::kEthernet}};
+const char* to_string(NicTransport transport);
+
 struct ClusterSpec {
+  /// The cluster's name; for one of `pools`, the pool's name (unique within the cluster).
   std::string name;
   std::string display_name;
   GpuSpec gpu;
@@ -37,6 +48,13 @@ struct ClusterSpec {
   Seconds nic_latency = 0;           // one network hop as NCCL's tuning model charges it
   BytesPerSecond host_memory_bandwidth = 0;  // the node's CPU DRAM bandwidth, all sockets (0: unknown)
   std::vector<NetworkTier> network;  // innermost first
+  /// The NICs' transport (`nic_type`); InfiniBand unless the description says otherwise.
+  NicTransport nic_transport = NicTransport::kInfiniband;
+  /// A mixed cluster (`cluster.pools`): one description per pool of like GPUs, nodes and NICs, in the order the
+  /// scenario lists them, each with its name and its GPU count (num_gpus). Empty for a homogeneous cluster. When
+  /// given, the fields above are pool 0's (so that readers of one GPU see a real one), `name` is the cluster's,
+  /// and num_gpus the job's; sim/job/job.h says which pool runs each pipeline stage.
+  std::vector<ClusterSpec> pools;
   /// Slurm's --segment: the job's nodes come in blocks of this many, each block inside one NVLink domain, as
   /// NVIDIA's launchers allocate NVL72 racks (hardware/topology.h, physical_gpu). 0: ranks fill the domains in
   /// order; kSegmentDefault until the scenario resolves it (sim/scenario_validate.cpp, default_segment_nodes).
@@ -46,6 +64,7 @@ struct ClusterSpec {
   /// given; nullptr when none.
   std::shared_ptr<const GpuProfile> profile;
 
+  bool has_pools() const { return !pools.empty(); }
   int num_nodes() const { return (num_gpus + gpus_per_node - 1) / gpus_per_node; }
   /// Nodes on one NVLink domain (18 compute trays on an NVL72 rack, 1 on an 8-GPU HGX node).
   int nodes_per_domain() const { return nvlink_domain_size / gpus_per_node; }

@@ -50,11 +50,16 @@ double p2p_share(int protocol, bool multi_domain) {
 NcclCollectiveModel::NcclCollectiveModel(ClusterSpec cluster, NetworkParams params)
     : cluster_(std::move(cluster)), params_(params) {}
 
+BytesPerSecond NcclCollectiveModel::network_rate(const GroupPlacement& p, double rdma_efficiency) const {
+  const BytesPerSecond line = p.network_bandwidth_per_gpu > 0 ? p.network_bandwidth_per_gpu : cluster_.nic_bandwidth_per_gpu();
+  return line * (p.tcp ? params_.tcp_efficiency : rdma_efficiency) / p.oversubscription;
+}
+
 BytesPerSecond NcclCollectiveModel::ring_bandwidth(const CollectiveOp& op) const {
   const GroupPlacement& p = op.placement;
   const BytesPerSecond nvlink = cluster_.gpu.nvlink_bandwidth * params_.nvlink_efficiency;
   if (p.tier == Tier::kNvlink) return nvlink;
-  const BytesPerSecond nic = cluster_.nic_bandwidth_per_gpu() * params_.nic_efficiency / p.oversubscription;
+  const BytesPerSecond nic = network_rate(p, params_.nic_efficiency);
   if (op.kind == CollectiveKind::kSendRecv) return nic;
   if (op.kind == CollectiveKind::kAllToAll) {
     // Only the (n - members on its domain) / (n - 1) part of a rank's traffic leaves the domain; the ranks on the
@@ -69,8 +74,7 @@ BytesPerSecond NcclCollectiveModel::ring_bandwidth(const CollectiveOp& op) const
 CollectivePlan NcclCollectiveModel::expert_dispatch(const CollectiveOp& op) const {
   const GroupPlacement& p = op.placement;
   const BytesPerSecond nvlink = cluster_.gpu.nvlink_bandwidth * params_.expert_dispatch_nvlink_efficiency;
-  const BytesPerSecond nic =
-      cluster_.nic_bandwidth_per_gpu() * params_.expert_dispatch_nic_efficiency / p.oversubscription;
+  const BytesPerSecond nic = network_rate(p, params_.expert_dispatch_nic_efficiency);
   const double network = static_cast<double>(op.network_bytes);
   const bool crosses = network > 0 && p.tier != Tier::kNvlink;
   const Seconds transfer = std::max(static_cast<double>(op.bytes) / nvlink, crosses ? network / nic : 0.0);
@@ -226,7 +230,7 @@ CollectivePlan NcclCollectiveModel::plan(const CollectiveOp& op) const {
   if (nvls && !multi) consider("nvls", kSimple, from_us(nccl::kNvlsNvlinkUs), bytes / (nvlink * params_.nvls_efficiency));
   if (all_reduce && multi) {
     const double crossings = p.domains == 2 ? 1.0 : 2.0;
-    const BytesPerSecond nic = cluster_.nic_bandwidth_per_gpu() * params_.nic_efficiency / p.oversubscription;
+    const BytesPerSecond nic = network_rate(p, params_.nic_efficiency);
     const Seconds inter = crossings * bytes / (nic * p.ranks_per_node);
     const Seconds intra = bytes / (nvlink * params_.nvlink_efficiency);
     const BytesPerSecond tree = bytes / std::max(inter, intra);

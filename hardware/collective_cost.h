@@ -74,6 +74,9 @@ class NcclCollectiveModel final : public CollectiveCostModel {
   CollectivePlan plan(const CollectiveOp& op) const;
 
  private:
+  /// A member's network rate across NVLink domains: its line rate per GPU (the placement's, across pools, or the
+  /// cluster's NIC share) x `rdma_efficiency` (NetworkParams::tcp_efficiency on a TCP path) / oversubscription.
+  BytesPerSecond network_rate(const GroupPlacement& p, double rdma_efficiency) const;
   BytesPerSecond ring_bandwidth(const CollectiveOp& op) const;
   BytesPerSecond ring_protocol_bandwidth(int protocol, BytesPerSecond simple, int nodes) const;
   BytesPerSecond tree_protocol_bandwidth(int protocol, BytesPerSecond simple, int nodes) const;

@@ -64,6 +64,7 @@ CostParams parse_cost_params(const json& value, const std::string& path) {
   p.network.nic_efficiency = n.require_double("nic_efficiency", true);
   p.network.expert_dispatch_nvlink_efficiency = n.require_double("expert_dispatch_nvlink_efficiency", true);
   p.network.expert_dispatch_nic_efficiency = n.require_double("expert_dispatch_nic_efficiency", true);
+  p.network.tcp_efficiency = n.require_double("tcp_efficiency", true);
   p.network.pipeline_fill = from_us(n.require_double("pipeline_fill_us"));
   p.network.pipeline_fill_half = from_MiB(n.require_double("pipeline_fill_half_MiB"));
   p.network.network_call_latency = from_us(n.require_double("network_call_latency_us"));

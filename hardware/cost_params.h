@@ -66,6 +66,9 @@ struct NetworkParams {
   Seconds network_call_latency = 0;
   double expert_dispatch_nvlink_efficiency = 0;  // fraction of NVLink's rate the flex dispatcher's forwarding reaches
   double expert_dispatch_nic_efficiency = 0;     // fraction of the NIC rate its RDMA transfers reach
+  /// Fraction of the line rate NCCL's socket transport (TCP, no RDMA) reaches: the path between two pools without a
+  /// common RDMA transport (hardware/pool_link.h). Not fitted; cost_model.json gives its sources.
+  double tcp_efficiency = 0;
 };
 
 /// Memory outside parameters, optimizer state and activations ("other" in the report).

@@ -14,6 +14,10 @@ struct GpuSpec {
   std::string name;          // preset key, e.g. "h100-sxm"
   std::string display_name;  // e.g. "NVIDIA H100 SXM5 80GB"
   std::string architecture;  // GPU generation, lower case as the presets write it ("ampere", "hopper"); "" unknown
+  /// Who makes it, lower case as the presets write it ("nvidia", "amd"); "" unknown. GPUs of two vendors share no
+  /// collective library (NCCL and RCCL do not interoperate), so traffic between them is staged through host memory
+  /// (hardware/pool_link.h).
+  std::string vendor;
   // Dense tensor-core peaks (FLOP/s); 0 where the chip has no such path. peak_fp32 is the non-tensor FP32 rate.
   FlopsPerSecond peak_fp32 = 0, peak_tf32 = 0, peak_fp16 = 0, peak_bf16 = 0, peak_fp8 = 0;
   Bytes hbm_capacity = 0;

@@ -28,6 +28,13 @@ struct GroupPlacement {
   Tier tier = Tier::kNvlink;
   double oversubscription = 1.0;  // of the outermost tier crossed
   Seconds network_latency = 0;    // one hop through the outermost tier crossed (0 on NVLink)
+  /// Members in two pools of a mixed cluster (hardware/pool_link.h): the line rate per GPU their path allows (the
+  /// slower side's NIC share, or its host link when the bytes are staged through host memory); 0: the cluster's
+  /// own NIC share.
+  BytesPerSecond network_bandwidth_per_gpu = 0;
+  /// The path has no common RDMA transport and runs over TCP sockets (NCCL's socket transport), at
+  /// NetworkParams::tcp_efficiency of the line rate instead of nic_efficiency.
+  bool tcp = false;
 
   bool operator==(const GroupPlacement&) const = default;
 };

@@ -73,9 +73,15 @@ std::int64_t host_launches(const Op& op) {
 }
 
 Durations price_graph(const WorkloadGraph& graph, const CostModels& models, const HostIssue& host) {
+  return price_graph(graph, std::vector<CostModels>(graph.programs.size(), models), host);
+}
+
+Durations price_graph(const WorkloadGraph& graph, const std::vector<CostModels>& per_program, const HostIssue& host) {
   Durations d;
   d.op_seconds.reserve(graph.programs.size());
-  for (const Program& p : graph.programs) {
+  for (std::size_t i = 0; i < graph.programs.size(); ++i) {
+    const Program& p = graph.programs[i];
+    const CostModels& models = per_program.at(i);
     std::vector<Seconds> per_op;
     per_op.reserve(p.ops.size());
     for (const Op& op : p.ops) {

@@ -1,6 +1,8 @@
 #pragma once
 // Prices every task of a workload graph with the cost models (ARCHITECTURE.md "Data flow").
 
+#include <vector>
+
 #include "hardware/collective_cost.h"
 #include "hardware/compute_cost.h"
 #include "hardware/cost_params.h"
@@ -41,5 +43,9 @@ std::int64_t host_launches(const Op& op);
 /// Durations of every distinct operation of every program; with `host`, also each task's CPU issue time
 /// (Durations::issue_seconds = host_launches x host.of(kind, phase)).
 Durations price_graph(const WorkloadGraph& graph, const CostModels& models, const HostIssue& host = {});
+/// The same with each program priced by its own models (`per_program[i]` for graph.programs[i], one per program):
+/// the stages of a mixed cluster, each on its pool's GPU and fabric. Errors: std::out_of_range when `per_program`
+/// is shorter than the graph's programs.
+Durations price_graph(const WorkloadGraph& graph, const std::vector<CostModels>& per_program, const HostIssue& host = {});
 
 }  // namespace orrery

@@ -29,10 +29,16 @@ std::int64_t domain_period(const ClusterSpec& c) {
 }  // namespace
 
 GroupPlacement costliest_group_placement(const ClusterSpec& cluster, const RankLayout& ranks, GroupKind kind,
-                                         int stage) {
+                                         int stage, const std::vector<int>& stage_base) {
   GroupPlacement worst;
   std::vector<bool> seen(static_cast<std::size_t>(ranks.num_ranks()), false);
   const int per_stage = ranks.num_ranks() / ranks.pp();
+  // A rank's GPU on `cluster`: on a pool, its stage's ranks sit from stage_base on (sim/pool_assignment.h).
+  const auto local = [&](int r) { return stage_base.empty() ? r : r - stage_base[static_cast<std::size_t>(r / per_stage)]; };
+  const auto place = [&](std::vector<int> members) {
+    for (int& m : members) m = local(m);
+    return place_members(cluster, members);
+  };
   // A stage's groups of one kind are one pattern of rank offsets from their first member (RankLayout numbers ranks
   // by coordinates), so groups whose first members are a domain period apart fall on domains and nodes alike: those
   // are counted once, and only the network tier, which depends on where the group's ends are, is found for each.
@@ -61,14 +67,14 @@ GroupPlacement costliest_group_placement(const ClusterSpec& cluster, const RankL
     for (std::size_t k = 0; alike && k < members.size(); ++k) alike = members[k] - members.front() == pattern[k];
     GroupPlacement p;
     if (!alike) {
-      p = place_members(cluster, members);
-    } else if (const auto [at, fresh] = placed.try_emplace(members.front() % period); fresh) {
-      p = at->second = place_members(cluster, members);
+      p = place(members);
+    } else if (const auto [at, fresh] = placed.try_emplace(local(members.front()) % period); fresh) {
+      p = at->second = place(members);
     } else {
       p = at->second;
       if (p.domains > 1) {
-        place_across_network(cluster, physical_gpu(cluster, members.front() + lowest),
-                             physical_gpu(cluster, members.front() + highest), p);
+        place_across_network(cluster, physical_gpu(cluster, local(members.front() + lowest)),
+                             physical_gpu(cluster, local(members.front() + highest)), p);
       }
     }
     if (worst.size <= 1 || costlier(p, worst)) worst = p;
@@ -103,6 +109,10 @@ const char* group_name(GroupKind kind) {
 
 void resolve_placement(Scenario& s) {
   ClusterSpec& c = s.cluster;
+  if (c.has_pools()) {
+    c.segment_nodes = 0;  // each pool's own is resolved with the stages it runs (sim/pool_assignment.h)
+    return;
+  }
   if (c.segment_nodes == ClusterSpec::kSegmentDefault) {
     c.segment_nodes = default_segment_nodes(c);
   } else if (c.segment_nodes > 0) {

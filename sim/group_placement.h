@@ -16,8 +16,10 @@ namespace orrery {
 /// stage `stage`, each placed where the scheduler put its members (physical_gpu). For the point-to-point kinds:
 /// the costliest pair. Size 1 when the stage has no such group. O(ranks of the stage) group look-ups; groups a
 /// domain period apart share their domain and node counts (only their network tier is found again).
+/// On a pool of a mixed cluster, `cluster` is the pool and `stage_base` the PoolAssignment's (a rank r of stage t is
+/// the pool's GPU r - stage_base[t]); empty: ranks are the cluster's GPUs in order.
 GroupPlacement costliest_group_placement(const ClusterSpec& cluster, const RankLayout& ranks, GroupKind kind,
-                                         int stage);
+                                         int stage, const std::vector<int>& stage_base = {});
 
 /// Slurm --segment as NVIDIA's launchers set it when a cluster's NVLink domain spans several nodes
 /// (Megatron-Bridge scripts/performance/utils/executors.py at 067f987d, 2026-08: for 4-GPU nodes, a job of at

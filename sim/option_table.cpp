@@ -149,6 +149,14 @@ constexpr std::array kOptions = {
         "transformer layers of each virtual stage, in virtual-stage order (chunk × pp + stage); Megatron-LM's "
         "`--pipeline-model-parallel-layout` string is not read",
         R"({"parallel": {"pp": 2, "pipeline_layout": [1, 1]}})"),
+    row("parallel", "pipeline_stage_pools", "", "--pipeline-stage-pools", T::kIntegerList, "stages fill the pools in order", "",
+        "with `cluster.pools`: the pool (its index in `cluster.pools`) each pipeline stage runs on, one entry per "
+        "stage; each stage's tp × cp × dp ranks lie on one pool. Without it, ranks fill the pools in the order "
+        "listed, and a stage that would straddle two pools is an error. Balance the stages of slower GPUs with "
+        "`pipeline_layout`",
+        R"({"cluster": {"pools": [{"name": "fast", "preset": "dgx-h100", "num_gpus": 8},
+                                    {"name": "slow", "preset": "dgx-a100-80gb", "num_gpus": 8}]},
+            "parallel": {"pp": 2, "tp": 8, "pipeline_stage_pools": [1, 0]}})"),
     choice("parallel", "cp_comm_type", "--cp-comm-type", "", "p2p, a2a, allgather, a2a+p2p", "p2p",
            "context-parallel exchange: `p2p` (ring attention, load-balanced causal chunks), `a2a` (Ulysses), "
            "`allgather`; `a2a+p2p` (hierarchical: all-to-all inside groups of the first "

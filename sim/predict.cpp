@@ -46,6 +46,39 @@ double run_bytes(const WorkloadGraph& graph, double task_instances, double insta
   return estimated_graph_bytes(tasks) + estimated_engine_bytes(task_instances, instances, recorded, paced_streams(graph));
 }
 
+// The measured profile `--profile` gives applies to the pools of its GPU; another pool keeps its own (if it names
+// one) or the default model.
+CostParams params_for_pool(const CostParams& params, const ClusterSpec& pool) {
+  CostParams out = params;
+  if (out.profile && !same_gpu_model(out.profile->gpu, pool.gpu)) out.profile = nullptr;
+  return out;
+}
+
+// What a prediction's report says of the measured profile behind `models` (priced for GPU `gpu`): which it is,
+// whether it was measured on another GPU, and what its tables do not cover.
+void add_profile_warnings(const DefaultCostModels& models, const GpuSpec& gpu, Report& r) {
+  if (const auto* measured = dynamic_cast<const ProfiledCollectiveModel*>(models.network.get());
+      measured && measured->uncovered() > 0) {
+    r.warnings.push_back(fmt::format("the profile's collective tables do not cover {} collective calls (group "
+                                     "size, node count or message size); the NCCL model priced them",
+                                     measured->uncovered()));
+  }
+  if (const auto* profiled = dynamic_cast<const ProfiledComputeModel*>(models.compute.get())) {
+    const GpuProfile& prof = profiled->profile();
+    r.profile = prof.file.empty() ? prof.gpu : prof.file;
+    if (!same_gpu_model(prof.gpu, gpu)) {
+      r.warnings.push_back(fmt::format("the profile {} was measured on {}, the cluster's GPU is {}", prof.file, prof.gpu, gpu.name));
+    }
+    if (profiled->uncovered_gemms() > 0 || profiled->uncovered_memory() > 0 || profiled->uncovered_attention() > 0) {
+      r.warnings.push_back(fmt::format(
+          "the profile {} does not cover {} distinct GEMM shapes (e.g. {}), {} memory-bound kernel sizes and {} "
+          "attention shapes; the default model priced them",
+          prof.file, profiled->uncovered_gemms(), profiled->example_uncovered().empty() ? "none" : profiled->example_uncovered(),
+          profiled->uncovered_memory(), profiled->uncovered_attention()));
+    }
+  }
+}
+
 }  // namespace
 
 Prediction predict(const Scenario& scenario, const PredictOptions& options) { return predict(resolve(scenario), options); }
@@ -91,32 +124,34 @@ Prediction predict(const Job& job, const PredictOptions& options) {
                         fmt::format("the simulation ({} instances, {:.3g} task instances)", instances, task_instances));
   RunOptions run = engine_options(params, options.run);
   run.memory_budget = options.memory_budget;
-  DefaultCostModels models(p.scenario.cluster, params);
-  p.durations = price_graph(p.graph, models.models(), host_issue_costs(params.compute.host, p.scenario.training.framework));
+  // One set of cost models per pool a stage runs on (the cluster's own when it has no pools); each program is
+  // priced on its stage's.
+  std::vector<std::unique_ptr<DefaultCostModels>> all_models;
+  std::vector<GpuSpec> model_gpus;  // the GPU each of all_models prices
+  std::vector<CostModels> per_program;
+  if (job.pools().stage_pool.empty()) {
+    all_models.push_back(std::make_unique<DefaultCostModels>(p.scenario.cluster, params));
+    model_gpus.push_back(p.scenario.cluster.gpu);
+    per_program = std::vector<CostModels>(p.graph.programs.size(), all_models.front()->models());
+  } else {
+    std::vector<int> model_of_pool(job.pools().pools.size(), -1);
+    for (std::size_t stage = 0; stage < p.graph.programs.size(); ++stage) {
+      const int pool = job.pools().stage_pool[stage];
+      int& index = model_of_pool[static_cast<std::size_t>(pool)];
+      if (index < 0) {
+        index = static_cast<int>(all_models.size());
+        const ClusterSpec& pool_cluster = job.stage_cluster(static_cast<int>(stage));
+        all_models.push_back(std::make_unique<DefaultCostModels>(pool_cluster, params_for_pool(params, pool_cluster)));
+        model_gpus.push_back(pool_cluster.gpu);
+      }
+      per_program.push_back(all_models[static_cast<std::size_t>(index)]->models());
+    }
+  }
+  p.durations = price_graph(p.graph, per_program, host_issue_costs(params.compute.host, p.scenario.training.framework));
   p.run = run_engine(p.graph, p.instances, p.durations, run);
   if (p.run.stopped) return p;  // an observer's cut-off: no report of a partial run
   p.report = analyze(job, p.graph, p.instances, p.run);
-  if (const auto* measured = dynamic_cast<const ProfiledCollectiveModel*>(models.network.get());
-      measured && measured->uncovered() > 0) {
-    p.report.warnings.push_back(fmt::format("the profile's collective tables do not cover {} collective calls (group "
-                                            "size, node count or message size); the NCCL model priced them",
-                                            measured->uncovered()));
-  }
-  if (const auto* profiled = dynamic_cast<const ProfiledComputeModel*>(models.compute.get())) {
-    const GpuProfile& prof = profiled->profile();
-    p.report.profile = prof.file.empty() ? prof.gpu : prof.file;
-    if (!same_gpu_model(prof.gpu, p.scenario.cluster.gpu)) {
-      p.report.warnings.push_back(fmt::format("the profile {} was measured on {}, the cluster's GPU is {}", prof.file,
-                                              prof.gpu, p.scenario.cluster.gpu.name));
-    }
-    if (profiled->uncovered_gemms() > 0 || profiled->uncovered_memory() > 0 || profiled->uncovered_attention() > 0) {
-      p.report.warnings.push_back(fmt::format(
-          "the profile {} does not cover {} distinct GEMM shapes (e.g. {}), {} memory-bound kernel sizes and {} "
-          "attention shapes; the default model priced them",
-          prof.file, profiled->uncovered_gemms(), profiled->example_uncovered().empty() ? "none" : profiled->example_uncovered(),
-          profiled->uncovered_memory(), profiled->uncovered_attention()));
-    }
-  }
+  for (std::size_t i = 0; i < all_models.size(); ++i) add_profile_warnings(*all_models[i], model_gpus[i], p.report);
   return p;
 }
 

@@ -123,15 +123,68 @@ Breakdown breakdown_of(const WorkloadGraph& graph, const Program& program, const
   return b;
 }
 
-double graph_flops_per_iteration(const WorkloadGraph& graph, const ParallelPlan& plan) {
-  double flops = 0.0;
+
+namespace {
+
+// The dense peak at the job's GEMM precision, per GPU: the mean over the job's ranks, each on its stage's GPU.
+FlopsPerSecond mean_peak_flops(const Job& job) {
+  if (job.pools().stage_pool.empty()) return job.cluster().gpu.peak_for(job.gemm_dtype());
+  double sum = 0;
+  for (int stage = 0; stage < job.plan().pp; ++stage) sum += job.stage_cluster(stage).gpu.peak_for(job.gemm_dtype());
+  return sum / job.plan().pp;  // every stage holds ranks_per_stage ranks
+}
+
+// FLOPs of one rank of each program per iteration (GEMMs and attention, recompute included).
+std::vector<double> program_flops(const WorkloadGraph& graph) {
+  std::vector<double> out;
   for (const Program& p : graph.programs) {
     std::vector<double> per_op;
     for (const Op& op : p.ops) per_op.push_back(op_flops(op));
-    double per_rank = 0.0;
-    for (const Task& t : p.tasks) per_rank += per_op[static_cast<std::size_t>(t.op)];
-    flops += per_rank;
+    double flops = 0;
+    for (const Task& t : p.tasks) flops += per_op[static_cast<std::size_t>(t.op)];
+    out.push_back(flops);
   }
+  return out;
+}
+
+std::vector<PoolReport> pool_reports(const Job& job, const WorkloadGraph& graph, const Report& r) {
+  std::vector<PoolReport> out;
+  const PoolAssignment& a = job.pools();
+  if (a.stage_pool.empty()) return out;
+  const std::vector<double> flops = program_flops(graph);
+  double total = 0;
+  for (double f : flops) total += f;
+  for (std::size_t i = 0; i < a.pools.size(); ++i) {
+    const ClusterSpec& given = job.cluster().pools[i];
+    PoolReport p;
+    p.name = given.name;
+    p.gpu = given.gpu.name;
+    p.nic_type = to_string(given.nic_transport);
+    p.num_gpus = given.num_gpus;
+    p.gpus_used = a.pools[i].num_gpus;
+    p.peak_flops_per_gpu = given.gpu.peak_for(job.gemm_dtype());
+    p.memory_capacity = given.gpu.hbm_capacity;
+    double share = 0;
+    for (std::size_t stage = 0; stage < a.stage_pool.size(); ++stage) {
+      if (a.stage_pool[stage] != static_cast<int>(i)) continue;
+      p.stages.push_back(static_cast<int>(stage));
+      p.peak_memory = std::max(p.peak_memory, r.per_stage[stage].peak);
+      share += flops[stage];
+    }
+    // The pool's share of the model FLOPs, by its share of the graph's FLOPs (its stages' layers, head, embedding).
+    if (p.gpus_used > 0 && total > 0) {
+      p.mfu = r.model_flops * (share / total) / (r.iteration_time * p.gpus_used * p.peak_flops_per_gpu);
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace
+
+double graph_flops_per_iteration(const WorkloadGraph& graph, const ParallelPlan& plan) {
+  double flops = 0.0;
+  for (double per_rank : program_flops(graph)) flops += per_rank;
   return flops * plan.tp * plan.dp * plan.cp;
 }
 
@@ -156,7 +209,7 @@ Report analyze(const Job& job, const WorkloadGraph& graph, const Instantiation& 
   const double causal_flops =
       batch * training_flops_per_sequence(s.model, s.training.seq_length, vocab, AttentionFlops::kCausalHalved, span);
   r.hardware_flops = graph_flops_per_iteration(graph, s.parallel);
-  r.peak_flops_per_gpu = s.cluster.gpu.peak_for(job.gemm_dtype());
+  r.peak_flops_per_gpu = mean_peak_flops(job);
   const double denominator = r.iteration_time * gpus * r.peak_flops_per_gpu;
   r.model_tflops_per_gpu = to_tflops(r.model_flops / (r.iteration_time * gpus));
   r.hardware_tflops_per_gpu = to_tflops(r.hardware_flops / (r.iteration_time * gpus));
@@ -175,6 +228,10 @@ Report analyze(const Job& job, const WorkloadGraph& graph, const Instantiation& 
   // Memory: per stage, the instance with the largest peak.
   r.memory_capacity = s.cluster.gpu.hbm_capacity;
   r.per_stage.resize(graph.programs.size());
+  for (std::size_t stage = 0; stage < r.per_stage.size(); ++stage) {
+    r.per_stage[stage].capacity = job.stage_cluster(static_cast<int>(stage)).gpu.hbm_capacity;
+    if (stage == 0 || r.per_stage[stage].capacity < r.memory_capacity) r.memory_capacity = r.per_stage[stage].capacity;
+  }
   for (std::size_t i = 0; i < instances.instances.size(); ++i) {
     const int stage = instances.instances[i].program;
     const InstanceRun& ir = run.instances[i];
@@ -191,11 +248,12 @@ Report analyze(const Job& job, const WorkloadGraph& graph, const Instantiation& 
     r.peak_memory = std::max(r.peak_memory, ir.peak);
   }
   for (const StageMemory& m : r.per_stage) {
-    if (m.peak > r.memory_capacity) {
+    if (m.peak > m.capacity) {
       r.warnings.push_back(fmt::format("does not fit: pipeline stage {} needs {:.1f} GiB of the GPU's {:.1f} GiB",
-                                       m.stage, to_GiB(m.peak), to_GiB(r.memory_capacity)));
+                                       m.stage, to_GiB(m.peak), to_GiB(m.capacity)));
     }
   }
+  r.pools = pool_reports(job, graph, r);
   // Breakdown on the critical rank: the recorded instance that ends last (the lowest such index on ties).
   std::size_t critical = 0;
   Nanoseconds latest = -1;

@@ -137,6 +137,8 @@ struct ParallelPlan {
     return (account_for_embedding_in_pipeline_split ? 1 : 0) + (account_for_loss_in_pipeline_split ? 1 : 0);
   }
   std::vector<int> pipeline_layout;  // transformer layers per virtual stage, in virtual-stage order
+  /// With cluster.pools: the pool index of each pipeline stage (pp entries); empty: ranks fill the pools in order.
+  std::vector<int> pipeline_stage_pools;
   std::optional<int> num_layers_per_virtual_pipeline_stage;  // Megatron's way to set vpp
 
   int model_parallel_size() const { return tp * pp * cp; }

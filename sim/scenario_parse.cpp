@@ -329,6 +329,19 @@ ParallelPlan parse_parallel(const json& value) {
       p.pipeline_layout.push_back(n.get<int>());
     }
   }
+  if (const json* pools = in.raw("pipeline_stage_pools")) {
+    if (!pools->is_array() || pools->empty()) {
+      throw Error::invalid("parallel.pipeline_stage_pools", describe_json(*pools),
+                           "must be a non-empty list of pool indices, one per pipeline stage");
+    }
+    for (const json& n : *pools) {
+      if (!n.is_number_integer() || n.get<std::int64_t>() < 0 || n.get<std::int64_t>() > limits::kGpus) {
+        throw Error::invalid("parallel.pipeline_stage_pools", describe_json(*pools),
+                             "entries must be pool indices (integers from 0, in cluster.pools order)");
+      }
+      p.pipeline_stage_pools.push_back(n.get<int>());
+    }
+  }
   in.reject_unknown();
   check_documented_keys("parallel", in.read_keys());
   return p;

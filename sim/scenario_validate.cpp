@@ -13,6 +13,7 @@
 #include "sim/memory_budget.h"
 #include "sim/overlap_switches.h"
 #include "sim/pipeline_layout.h"
+#include "sim/pool_assignment.h"
 #include "sim/scenario.h"
 #include "sim/scenario_validate.h"
 #include "sim/lower/context_parallel.h"
@@ -76,7 +77,10 @@ void resolve_sizes(Scenario& s) {
   const int mp = static_cast<int>(mp64);
   if (p.dp == 0) {
     if (c.num_gpus == 0) {
-      c.num_gpus = mp;
+      // A mixed cluster's job uses all its pools unless it says otherwise.
+      std::int64_t pooled = 0;
+      for (const ClusterSpec& pool : c.pools) pooled += pool.num_gpus;
+      c.num_gpus = c.has_pools() ? static_cast<int>(pooled) : mp;
     }
     const std::int64_t dp = p.data_parallel_size_for(c.num_gpus);
     require(dp > 0, "cluster.num_gpus", str(c.num_gpus),
@@ -318,6 +322,7 @@ void check_size(const Scenario& s) {
 // The network tiers must reach every node of the job; beyond the last listed tier traffic is priced as that tier.
 void check_fabric(Scenario& s) {
   const ClusterSpec& c = s.cluster;
+  if (c.has_pools()) return;  // each pool's fabric holds only its own stages
   if (c.network.empty() || c.network.back().nodes == 0) return;
   if (c.num_nodes() > c.network.back().nodes) {
     s.warnings.push_back(fmt::format("the cluster's outermost network tier ({}) reaches {} nodes but the job has {}; "
@@ -454,6 +459,7 @@ void check_stragglers(const Scenario& s) {
 void validate_scenario(Scenario& s) {
   reject_unmodelled(s);
   resolve_sizes(s);
+  resolve_pools(s);
   check_tensor_parallel(s);
   check_context_parallel(s);
   check_experts(s);

@@ -79,6 +79,7 @@ Job::Job(Scenario validated) : scenario_(std::move(validated)), ranks_(scenario_
   rank_tokens_ = t.micro_batch_size * (t.seq_length / p.cp);
   tokens_per_iteration_ = static_cast<double>(t.global_batch_size * t.seq_length);
   layout_ = make_pipeline_layout(scenario_.model, p);
+  pools_ = assign_pools(scenario_);
   padded_model_ = scenario_.model;
   padded_model_.vocab_size = padded_vocab_size(scenario_.model.vocab_size, p.tp);
   activation_dtype_ = orrery::activation_dtype(t.precision);

@@ -17,6 +17,7 @@
 #include "models/units.h"
 #include "sim/packing.h"
 #include "sim/pipeline_layout.h"
+#include "sim/pool_assignment.h"
 #include "sim/rank_layout.h"
 #include "sim/scenario.h"
 
@@ -82,6 +83,14 @@ class Job {
   /// Global rank numbering and communication groups (sim/rank_layout.h).
   const RankLayout& ranks() const { return ranks_; }
 
+  /// A mixed cluster's stage-to-pool assignment (sim/pool_assignment.h); empty for a homogeneous cluster.
+  const PoolAssignment& pools() const { return pools_; }
+  /// The cluster pipeline stage `stage` runs on: its pool as the job uses it, or the cluster itself.
+  const ClusterSpec& stage_cluster(int stage) const {
+    return pools_.stage_pool.empty() ? scenario_.cluster
+                                     : pools_.pools[static_cast<std::size_t>(pools_.stage_pool[static_cast<std::size_t>(stage)])];
+  }
+
   /// Megatron-padded vocabulary (padded_vocab_size of the model's vocabulary at the plan's tp).
   std::int64_t padded_vocab() const { return padded_model_.vocab_size; }
   /// The model with the padded vocabulary: what the ranks really hold.
@@ -108,6 +117,7 @@ class Job {
   double tokens_per_iteration_ = 0;
   PipelineLayout layout_;
   RankLayout ranks_{ParallelPlan{}};
+  PoolAssignment pools_;
   ModelSpec padded_model_;
   DType activation_dtype_ = DType::kBf16, gemm_dtype_ = DType::kBf16;
   Bytes activation_bytes_ = 2;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 
+#include "hardware/pool_link.h"
 #include "sim/group_placement.h"
 
 namespace orrery {
@@ -35,12 +36,29 @@ LoweringContext::LoweringContext(const Job& j)
   if (j.packing()) packed_fraction = j.packing()->microbatch_fraction;
 }
 
+GroupPlacement LoweringContext::place_group(GroupKind kind, int stage) const {
+  const PoolAssignment& pools = job.pools();
+  // The stage's costliest group of the kind prices all of them (sim/group_placement.h).
+  if (pools.stage_pool.empty()) return costliest_group_placement(cluster, ranks, kind, stage);
+  // On a mixed cluster a stage's groups lie on its pool; a send or receive whose other end is on another pool
+  // crosses between pools (hardware/pool_link.h).
+  if (is_pipeline_transfer(kind)) {
+    const std::vector<int> pair = ranks.group_members(kind, stage * job.ranks_per_stage());
+    for (int member : pair) {
+      const int peer = ranks.coord(member).pp;
+      if (pools.stage_pool[static_cast<std::size_t>(peer)] != pools.stage_pool[static_cast<std::size_t>(stage)]) {
+        return cross_pool_placement(job.stage_cluster(stage), job.stage_cluster(peer));
+      }
+    }
+  }
+  return costliest_group_placement(job.stage_cluster(stage), ranks, kind, stage, pools.stage_base);
+}
+
 const GroupPlacement& LoweringContext::placement(GroupKind kind, int stage) const {
   auto key = std::make_pair(kind, stage);
   auto it = placements_.find(key);
   if (it != placements_.end()) return it->second;
-  // The stage's costliest group of the kind prices all of them (sim/group_placement.h).
-  return placements_.emplace(key, costliest_group_placement(cluster, ranks, kind, stage)).first->second;
+  return placements_.emplace(key, place_group(kind, stage)).first->second;
 }
 
 std::int64_t LoweringContext::local_elements(const ParamTensor& t) const {

@@ -70,6 +70,7 @@ struct LoweringContext {
   int expert_data_parallel_ranks() const { return job.expert_data_parallel_ranks(); }
 
  private:
+  GroupPlacement place_group(GroupKind kind, int stage) const;
   mutable std::map<std::pair<GroupKind, int>, GroupPlacement> placements_;
   // layer_param_groups() by (layer, chunk): a layer is lowered once per micro-batch and pass, and naming its groups
   // compares parameter names (14% of lowering when done each time).

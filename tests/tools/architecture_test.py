@@ -22,7 +22,7 @@ ALLOWED = {
     "hardware/": ["models/", "hardware/"],
     "sim/engine/": ["models/", "hardware/", "sim/engine/"],
     "sim/job/": ["models/", "hardware/", "sim/job/", "sim/scenario.h", "sim/scenario_validate.h", "sim/pipeline_layout.h",
-                 "sim/rank_layout.h", "sim/packing.h"],
+                 "sim/rank_layout.h", "sim/packing.h", "sim/pool_assignment.h"],
     "sim/": ["models/", "hardware/", "sim/"],
     "calibrate/": ["models/", "hardware/", "sim/", "calibrate/"],
 }

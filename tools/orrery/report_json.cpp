@@ -48,6 +48,22 @@ json report_json(const Prediction& p) {
   out["critical_rank"] = r.critical_rank;
   out["warnings"] = r.warnings;
   if (!r.profile.empty()) out["profile"] = r.profile;
+  if (!r.pools.empty()) {
+    json pools = json::array();
+    for (const PoolReport& pool : r.pools) {
+      pools.push_back({{"name", pool.name},
+                       {"gpu", pool.gpu},
+                       {"nic_type", pool.nic_type},
+                       {"num_gpus", pool.num_gpus},
+                       {"gpus_used", pool.gpus_used},
+                       {"stages", pool.stages},
+                       {"peak_tflops_per_gpu", to_tflops(pool.peak_flops_per_gpu)},
+                       {"memory_capacity_bytes", pool.memory_capacity},
+                       {"peak_memory_bytes", pool.peak_memory},
+                       {"mfu", pool.mfu}});
+    }
+    out["pools"] = pools;
+  }
   if (r.packing) {
     const PackedBatch& k = *r.packing;
     out["packing"] = {{"documents", k.documents},

@@ -2,6 +2,7 @@
 
 #include "models/utf8.h"
 #include <fmt/ostream.h>
+#include <fmt/ranges.h>
 
 #include <string>
 #include <vector>
@@ -21,11 +22,11 @@ std::string percent(Seconds part, Seconds whole) { return fmt::format("{:5.1f}%"
 // for a runnable plan's (issue 22); the stages over the capacity are the report's "does not fit" warnings, by the
 // same test (a stage's peak above the capacity). Nothing is printed for a plan that fits.
 void print_fit_line(std::ostream& out, const Report& r) {
-  if (r.peak_memory <= r.memory_capacity) return;
   std::vector<int> over;
   for (const StageMemory& m : r.per_stage) {
-    if (m.peak > r.memory_capacity) over.push_back(m.stage);
+    if (m.peak > m.capacity) over.push_back(m.stage);
   }
+  if (over.empty()) return;
   // A few stages by number; many (a deep pipeline) by count, so the line stays one line.
   const std::string where =
       over.size() <= 8 ? fmt::format("pipeline stage{} {}", over.size() == 1 ? "" : "s", fmt::join(over, ", "))
@@ -63,7 +64,11 @@ void print_summary(std::ostream& out, const Prediction& p) {
                  ? fmt::format(" (block: the first {} layer(s) of each model chunk)", s.training.recompute_num_layers)
                  : "",
              s.training.framework == Framework::kMegatron ? "" : fmt::format(", framework {}", to_string(s.training.framework)));
-  fmt::print(out, "  cluster  {} x {} ({})\n", r.num_gpus, s.cluster.gpu.display_name, s.cluster.name);
+  if (r.pools.empty()) {
+    fmt::print(out, "  cluster  {} x {} ({})\n", r.num_gpus, s.cluster.gpu.display_name, s.cluster.name);
+  } else {
+    fmt::print(out, "  cluster  {} GPUs of a mixed cluster ({})\n", r.num_gpus, s.cluster.name);
+  }
   if (!r.profile.empty()) fmt::print(out, "  profile  {} (measured tables price the ops they cover)\n", r.profile);
   // Experts: EP x ETP and how tokens reach them; DualPipe(V): the two chunks each rank runs without a VPP setting.
   const std::string experts =
@@ -102,6 +107,15 @@ void print_summary(std::ostream& out, const Prediction& p) {
   for (const StageMemory& m : r.per_stage) {
     fmt::print(out, "    {:5}  {}  {}  {}  {}  {}  {}\n", m.stage, gib(m.weights), gib(m.gradients), gib(m.optimizer),
                gib(m.activations), gib(m.other), gib(m.peak));
+  }
+  if (!r.pools.empty()) {
+    fmt::print(out, "\n  pools (cluster.pools)\n");
+    fmt::print(out, "    pool              GPU              NIC         GPUs used  stages        peak TFLOP/s  memory GiB  MFU\n");
+    for (const PoolReport& pool : r.pools) {
+      fmt::print(out, "    {:<17} {:<16} {:<11} {:>5} {:>5}  {:<13} {:>11.0f}  {:>5.1f}/{:<5.0f} {:4.1f}%\n", pool.name, pool.gpu,
+                 pool.nic_type, pool.num_gpus, pool.gpus_used, pool.stages.empty() ? "-" : fmt::format("{}", fmt::join(pool.stages, ",")),
+                 to_tflops(pool.peak_flops_per_gpu), to_GiB(pool.peak_memory), to_GiB(pool.memory_capacity), 100 * pool.mfu);
+    }
   }
   if (r.packing) {
     const PackedBatch& k = *r.packing;
