@@ -50,13 +50,29 @@ PlanPoint plan_point(const Prediction& p, const TrainingRun& run) {
   out.time_to_train = out.steps * out.iteration_time;
   out.gpu_hours = gpu_hours(out.num_gpus, out.time_to_train);
 
-  out.step_energy = step_energy(p.graph, p.instances, p.run, to_nanos(out.iteration_time), gpu_power(cluster.gpu));
+  // Each stage's GPUs draw their own GPU's power (a mixed cluster's pools differ).
+  std::vector<GpuPower> power;
+  for (std::size_t stage = 0; stage < p.graph.programs.size(); ++stage) {
+    power.push_back(gpu_power(job.stage_cluster(static_cast<int>(stage)).gpu));
+  }
+  out.step_energy = step_energy(p.graph, p.instances, p.run, to_nanos(out.iteration_time), power);
   const FacilitySpec& facility = job.scenario().energy;
-  const double nodes = cluster.num_nodes();
+  // Hosts and NICs draw their nodes' power: the cluster's, or each pool's for the nodes the job uses on it.
+  double host_W = 0, network_W = 0;
+  if (job.pools().stage_pool.empty()) {
+    host_W = host_power_W_per_node(facility, cluster) * cluster.num_nodes();
+    network_W = network_power_W_per_node(facility, cluster) * cluster.num_nodes();
+  } else {
+    for (const ClusterSpec& pool : job.pools().pools) {
+      if (pool.num_gpus == 0) continue;
+      host_W += host_power_W_per_node(facility, pool) * pool.num_nodes();
+      network_W += network_power_W_per_node(facility, pool) * pool.num_nodes();
+    }
+  }
   RunEnergy& e = out.energy;
   e.gpu_J = out.step_energy.gpu_joules * out.steps;
-  e.host_J = host_power_W_per_node(facility, cluster) * nodes * out.time_to_train;
-  e.network_J = network_power_W_per_node(facility, cluster) * nodes * out.time_to_train;
+  e.host_J = host_W * out.time_to_train;
+  e.network_J = network_W * out.time_to_train;
   e.pue = facility.pue;
   e.facility_J = (e.gpu_J + e.host_J + e.network_J) * e.pue;
   e.average_power_W = out.time_to_train > 0 ? e.facility_J / out.time_to_train : 0;

@@ -157,6 +157,12 @@ PlanSweep plan_sweep(const SweepRequest& rq) {
     own_gpus = c.is_object() && c.contains("num_gpus") && c["num_gpus"].is_number_integer() ? c["num_gpus"].get<int>() : 0;
     out.scenario_name = rq.document.value("name", std::string("plan"));
   }
+  if (const auto c = rq.document.find("cluster"); c != rq.document.end() && c->is_object() && c->contains("pools")) {
+    // Sweeps resize one GPU type, and prices and the idle floor are per GPU type.
+    throw Error::not_modelled("cluster.pools", fmt::format("{} pools", (*c)["pools"].size()),
+                              "capacity planning (orrery plan) of a mixed cluster; orrery predict reports its step "
+                              "and its energy");
+  }
   std::size_t done = 0;
   for (std::size_t ci = 0; ci < clusters.size(); ++ci) {
     std::optional<std::size_t> first;  // this cluster's first point: the scaling efficiencies' base

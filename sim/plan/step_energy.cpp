@@ -73,6 +73,11 @@ double state_joules(const StateSeconds& s, const GpuPower& power) {
 
 StepEnergy step_energy(const WorkloadGraph& graph, const Instantiation& instances, const RunResult& run,
                        Nanoseconds step, const GpuPower& power) {
+  return step_energy(graph, instances, run, step, std::vector<GpuPower>(graph.programs.size(), power));
+}
+
+StepEnergy step_energy(const WorkloadGraph& graph, const Instantiation& instances, const RunResult& run,
+                       Nanoseconds step, const std::vector<GpuPower>& per_program) {
   StepEnergy out;
   out.step = from_nanos(step);
   // The figures of each program's first recorded instance, for the instances of that program not recorded.
@@ -95,7 +100,7 @@ StepEnergy step_energy(const WorkloadGraph& graph, const Instantiation& instance
     stage.stage = graph.programs[p].stage;
     const auto rep = static_cast<std::size_t>(recorded_of[p]);
     stage.seconds = seconds_of[rep];
-    stage.joules_per_gpu = state_joules(stage.seconds, power);
+    stage.joules_per_gpu = state_joules(stage.seconds, per_program.at(p));
     stage.average_power_W = out.step > 0 ? stage.joules_per_gpu / out.step : 0;
     out.stages.push_back(stage);
   }
@@ -104,7 +109,7 @@ StepEnergy step_energy(const WorkloadGraph& graph, const Instantiation& instance
     const Instance& inst = instances.instances[i];
     const auto p = static_cast<std::size_t>(inst.program);
     const StateSeconds& s = run.instances[i].recorded ? seconds_of[i] : out.stages[p].seconds;
-    out.gpu_joules += state_joules(s, power) * inst.rank_count;
+    out.gpu_joules += state_joules(s, per_program.at(p)) * inst.rank_count;
     out.gpu_seconds.tensor += s.tensor * inst.rank_count;
     out.gpu_seconds.memory += s.memory * inst.rank_count;
     out.gpu_seconds.communication += s.communication * inst.rank_count;

@@ -50,5 +50,9 @@ double state_joules(const StateSeconds& s, const GpuPower& power);
 /// first recorded instance of its program. Errors: Error::invalid when a program has no recorded instance.
 StepEnergy step_energy(const WorkloadGraph& graph, const Instantiation& instances, const RunResult& run,
                        Nanoseconds step, const GpuPower& power);
+/// The same with each program's GPUs under their own power model (`per_program[i]` for graph.programs[i]): the
+/// stages of a mixed cluster, each on its pool's GPU. Errors: as above; std::out_of_range for a short list.
+StepEnergy step_energy(const WorkloadGraph& graph, const Instantiation& instances, const RunResult& run,
+                       Nanoseconds step, const std::vector<GpuPower>& per_program);
 
 }  // namespace orrery
