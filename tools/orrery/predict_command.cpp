@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "hardware/gpu_power.h"
 #include "sim/plan/plan_point.h"
 #include "sim/predict.h"
+#include "sim/search/pool_balance.h"
 #include "tools/orrery/html_report.h"
 #include "tools/orrery/plan_json.h"
 #include "tools/orrery/commands.h"
@@ -28,6 +30,7 @@ struct PredictArgs {
   ScenarioFlags flags;
   bool json = false;
   bool expand_ranks = false;
+  bool balance_pools = false;
   double memory_budget_gib = 0;  // 0: default_memory_budget()
   std::string trace_file;
   std::string profile_file;
@@ -93,7 +96,31 @@ void run_predict(const PredictArgs& a) {
   }
   const CostParams params = cost_params_with_profile(a.profile_file);
   options.params = &params;
-  Prediction p = predict(job, options);
+  Prediction p;
+  nlohmann::json balance_json;  // `pool_balance` in the JSON report, with --balance-pools
+  if (a.balance_pools) {
+    PoolBalance balanced = balance_pools(job.scenario(), options);
+    std::cerr << fmt::format("orrery: balanced over the pools ({} plans predicted): pipeline_stage_pools [{}], "
+                             "pipeline_layout [{}]\n",
+                             balanced.evaluated, fmt::join(balanced.stage_pools, ", "), fmt::join(balanced.pipeline_layout, ", "));
+    p = std::move(balanced.best);
+    const PoolBounds bounds = pool_bounds(job.scenario(), p, options);
+    balance_json = {{"plans_predicted", balanced.evaluated},
+                    {"pipeline_stage_pools", balanced.stage_pools},
+                    {"pipeline_layout", balanced.pipeline_layout},
+                    {"alone_tokens_per_s", bounds.alone_tokens_per_s},
+                    {"upper_bound_tokens_per_s", bounds.upper_bound_tokens_per_s},
+                    {"fraction_of_upper_bound", bounds.fraction_of_upper_bound},
+                    {"homogeneous_gpu", bounds.homogeneous_gpu},
+                    {"homogeneous_mfu", bounds.homogeneous_mfu},
+                    {"gap_to_homogeneous", bounds.gap_to_homogeneous}};
+    std::cerr << fmt::format("orrery: {:.1f}% of the pools' upper bound ({:.0f} tokens/s, each pool alone summed); "
+                             "MFU {:.1f}% against {:.1f}% on a homogeneous {} cluster of equal peak: a gap of {:.1f}%\n",
+                             100 * bounds.fraction_of_upper_bound, bounds.upper_bound_tokens_per_s, 100 * p.report.mfu,
+                             100 * bounds.homogeneous_mfu, bounds.homogeneous_gpu, 100 * bounds.gap_to_homogeneous);
+  } else {
+    p = predict(job, options);
+  }
   // Files first, each written whole (OutputFile): a write that fails fails the command before it reports.
   if (!a.trace_file.empty()) {
     OutputFile out(a.trace_file);
@@ -112,7 +139,9 @@ void run_predict(const PredictArgs& a) {
     out.commit();
   }
   if (a.json) {
-    std::cout << report_with_energy(p).dump(2) << "\n";
+    nlohmann::json out = report_with_energy(p);
+    if (!balance_json.is_null()) out["pool_balance"] = balance_json;
+    std::cout << out.dump(2) << "\n";
   } else {
     print_summary(std::cout, p);
   }
@@ -134,6 +163,9 @@ void add_predict_command(CLI::App& app) {
       ->check(named_file);
   cmd->add_flag("--json", args->json, "print the report as JSON");
   cmd->add_flag("--expand-ranks", args->expand_ranks, "simulate every rank instead of one per pipeline stage");
+  cmd->add_flag("--balance-pools", args->balance_pools,
+                "with cluster.pools: search the stages' pool order and layers per stage (sim/search/pool_balance.h) "
+                "and report the best");
   // Above 1 PiB the bytes would leave a 64-bit count; no machine has that much memory.
   static const CLI::Validator gib_range(
       [](std::string& v) {
