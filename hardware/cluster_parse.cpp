@@ -124,7 +124,12 @@ GpuSpec parse_gpu(const json& value, const std::string& path) {
   g.hbm_bandwidth = from_TB_s(in.require_double("hbm_bandwidth_TB_s", bounds::kHbmBandwidthTBs));
   g.sm_count = static_cast<int>(in.require_int("sm_count", 1, 1 << 16));
   g.l2_cache = from_MiB(in.double_or("l2_cache_MiB", 40.0, bounds::kL2CacheMiB));
-  g.nvlink_bandwidth = from_GB_s(in.require_double("nvlink_bandwidth_GB_s", bounds::kNvlinkGBs));
+  // 0 says the board has no NVLink: its GPUs reach each other over PCIe (GpuSpec::intra_node_bandwidth).
+  constexpr bounds::Range kNvlinkOrNone{0.0, bounds::kNvlinkGBs.max, bounds::kNvlinkGBs.unit, bounds::kNvlinkGBs.why};
+  g.nvlink_bandwidth = from_GB_s(in.require_double("nvlink_bandwidth_GB_s", kNvlinkOrNone));
+  require(g.nvlink_bandwidth == 0 || g.nvlink_bandwidth >= from_GB_s(bounds::kNvlinkGBs.min), in.field("nvlink_bandwidth_GB_s"),
+          fmt::format("{}", to_GB_s(g.nvlink_bandwidth)),
+          fmt::format("must be 0 (no NVLink) or lie in [{}, {}] GB/s", bounds::kNvlinkGBs.min, bounds::kNvlinkGBs.max));
   in.optional_int("nvlink_links", 0, 1 << 16);
   g.pcie_bandwidth = from_GB_s(in.double_or("pcie_bandwidth_GB_s", 32.0, bounds::kHostLinkGBs));
   g.tdp_watts = in.double_or("tdp_W", 700.0, bounds::kBoardPowerW);
@@ -345,6 +350,12 @@ ClusterSpec parse_cluster(const json& value, const std::string& path, const std:
     }
   }
   in.reject_unknown();
+  if (c.gpu.nvlink_bandwidth <= 0) {
+    // Without NVLink a node's GPUs share its PCIe fabric and nothing reaches beyond the node.
+    require(c.nvlink_domain_size == c.gpus_per_node, in.field("nvlink_domain_size"), std::to_string(c.nvlink_domain_size),
+            fmt::format("must equal gpus_per_node ({}) for a GPU without NVLink (nvlink_bandwidth_GB_s 0)", c.gpus_per_node));
+    require(!c.nvls, in.field("nvls"), "true", "needs NVLink switches (the GPU's nvlink_bandwidth_GB_s is 0)");
+  }
   require(c.nvlink_domain_size >= c.gpus_per_node && c.nvlink_domain_size % c.gpus_per_node == 0,
           in.field("nvlink_domain_size"), std::to_string(c.nvlink_domain_size),
           fmt::format("must be a multiple of gpus_per_node ({})", c.gpus_per_node));

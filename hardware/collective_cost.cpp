@@ -57,7 +57,7 @@ BytesPerSecond NcclCollectiveModel::network_rate(const GroupPlacement& p, double
 
 BytesPerSecond NcclCollectiveModel::ring_bandwidth(const CollectiveOp& op) const {
   const GroupPlacement& p = op.placement;
-  const BytesPerSecond nvlink = cluster_.gpu.nvlink_bandwidth * params_.nvlink_efficiency;
+  const BytesPerSecond nvlink = cluster_.gpu.intra_node_bandwidth() * params_.nvlink_efficiency;
   if (p.tier == Tier::kNvlink) return nvlink;
   const BytesPerSecond nic = network_rate(p, params_.nic_efficiency);
   if (op.kind == CollectiveKind::kSendRecv) return nic;
@@ -73,7 +73,7 @@ BytesPerSecond NcclCollectiveModel::ring_bandwidth(const CollectiveOp& op) const
 
 CollectivePlan NcclCollectiveModel::expert_dispatch(const CollectiveOp& op) const {
   const GroupPlacement& p = op.placement;
-  const BytesPerSecond nvlink = cluster_.gpu.nvlink_bandwidth * params_.expert_dispatch_nvlink_efficiency;
+  const BytesPerSecond nvlink = cluster_.gpu.intra_node_bandwidth() * params_.expert_dispatch_nvlink_efficiency;
   const BytesPerSecond nic = network_rate(p, params_.expert_dispatch_nic_efficiency);
   const double network = static_cast<double>(op.network_bytes);
   const bool crosses = network > 0 && p.tier != Tier::kNvlink;
@@ -223,7 +223,7 @@ CollectivePlan NcclCollectiveModel::plan(const CollectiveOp& op) const {
     const BytesPerSecond bw = on_channels(proto, true, p.size, op.bytes, ring, ring_protocol_bandwidth(proto, ring, nodes));
     consider("ring", proto, latency, volume / bw);
   }
-  const BytesPerSecond nvlink = cluster_.gpu.nvlink_bandwidth;
+  const BytesPerSecond nvlink = cluster_.gpu.intra_node_bandwidth();
   const bool nvls = cluster_.nvls && all_reduce && p.ranks_per_domain > 2;
   // NVLS inside one domain: each byte into the switch once and back reduced once; latency hwLat[NVLINK][NVLS]
   // alone (tuning.cc @ v2.23.4-1); it runs on NCCL_NVLS_NCHANNELS (16) whatever the size.

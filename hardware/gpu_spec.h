@@ -24,8 +24,11 @@ struct GpuSpec {
   BytesPerSecond hbm_bandwidth = 0;
   int sm_count = 0;                    // SMs (NVIDIA) or compute units (AMD)
   Bytes l2_cache = 0;
-  BytesPerSecond nvlink_bandwidth = 0;  // per GPU, per direction (NVLink or Infinity Fabric aggregate)
+  BytesPerSecond nvlink_bandwidth = 0;  // per GPU, per direction (NVLink or Infinity Fabric aggregate); 0: none
   BytesPerSecond pcie_bandwidth = 0;    // host link, per direction
+  /// The rate a GPU reaches its node's other GPUs at, per direction: NVLink's, or on a PCIe-only board (no NVLink,
+  /// as L40S, L20 and RTX 4090 servers) its PCIe link's, through the PCIe switch or the host bridge.
+  BytesPerSecond intra_node_bandwidth() const { return nvlink_bandwidth > 0 ? nvlink_bandwidth : pcie_bandwidth; }
   double tdp_watts = 0;
   // Measured fused-attention efficiency of this GPU (fraction of the dense peak of the attention's precision);
   // 0 = the cost model's default (hardware/presets/cost_model.json).

@@ -78,7 +78,7 @@ int channels(const GpuSpec& gpu) {
   const bool sm90 = g == Generation::kHopper || g == Generation::kBlackwell;
   const double link_GB_s = g == Generation::kBlackwell ? 50.0 : 25.0;  // physical, per direction
   const double nccl_link_GB_s = g == Generation::kBlackwell ? 40.0 : g == Generation::kHopper ? 20.6 : 20.0;
-  const double total = to_GB_s(gpu.nvlink_bandwidth) / link_GB_s * nccl_link_GB_s;
+  const double total = to_GB_s(gpu.intra_node_bandwidth()) / link_GB_s * nccl_link_GB_s;
   double speed = sm90 ? kSpeedsIntraSm90[std::size(kSpeedsIntraSm90) - 1] : kSpeedsIntra[std::size(kSpeedsIntra) - 1];
   for (double s : sm90 ? std::span<const double>(kSpeedsIntraSm90) : std::span<const double>(kSpeedsIntra)) {
     if (s <= total) {

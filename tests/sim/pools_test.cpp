@@ -202,3 +202,27 @@ TEST_CASE("balancing a pipeline over a fast and a slow pool reaches most of the 
   CHECK(std::abs(bounds.gap_to_homogeneous) <= 0.10);
   CHECK(bounds.homogeneous_gpu == "h100-sxm");
 }
+
+TEST_CASE("a node without NVLink runs its collectives over PCIe", "[hardware][pools][pcie]") {
+  // An 8 x L40S box (nvlink_bandwidth_GB_s 0, PCIe Gen4 x16: 32 GB/s per direction, hardware/presets/gpus.json):
+  // a large all-reduce over the node's 8 GPUs moves 2 (n - 1) / n of its bytes through each GPU's PCIe link at
+  // the ring's efficiency: time - latency = bytes x 2 x 7/8 / (32 GB/s x nvlink_efficiency).
+  const ClusterSpec box = parse_cluster(nlohmann::json::parse(R"({"name": "l40s-box", "gpu": "l40s", "gpus_per_node": 8,
+      "nics_per_node": 1, "nic_bandwidth_Gbit_s": 100, "nic_type": "ethernet"})"), "cluster");
+  CHECK(box.gpu.nvlink_bandwidth == 0);
+  CHECK(box.gpu.intra_node_bandwidth() == Approx(32e9));
+  const NetworkParams& net = default_cost_params().network;
+  const NcclCollectiveModel model(box, net);
+  std::vector<int> members{0, 1, 2, 3, 4, 5, 6, 7};
+  const GroupPlacement node = place_members(box, members);
+  const Bytes bytes = Bytes{1} << 30;
+  const double t = model.time(CollectiveOp{CollectiveKind::kAllReduce, bytes, node});
+  CHECK(t == Approx(static_cast<double>(bytes) * 2 * 7 / 8 / (32e9 * net.nvlink_efficiency)).epsilon(0.03));
+  // Without NVLink nothing reaches past the node, and there is no NVLink SHARP.
+  CHECK_THAT(test::scenario_error(R"({"model": "llama3-8b", "cluster": {"gpu": "l40s", "gpus_per_node": 8,
+      "nvlink_domain_size": 16, "nics_per_node": 1, "nic_bandwidth_Gbit_s": 100}, "parallel": {"tp": 8}})"),
+             Catch::Contains("cluster.nvlink_domain_size") && Catch::Contains("without NVLink"));
+  CHECK_THAT(test::scenario_error(R"({"model": "llama3-8b", "cluster": {"gpu": "l40s", "gpus_per_node": 8, "nvls": true,
+      "nics_per_node": 1, "nic_bandwidth_Gbit_s": 100}, "parallel": {"tp": 8}})"),
+             Catch::Contains("cluster.nvls"));
+}
