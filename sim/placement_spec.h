@@ -1,5 +1,5 @@
 #pragma once
-// The scenario's `placement` section (DESIGN.md "Names for the capabilities of the second wave"): where the job's
+// The scenario's `placement` section (ARCHITECTURE.md "Scenario file"): where the job's
 // ranks run on the fabric, as a policy or an explicit map. A plain struct read by parse_placement
 // (sim/placement_parse.cpp) and resolved into cluster.rank_gpu by resolve_rank_placement (sim/placement.h).
 
