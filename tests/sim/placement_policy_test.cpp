@@ -87,6 +87,16 @@ TEST_CASE("Arnold's optimiser reduces the largest spread on a 9,600-GPU fabric a
   CHECK(r.kinds[0].blocks + r.kinds[1].blocks > o.kinds[0].blocks + o.kinds[1].blocks);
   CHECK(o.kinds[0].link_factor == Approx(1.0));
   CHECK(optimized.report.iteration_time < random.report.iteration_time);
+  // What the links explain: ZeRO 1 reduce-scatters the fp32 gradients and all-gathers the bf16 weights of a rank,
+  // (n - 1) / n of (gradient + weight bytes) each way through the NIC (50 GB/s per GPU x nic_efficiency), slowed by
+  // the DP uplink share; the last reductions are exposed at the end of the step, so the step shrinks by about the
+  // difference of that time under the two shares (PP sends add a few milliseconds).
+  const StageMemory& m = random.report.per_stage[0];
+  const double n = 150, bytes = (n - 1) / n * static_cast<double>(m.gradients + m.weights);
+  const double nic = 50e9 * default_cost_params().network.nic_efficiency;
+  const double hand = bytes * (r.kinds[0].link_factor - o.kinds[0].link_factor) / nic;
+  CHECK(r.kinds[0].link_factor == Approx(2.5).epsilon(0.05));
+  CHECK(random.report.iteration_time - optimized.report.iteration_time == Approx(hand).epsilon(0.05));
 }
 
 TEST_CASE("Bad placements are refused naming the field", "[sim][placement]") {
