@@ -60,6 +60,16 @@ struct ClusterSpec {
   /// order; kSegmentDefault until the scenario resolves it (sim/scenario_validate.cpp, default_segment_nodes).
   int segment_nodes = kSegmentDefault;
   static constexpr int kSegmentDefault = -1;
+  /// Where the scheduler put the job's ranks, from the scenario's `placement` (sim/placement.h): entry r is the
+  /// physical GPU of global rank r, fabric node x gpus_per_node + slot. Fabric nodes are numbered as `network`
+  /// groups them (fabric node f sits in block f / tier.nodes of each tier) and as NVLink domains do (f /
+  /// nodes_per_domain()). Empty: the job's nodes are the fabric's first ones, in rank order (physical_gpu with
+  /// segment_nodes). Non-empty, it replaces segment_nodes and has num_gpus entries.
+  std::vector<int> rank_gpu;
+  /// True when concurrent collectives share the uplinks they cross (sim/link_sharing.h) instead of each paying its
+  /// outermost tier's fixed oversubscription (hardware/collective_cost.h): set by a scenario's `placement` section,
+  /// so a scenario without one keeps the fixed factor.
+  bool shared_links = false;
   /// A measured GPU profile the cluster names ("profile": a built-in name or a file), used where `--profile` is not
   /// given; nullptr when none.
   std::shared_ptr<const GpuProfile> profile;

@@ -40,6 +40,7 @@ Blocks blocks(const std::vector<int>& members, int block) {
 }  // namespace
 
 int physical_gpu(const ClusterSpec& c, int rank) {
+  if (static_cast<std::size_t>(rank) < c.rank_gpu.size()) return c.rank_gpu[static_cast<std::size_t>(rank)];
   const int S = c.segment_nodes;
   const int D = c.nodes_per_domain();
   if (S <= 0 || D <= 1) return rank;

@@ -44,7 +44,9 @@ struct GroupPlacement {
 /// cluster.segment_nodes = S > 0 (Slurm's --segment), block b of S consecutive nodes goes to NVLink domain
 /// b / floor(D / S), at slot (b mod floor(D / S)) S, D nodes to a domain; domains are never shared by two blocks
 /// that do not fit together, so a block's ranks never straddle a domain (the rest of a domain stays idle). With
-/// S = 0 the job's nodes fill the domains in order. Needs segment_nodes resolved (not kSegmentDefault).
+/// S = 0 the job's nodes fill the domains in order. Needs segment_nodes resolved (not kSegmentDefault). With a
+/// cluster.rank_gpu (a scenario's `placement`), rank r runs on GPU rank_gpu[r] instead, and physical_gpu is no
+/// longer increasing in the rank.
 int physical_gpu(const ClusterSpec& cluster, int rank);
 
 /// Places the group of global ranks `members` (any order, no duplicates, at least one), each at its physical_gpu.
@@ -52,7 +54,8 @@ int physical_gpu(const ClusterSpec& cluster, int rank);
 GroupPlacement place_members(const ClusterSpec& cluster, const std::vector<int>& members);
 
 /// The network part of a placement on more than one NVLink domain, from the group's first and last physical GPU
-/// (physical_gpu is increasing in the rank, so they are its lowest and highest ranks' GPUs): the innermost tier
+/// (the lowest and highest physical GPUs of its members: tiers group consecutive nodes, so a tier block that holds
+/// both holds every member): the innermost tier
 /// (cluster.network, in order) whose node blocks hold both ends sets `tier` (kLeaf for the first, else kSpine),
 /// `oversubscription` and `network_latency`; beyond every tier, the outermost's figures and kSpine.
 void place_across_network(const ClusterSpec& cluster, int first_gpu, int last_gpu, GroupPlacement& placement);

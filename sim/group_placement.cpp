@@ -8,6 +8,8 @@
 #include <unordered_map>
 
 #include "models/error.h"
+#include "sim/link_sharing.h"
+#include "sim/placement.h"
 
 namespace orrery {
 
@@ -30,6 +32,9 @@ std::int64_t domain_period(const ClusterSpec& c) {
 
 GroupPlacement costliest_group_placement(const ClusterSpec& cluster, const RankLayout& ranks, GroupKind kind,
                                          int stage, const std::vector<int>& stage_base) {
+  // A scenario's `placement` (sim/placement.h): ranks anywhere on the fabric, links shared (sim/link_sharing.h).
+  // Not with pools (resolve_pools refuses the two together), so stage_base is empty here.
+  if (!cluster.rank_gpu.empty() || cluster.shared_links) return shared_costliest_placement(cluster, ranks, kind, stage);
   GroupPlacement worst;
   std::vector<bool> seen(static_cast<std::size_t>(ranks.num_ranks()), false);
   const int per_stage = ranks.num_ranks() / ranks.pp();
@@ -127,6 +132,7 @@ void resolve_placement(Scenario& s) {
                            fmt::format("must divide the job's nodes ({}), as Slurm's --segment requires", c.num_nodes()));
     }
   }
+  resolve_rank_placement(s);
   const RankLayout ranks(s.parallel);
   for (GroupKind kind : {GroupKind::kTp, GroupKind::kCp, GroupKind::kEp, GroupKind::kExpertTp}) {
     for (int stage = 0; stage < ranks.pp(); ++stage) {

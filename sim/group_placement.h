@@ -29,7 +29,8 @@ int default_segment_nodes(const ClusterSpec& cluster);
 
 /// Resolves cluster.segment_nodes (the default above when not given) and checks it: at most one domain's nodes and
 /// dividing the job's nodes, as Slurm requires. Then warns, for each of the TP, CP and EP groups (and expert TP),
-/// when one straddles NVLink domains: its collectives cross the network. Errors name cluster.segment_nodes.
+/// when one straddles NVLink domains: its collectives cross the network. Errors name cluster.segment_nodes. Also
+/// resolves the scenario's `placement` (sim/placement.h, resolve_rank_placement) and its errors.
 void resolve_placement(Scenario& s);
 
 }  // namespace orrery

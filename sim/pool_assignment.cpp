@@ -48,6 +48,10 @@ void resolve_pools(Scenario& s) {
     }
     return;
   }
+  if (s.placement) {
+    throw Error::not_modelled("placement", "given with cluster.pools",
+                              "placing ranks on the fabric of a mixed cluster (each pool's ranks fill its nodes in order)");
+  }
   const std::int64_t per_stage = std::int64_t{p.tp} * p.cp * p.dp;
   if (p.pipeline_stage_pools.empty()) {
     p.pipeline_stage_pools = fill_in_order(c, p.pp, per_stage);

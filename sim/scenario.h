@@ -15,6 +15,7 @@
 #include "models/ops.h"
 #include "sim/plan/facility.h"
 #include "sim/plan/goodput.h"
+#include "sim/placement_spec.h"
 
 namespace orrery {
 
@@ -278,6 +279,9 @@ struct Scenario {
   /// llama3-405b preset's rates (hardware/presets/failures.json) when `orrery plan` needs them.
   std::optional<FailureModel> failures;
   CheckpointSpec checkpoint;
+  /// Where the ranks run on the fabric (`placement`, sim/placement_spec.h); absent: sequential on the job's own
+  /// nodes with each tier's fixed oversubscription, as before the section existed.
+  std::optional<PlacementSpec> placement;
   std::vector<std::string> warnings;  // accepted but noteworthy input (e.g. sequence_parallel with tp 1)
 
   /// Micro-batches per pipeline per iteration: global batch / (micro-batch x dp). The formula's one home, for the

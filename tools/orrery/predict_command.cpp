@@ -20,6 +20,7 @@
 #include "tools/orrery/outputs.h"
 #include "tools/orrery/scenario_flags.h"
 #include "tools/orrery/trace_options.h"
+#include "tools/orrery/placement_output.h"
 
 namespace orrery::cli {
 
@@ -31,6 +32,7 @@ struct PredictArgs {
   bool json = false;
   bool expand_ranks = false;
   bool balance_pools = false;
+  bool placement_compare = false;  // --placement-compare: sequential, random and optimized side by side
   double memory_budget_gib = 0;  // 0: default_memory_budget()
   std::string trace_file;
   std::string profile_file;
@@ -138,12 +140,19 @@ void run_predict(const PredictArgs& a) {
     out.write(predict_report_html(report_with_energy(p)));
     out.commit();
   }
+  std::vector<PlacementOutcome> compared;
+  if (a.placement_compare) compared = compare_placements(job.scenario(), options);
   if (a.json) {
     nlohmann::json out = report_with_energy(p);
     if (!balance_json.is_null()) out["pool_balance"] = balance_json;
+    if (a.placement_compare) {
+      if (!out.contains("placement")) out["placement"] = placement_json(summarize_placement(p.scenario));
+      out["placement"]["compare"] = placement_compare_json(compared);
+    }
     std::cout << out.dump(2) << "\n";
   } else {
     print_summary(std::cout, p);
+    if (a.placement_compare) print_placement_compare(std::cout, compared);
   }
 }
 
@@ -166,6 +175,9 @@ void add_predict_command(CLI::App& app) {
   cmd->add_flag("--balance-pools", args->balance_pools,
                 "with cluster.pools: search the stages' pool order and layers per stage (sim/search/pool_balance.h) "
                 "and report the best");
+  cmd->add_flag("--placement-compare", args->placement_compare,
+                "also predict the scenario under the sequential, random (seeded) and optimized placements on its "
+                "fabric (scenarios/README.md \"placement\"), side by side (JSON: placement.compare)");
   // Above 1 PiB the bytes would leave a 64-bit count; no machine has that much memory.
   static const CLI::Validator gib_range(
       [](std::string& v) {

@@ -2,6 +2,7 @@
 
 #include "models/param_count.h"
 #include "tools/orrery/outputs.h"
+#include "tools/orrery/placement_output.h"
 
 namespace orrery::cli {
 
@@ -64,6 +65,7 @@ json report_json(const Prediction& p) {
     }
     out["pools"] = pools;
   }
+  if (s.placement) out["placement"] = placement_json(summarize_placement(s));
   if (r.packing) {
     const PackedBatch& k = *r.packing;
     out["packing"] = {{"documents", k.documents},

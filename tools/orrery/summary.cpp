@@ -9,6 +9,7 @@
 
 #include "models/param_count.h"
 #include "tools/orrery/outputs.h"
+#include "tools/orrery/placement_output.h"
 
 namespace orrery::cli {
 
@@ -84,6 +85,7 @@ void print_summary(std::ostream& out, const Prediction& p) {
   fmt::print(out, "  plan     TP {} PP {} DP {} CP {} VPP {}{}{}{}, {} micro-batches per pipeline, schedule {}\n", pl.tp,
              pl.pp, pl.dp, pl.cp, pl.vpp, experts, pl.sequence_parallel ? ", sequence parallel" : "",
              pl.zero_stage > 0 ? fmt::format(", ZeRO {}", pl.zero_stage) : "", r.microbatches, schedule);
+  if (s.placement) print_placement(out, summarize_placement(s));
   fmt::print(out, "\n");
   fmt::print(out, "  iteration time     {:10.3f} s\n", r.iteration_time);
   fmt::print(out, "  throughput         {:10.0f} tokens/s ({:.1f} tokens/s per GPU)\n", r.tokens_per_s, r.tokens_per_s_per_gpu);
