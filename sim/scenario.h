@@ -13,6 +13,7 @@
 #include "hardware/cluster_spec.h"
 #include "models/model_spec.h"
 #include "models/ops.h"
+#include "sim/jitter/jitter_spec.h"
 #include "sim/plan/facility.h"
 #include "sim/plan/goodput.h"
 
@@ -276,6 +277,8 @@ struct Scenario {
   /// llama3-405b preset's rates (hardware/presets/failures.json) when `orrery plan` needs them.
   std::optional<FailureModel> failures;
   CheckpointSpec checkpoint;
+  /// Stochastic stragglers and noise (`jitter`; sim/jitter/): absent, `orrery predict` runs no Monte-Carlo.
+  std::optional<JitterSpec> jitter;
   std::vector<std::string> warnings;  // accepted but noteworthy input (e.g. sequence_parallel with tp 1)
 
   /// Micro-batches per pipeline per iteration: global batch / (micro-batch x dp). The formula's one home, for the
