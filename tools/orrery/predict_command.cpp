@@ -4,15 +4,18 @@
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "models/error.h"
 #include "models/json_fields.h"
 #include "models/output_file.h"
 #include "hardware/gpu_profile.h"
 #include "hardware/gpu_power.h"
+#include "sim/jitter/jitter_run.h"
 #include "sim/plan/plan_point.h"
 #include "sim/predict.h"
 #include "tools/orrery/html_report.h"
+#include "tools/orrery/jitter_output.h"
 #include "tools/orrery/plan_json.h"
 #include "tools/orrery/commands.h"
 #include "tools/orrery/outputs.h"
@@ -94,6 +97,9 @@ void run_predict(const PredictArgs& a) {
   const CostParams params = cost_params_with_profile(a.profile_file);
   options.params = &params;
   Prediction p = predict(job, options);
+  // The jitter Monte-Carlo, when the scenario asks for one: the prediction's graph run once per iteration.
+  std::optional<JitterSummary> jitter;
+  if (job.scenario().jitter && !p.run.stopped) jitter = run_jitter(p, options);
   // Files first, each written whole (OutputFile): a write that fails fails the command before it reports.
   if (!a.trace_file.empty()) {
     OutputFile out(a.trace_file);
@@ -112,9 +118,12 @@ void run_predict(const PredictArgs& a) {
     out.commit();
   }
   if (a.json) {
-    std::cout << report_with_energy(p).dump(2) << "\n";
+    nlohmann::json report = report_with_energy(p);
+    if (jitter) report["jitter"] = jitter_json(*jitter);
+    std::cout << report.dump(2) << "\n";
   } else {
     print_summary(std::cout, p);
+    if (jitter) print_jitter_summary(std::cout, *jitter);
   }
 }
 
