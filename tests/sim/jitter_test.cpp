@@ -85,7 +85,7 @@ std::string jitter_error(const std::string& text) {
 // A small dense job: Llama-3-8B cut to 4 layers, TP 2, PP 2, DP 2 on 8 H100s.
 constexpr const char* kSmallJob = R"({"model": {"preset": "llama3-8b", "num_hidden_layers": 4},
     "cluster": {"preset": "dgx-h100", "num_gpus": 8}, "parallel": {"tp": 2, "pp": 2, "dp": 2},
-    "training": {"seq_length": 2048, "micro_batch_size": 1, "global_batch_size": 8})";
+    "training": {"seq_length": 2048, "micro_batch_size": 1, "global_batch_size": 8}})";
 
 Scenario with_jitter(const std::string& job, const std::string& jitter) {
   json doc = json::parse(job);
@@ -208,7 +208,7 @@ TEST_CASE("one throttled rank via jitter equals the same slow rank given as a st
   // hits, the step equals the existing `stragglers` path with one rank at compute_slowdown 2.
   const std::string job = R"({"model": {"preset": "llama3-8b", "num_hidden_layers": 2},
       "cluster": {"preset": "dgx-h100", "num_gpus": 8}, "parallel": {"dp": 8},
-      "training": {"seq_length": 2048, "micro_batch_size": 1, "global_batch_size": 8})";
+      "training": {"seq_length": 2048, "micro_batch_size": 1, "global_batch_size": 8}})";
   const Prediction jittered = predict(with_jitter(job, R"({"iterations": 4, "thermal": {"fraction": 0.125, "clock_factor": 0.5}})"));
   json straggled = json::parse(job);
   straggled["stragglers"] = json::parse(R"([{"rank": 5, "compute_slowdown": 2}])");
