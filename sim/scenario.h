@@ -13,6 +13,7 @@
 #include "hardware/cluster_spec.h"
 #include "models/model_spec.h"
 #include "models/ops.h"
+#include "sim/jitter/jitter_spec.h"
 #include "sim/plan/facility.h"
 #include "sim/plan/goodput.h"
 #include "sim/placement_spec.h"
@@ -282,6 +283,8 @@ struct Scenario {
   /// Where the ranks run on the fabric (`placement`, sim/placement_spec.h); absent: sequential on the job's own
   /// nodes with each tier's fixed oversubscription, as before the section existed.
   std::optional<PlacementSpec> placement;
+  /// Stochastic stragglers and noise (`jitter`; sim/jitter/): absent, `orrery predict` runs no Monte-Carlo.
+  std::optional<JitterSpec> jitter;
   std::vector<std::string> warnings;  // accepted but noteworthy input (e.g. sequence_parallel with tp 1)
 
   /// Micro-batches per pipeline per iteration: global batch / (micro-batch x dp). The formula's one home, for the

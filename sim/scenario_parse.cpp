@@ -378,6 +378,7 @@ Scenario read_scenario(const json& doc, const std::filesystem::path& base_dir) {
   if (const json* failures = top.raw("failures")) s.failures = parse_failures(*failures, "failures");
   if (const json* checkpoint = top.raw("checkpoint")) s.checkpoint = parse_checkpoint(*checkpoint, "checkpoint");
   if (const json* placement = top.raw("placement")) s.placement = parse_placement(*placement);
+  if (const json* jitter = top.raw("jitter")) s.jitter = parse_jitter(*jitter, "jitter");
   top.reject_unknown();
   if (s.name.empty()) s.name = s.model.name;
   return s;

@@ -198,6 +198,21 @@ class Simulation final : private Pacing {
     for (std::size_t p = 0; p < g.programs.size(); ++p) {
       initial_pending_[p].assign(g.programs[p].in_degree.begin(), g.programs[p].in_degree.end());
     }
+    // Per-instance start delays (Instance::start_delay) and the demand bits of the network port
+    // (Instance::network_slowdown), by the resource model's name.
+    start_ns_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Instance& in = inst.instances[i];
+      if (!(in.start_delay >= 0) || !std::isfinite(in.start_delay) || !(in.compute_slowdown > 0) ||
+          !std::isfinite(in.compute_slowdown) || !(in.network_slowdown > 0) || !std::isfinite(in.network_slowdown)) {
+        throw std::logic_error(fmt::format("engine: instance {} has a slowdown that is not positive and finite or a "
+                                           "start delay that is negative or not finite", i));
+      }
+      start_ns_[i] = to_nanos(in.start_delay);
+    }
+    for (std::size_t b = 0; b < g.demands.size(); ++b) {
+      if (g.demands[b].model == "port_fair_share") network_bits_ = static_cast<std::uint8_t>(network_bits_ | (1u << b));
+    }
     base_ns_.resize(g.programs.size());
     for (std::size_t p = 0; p < g.programs.size(); ++p) {
       for (Seconds s : d.op_seconds[p]) base_ns_[p].push_back(to_nanos(s));
@@ -226,7 +241,7 @@ class Simulation final : private Pacing {
         }
       }
       host_segment_.assign(n, 0);
-      host_base_.assign(n, 0);
+      host_base_ = start_ns_;
       host_waiting_.resize(n);
       host_bases_.resize(n);
     }
@@ -307,7 +322,8 @@ class Simulation final : private Pacing {
     recorded_.assign(n, 0);
     for (std::size_t i = 0; i < n; ++i) {
       const Instance& in = inst.instances[i];
-      bool record = record_all || !stage_seen[static_cast<std::size_t>(in.program)] || in.compute_slowdown != 1.0;
+      bool record = opt.record_timings &&
+                    (record_all || !stage_seen[static_cast<std::size_t>(in.program)] || in.perturbed());
       stage_seen[static_cast<std::size_t>(in.program)] = true;
       InstanceRun& run = result_.instances[i];
       run.recorded = record;
@@ -329,7 +345,13 @@ class Simulation final : private Pacing {
     }
     for (std::size_t i = 0; i < inst_.instances.size(); ++i) {
       for (std::int32_t t : sources[static_cast<std::size_t>(inst_.instances[i].program)]) {
-        make_ready(static_cast<std::int32_t>(i), t, 0);
+        // A delayed instance's first tasks: its host issues them late (make_ready queues them), or without a host
+        // timeline they arrive at the delay.
+        if (host_on_ || start_ns_[i] == 0) {
+          make_ready(static_cast<std::int32_t>(i), t, 0);
+        } else {
+          queue(start_ns_[i], kIssued, static_cast<std::int32_t>(i), t);
+        }
       }
     }
     std::uint32_t polls = 0;
@@ -453,8 +475,14 @@ class Simulation final : private Pacing {
     const auto p = static_cast<std::size_t>(in.program);
     const Task& t = graph_.programs[p].tasks[static_cast<std::size_t>(task)];
     const auto op = static_cast<std::size_t>(t.op);
-    if (in.compute_slowdown == 1.0 || !graph_.streams[t.stream].compute) return base_ns_[p][op];
-    return to_nanos(durations_.op_seconds[p][op] * in.compute_slowdown);
+    if (in.compute_slowdown == 1.0 && in.network_slowdown == 1.0) return base_ns_[p][op];
+    if (graph_.streams[t.stream].compute) {
+      return in.compute_slowdown == 1.0 ? base_ns_[p][op] : to_nanos(durations_.op_seconds[p][op] * in.compute_slowdown);
+    }
+    const Program& prog = graph_.programs[p];
+    const bool network = !prog.demands.empty() && (prog.demands[static_cast<std::size_t>(task)] & network_bits_) != 0;
+    if (!network || in.network_slowdown == 1.0) return base_ns_[p][op];
+    return to_nanos(durations_.op_seconds[p][op] * in.network_slowdown);
   }
 
   TaskTiming* timing(std::int32_t instance, std::int32_t task) {
@@ -482,7 +510,7 @@ class Simulation final : private Pacing {
     if (segment > host_segment_[i]) return -1;
     const std::vector<Nanoseconds>& bases = host_bases_[i];
     if (segment < host_segment_[i] && bases.empty()) return 0;
-    const Nanoseconds base = segment == host_segment_[i] ? host_base_[i] : (segment > 0 ? bases[static_cast<std::size_t>(segment - 1)] : 0);
+    const Nanoseconds base = segment == host_segment_[i] ? host_base_[i] : (segment > 0 ? bases[static_cast<std::size_t>(segment - 1)] : start_ns_[i]);
     const Nanoseconds before = segment > 0 ? issue_prefix_[p][static_cast<std::size_t>(blocking[static_cast<std::size_t>(segment - 1)])] : 0;
     return base + issue_prefix_[p][static_cast<std::size_t>(at)] - before;
   }
@@ -842,6 +870,8 @@ class Simulation final : private Pacing {
   std::vector<std::uint16_t> pending_;  // [program base + count row * width + slot]: predecessors not yet ended
   std::int64_t total_tasks_ = 0;        // tasks of all instances
   std::vector<std::vector<Nanoseconds>> base_ns_;
+  std::vector<Nanoseconds> start_ns_;  // per instance: Instance::start_delay
+  std::uint8_t network_bits_ = 0;      // the demand bits (WorkloadGraph::demands) of the network port
   // The host timeline (host_on_): per program, the cumulative issue time of its tasks and its blocking tasks in
   // issue order (Program::issue_order, else task order); per instance, the blocking tasks ended so far, when the
   // last ended, and the ready tasks whose host waits at a blocking task before them.

@@ -19,12 +19,17 @@
 // starts and applies its at_end bytes when it ends.
 //
 // The host timeline (with Durations::issue_seconds): each instance's host thread issues its program's tasks in
-// issue order (Program::issue_order, else task order: the order the framework's Python calls them), spending each task's issue_seconds, from time 0; a
+// issue order (Program::issue_order, else task order: the order the framework's Python calls them), spending each task's issue_seconds, from time 0
+// (or the instance's Instance::start_delay); a
 // task becomes ready only once its predecessors have ended *and* it has been issued, so a rank whose host is
 // slower than its GPU leaves the GPU idle, and a rendezvous waits for its last member's host. A kHostSync task
 // (a `.item()`), or a kHostOp of CPU work (HostOpShape::kHostMemory, the CPU optimizer step), blocks its host: the
 // tasks after it in issue order are issued from its end on. Otherwise the host runs ahead without limit (CUDA's launch queue of
 // about a thousand entries is not modelled: only a host that falls behind changes the timeline).
+//
+// Per-instance factors (Instance): compute_slowdown stretches its tasks on compute streams, network_slowdown its
+// tasks that demand the network port, and start_delay holds back its host (or, with no host timeline, its first
+// tasks); a rendezvous starts when its last member arrives and lasts as long as its slowest member's duration.
 
 #include <array>
 #include <cstdint>
@@ -115,6 +120,9 @@ struct RunOptions {
   /// Keep per-task timings and memory samples of every instance when instances x tasks stays below this;
   /// above it, only the first instance of each stage and those with a slowdown are recorded.
   std::int64_t record_budget = 20'000'000;
+  /// False: no instance keeps per-task timings or memory samples, whatever the budget (a run read only for its
+  /// makespan, ends and peaks, as the jitter Monte-Carlo's many runs are).
+  bool record_timings = true;
   /// The resource models to run (sim/engine/resource_model.h), in the order their factors multiply; the graph's
   /// demands on models not listed here are ignored (every task sees the whole resource). Each model at most once.
   /// A rendezvous whose members are all paced (network transfers under port_fair_share) ends, on every member, when

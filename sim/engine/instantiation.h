@@ -14,7 +14,16 @@ struct Instance {
   int program = 0;                 // pipeline stage
   int representative_rank = 0;     // lowest global rank it stands for
   int rank_count = 1;              // ranks it stands for
-  double compute_slowdown = 1.0;   // multiplies its compute durations
+  double compute_slowdown = 1.0;   // multiplies its compute durations (tasks on a StreamInfo::compute stream)
+  /// Multiplies the durations of its tasks that demand the network port (a role of the "port_fair_share" resource
+  /// model: transfers that leave its NVLink domain), whether or not that model is enabled; 1: none. A rendezvous
+  /// takes as long as its slowest member, so a slow port slows its whole group, as the slowest link paces a ring.
+  double network_slowdown = 1.0;
+  /// Seconds after time 0 at which its host begins issuing its program (with no host timeline: at which its first
+  /// tasks become ready); 0: at once. A host stall before the step (a late launch, a garbage-collection pause).
+  Seconds start_delay = 0;
+  /// Whether any of its per-instance factors departs from the identity.
+  bool perturbed() const { return compute_slowdown != 1.0 || network_slowdown != 1.0 || start_delay != 0; }
 };
 
 /// Instances and their rendezvous groups. group_of[i * group_kinds + kind] is the group id instance i uses for

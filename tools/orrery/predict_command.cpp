@@ -5,16 +5,19 @@
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "models/error.h"
 #include "models/json_fields.h"
 #include "models/output_file.h"
 #include "hardware/gpu_profile.h"
 #include "hardware/gpu_power.h"
+#include "sim/jitter/jitter_run.h"
 #include "sim/plan/plan_point.h"
 #include "sim/predict.h"
 #include "sim/search/pool_balance.h"
 #include "tools/orrery/html_report.h"
+#include "tools/orrery/jitter_output.h"
 #include "tools/orrery/plan_json.h"
 #include "tools/orrery/commands.h"
 #include "tools/orrery/outputs.h"
@@ -123,6 +126,9 @@ void run_predict(const PredictArgs& a) {
   } else {
     p = predict(job, options);
   }
+  // The jitter Monte-Carlo, when the scenario asks for one: the prediction's graph run once per iteration.
+  std::optional<JitterSummary> jitter;
+  if (job.scenario().jitter && !p.run.stopped) jitter = run_jitter(p, options);
   // Files first, each written whole (OutputFile): a write that fails fails the command before it reports.
   if (!a.trace_file.empty()) {
     OutputFile out(a.trace_file);
@@ -149,10 +155,12 @@ void run_predict(const PredictArgs& a) {
       if (!out.contains("placement")) out["placement"] = placement_json(summarize_placement(p.scenario));
       out["placement"]["compare"] = placement_compare_json(compared);
     }
+    if (jitter) out["jitter"] = jitter_json(*jitter);
     std::cout << out.dump(2) << "\n";
   } else {
     print_summary(std::cout, p);
     if (a.placement_compare) print_placement_compare(std::cout, compared);
+    if (jitter) print_jitter_summary(std::cout, *jitter);
   }
 }
 
