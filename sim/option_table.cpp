@@ -154,7 +154,7 @@ constexpr std::array kOptions = {
         "stage; each stage's tp × cp × dp ranks lie on one pool. Without it, ranks fill the pools in the order "
         "listed, and a stage that would straddle two pools is an error. Balance the stages of slower GPUs with "
         "`pipeline_layout`",
-        R"({"cluster": {"pools": [{"name": "fast", "preset": "dgx-h100", "num_gpus": 8},
+        R"({"cluster": {"preset": null, "num_gpus": null, "pools": [{"name": "fast", "preset": "dgx-h100", "num_gpus": 8},
                                     {"name": "slow", "preset": "dgx-a100-80gb", "num_gpus": 8}]},
             "parallel": {"pp": 2, "tp": 8, "pipeline_stage_pools": [1, 0]}})"),
     choice("parallel", "cp_comm_type", "--cp-comm-type", "", "p2p, a2a, allgather, a2a+p2p", "p2p",

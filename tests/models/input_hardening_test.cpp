@@ -131,7 +131,9 @@ TEST_CASE("GPU and cluster numbers beyond physical bounds are refused, naming th
         "cluster.gpu.hbm_capacity_GiB (10000000000) must lie in [1, 4096] GiB (over 10x the 288 GB of B300 and "
         "MI355X, the most today)");
   CHECK_THAT(gpu_error(R"("hbm_bandwidth_TB_s": 800)"), Catch::Contains("hbm_bandwidth_TB_s (800) must lie in [0.1, 80] TB/s"));
-  CHECK_THAT(gpu_error(R"("nvlink_bandwidth_GB_s": 1e6)"), Catch::Contains("nvlink_bandwidth_GB_s (1000000) must lie in [1, 9000] GB/s"));
+  CHECK_THAT(gpu_error(R"("nvlink_bandwidth_GB_s": 1e6)"), Catch::Contains("nvlink_bandwidth_GB_s (1000000) must lie in [0, 9000] GB/s"));
+  // 0 is a board without NVLink (PCIe only); between 0 and the bound's floor is a typo.
+  CHECK_THAT(gpu_error(R"("nvlink_bandwidth_GB_s": 0.5)"), Catch::Contains("must be 0 (no NVLink) or lie in [1, 9000] GB/s"));
   CHECK_THAT(gpu_error(R"("tdp_W": 1e9)"), Catch::Contains("tdp_W (1000000000) must lie in [10, 14000] W"));
   CHECK_THAT(gpu_error(R"("sustained_gemm_clock": {"MHz": 1765, "power_W": 700, "peak_clock_MHz": 1830,
                                                     "max_clock_MHz": 1e7})"),
