@@ -62,7 +62,8 @@ PlacementSpec parse_placement(const json& value) {
   if (policy) p.policy = parse_policy(*policy);
   if (map) {
     require(!policy || p.policy == PlacementPolicy::kExplicit, "placement.rank_to_node", "given",
-            fmt::format("is an explicit map: it goes with policy \"explicit\" or no policy, not \"{}\"", *policy));
+            fmt::format("is an explicit map: it goes with policy \"explicit\" or no policy, not \"{}\"",
+                        policy.value_or("")));  // the message is built whether or not the rule holds
     p.policy = PlacementPolicy::kExplicit;
     p.rank_to_node = parse_node_list(*map);
   }
