@@ -314,6 +314,30 @@ def main():
     r = run(orrery, "predict", path, "--json")
     expect(r.returncode == 0, f"hf_config scenario: exit {r.returncode}: {r.stderr[:200]}")
 
+    # Mixed clusters through the binary: the pools report, and bad pools, bad stage assignments and orrery plan of a
+    # mixed cluster each exit 2 naming the field (tests/sim/pools_test.cpp checks the rules and figures).
+    mixed = {"model": "llama3-8b", "parallel": {"tp": 8, "pp": 2},
+             "cluster": {"pools": [{"name": "fast", "preset": "dgx-h100", "num_gpus": 8},
+                                   {"name": "slow", "preset": "dgx-a100-80gb", "num_gpus": 8, "nic_type": "roce"}]},
+             "training": {"seq_length": 4096, "global_batch_size": 8}}
+    path = os.path.join(tmp, "mixed.json")
+    json.dump(mixed, open(path, "w"))
+    r = run(orrery, "predict", path, "--json")
+    pools = json.loads(r.stdout).get("pools", []) if r.returncode == 0 else []
+    expect([(p["name"], p["gpu"], p["nic_type"], p["stages"]) for p in pools] ==
+           [("fast", "h100-sxm", "infiniband", [0]), ("slow", "a100-sxm4-80gb", "roce", [1])],
+           f"predict of a mixed cluster: exit {r.returncode}, pools {pools}, {r.stderr[:200]}")
+    r = run(orrery, "plan", path, "--steps", "10")
+    expect(r.returncode == 2 and "not modelled yet: cluster.pools" in r.stderr, f"plan of a mixed cluster: {r.stderr[:200]}")
+    for change, word in [({"parallel": {"tp": 8, "pp": 2, "pipeline_stage_pools": [1, 1]}}, "cluster.pools[1].num_gpus"),
+                         ({"parallel": {"tp": 8, "pp": 2, "pipeline_stage_pools": [0]}}, "parallel.pipeline_stage_pools"),
+                         ({"cluster": {"pools": [{"name": "x", "preset": "dgx-h100"}]}}, "cluster.pools[0].num_gpus"),
+                         ({"cluster": {"preset": "dgx-h100", "nic_type": "carrier-pigeon"}}, "cluster.nic_type")]:
+        bad_mixed = dict(mixed, **change)
+        json.dump(bad_mixed, open(path, "w"))
+        r = run(orrery, "predict", path)
+        expect(r.returncode == 2 and word in r.stderr, f"mixed cluster {change}: exit {r.returncode}, {r.stderr[:200]}")
+
     # Calibration: a plan from a scenario, a raw file fitted into a profile that predict then reads, bad input.
     plan = os.path.join(tmp, "p.plan")
     r = run(orrery, "calibrate", "plan", "--no-grid", "--out", plan,
