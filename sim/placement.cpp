@@ -9,20 +9,12 @@
 #include "hardware/topology.h"
 #include "models/error.h"
 #include "sim/link_sharing.h"
+#include "sim/xoshiro256.h"
 #include "sim/rank_layout.h"
 
 namespace orrery {
 
 namespace {
-
-// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014): a fixed
-// sequence on every platform, unlike std::uniform_int_distribution.
-std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 // Nodes per block of the outermost network tier that has a node count (0: none has).
 int outermost_block(const ClusterSpec& c, std::string* name = nullptr) {
